@@ -1,0 +1,125 @@
+//! The component densities of DESIGN §3, written once for every engine (the
+//! CUDA kernels mirror these functions name for name).
+//!
+//! Both families share one shape: log p(x) = c − k·q(x, μ) + h(x), where
+//!   inverse Gaussian: c = ½ log λ − ½ log 2π, k = λ / (2μ²), q = (x − μ)² / x,
+//!                     h = −3/2 log x;
+//!   Normal:           c = −log σ − ½ log 2π,   k = 1 / (2σ²),  q = (x − μ)²,
+//!                     h = 0.
+//! h does not depend on the parameters, so the E-step sums it once per dataset.
+//! Each dataset carries one auxiliary value per observation, `g`: 1/x for the
+//! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
+//! needs Σ r·g for both.
+
+use crate::job::{Family, Params, MAX_COMPONENTS};
+
+/// log(2π)
+pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// The auxiliary per-observation value `g` of the module docs.
+#[inline(always)]
+pub fn aux(family: Family, x: f64) -> f64 {
+    match family {
+        Family::InvGauss => 1.0 / x,
+        Family::Normal => x * x,
+    }
+}
+
+/// The parameter-free part of the log-density, h(x).
+#[inline(always)]
+pub fn log_h(family: Family, x: f64) -> f64 {
+    match family {
+        Family::InvGauss => -1.5 * x.ln(),
+        Family::Normal => 0.0,
+    }
+}
+
+/// q(x, μ) given x, its auxiliary value g and the component mean.
+#[inline(always)]
+pub fn q<const IG: bool>(x: f64, g: f64, mu: f64) -> f64 {
+    let d = x - mu;
+    if IG {
+        d * d * g
+    } else {
+        d * d
+    }
+}
+
+/// Per-component constants of log α_m + log p_m(x) − h(x) = c_m − k_m·q.
+/// (c_m includes log α_m.)
+#[derive(Clone, Copy, Debug)]
+pub struct Terms {
+    pub c: [f64; MAX_COMPONENTS],
+    pub k: [f64; MAX_COMPONENTS],
+    pub mu: [f64; MAX_COMPONENTS],
+}
+
+pub fn terms(family: Family, p: &Params) -> Terms {
+    let mut t = Terms { c: [0.0; MAX_COMPONENTS], k: [0.0; MAX_COMPONENTS], mu: p.mu };
+    for m in 0..p.k {
+        let (mu, shape) = (p.mu[m], p.shape[m]);
+        let (c, k) = match family {
+            Family::InvGauss => (0.5 * (shape.ln() - LN_2PI), shape / (2.0 * mu * mu)),
+            Family::Normal => (-shape.ln() - 0.5 * LN_2PI, 1.0 / (2.0 * shape * shape)),
+        };
+        t.c[m] = p.alpha[m].ln() + c;
+        t.k[m] = k;
+    }
+    t
+}
+
+/// log p(x | μ, shape) of one component, straight from the formula: the
+/// reference the fast E-step is tested against, and what the reported
+/// log-likelihood is computed with.
+pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
+    match family {
+        Family::InvGauss => {
+            let lambda = shape;
+            0.5 * (lambda.ln() - LN_2PI - 3.0 * x.ln()) - lambda * (x - mu) * (x - mu) / (2.0 * mu * mu * x)
+        }
+        Family::Normal => {
+            let sigma = shape;
+            -0.5 * LN_2PI - sigma.ln() - (x - mu) * (x - mu) / (2.0 * sigma * sigma)
+        }
+    }
+}
+
+/// Log-likelihood of a mixture on data, by log-sum-exp over the components
+/// of every observation: the exact value reported to users.
+pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
+    let mut l = [0.0; MAX_COMPONENTS];
+    let mut total = 0.0;
+    for &x in xs {
+        for m in 0..p.k {
+            l[m] = p.alpha[m].ln() + log_density(family, x, p.mu[m], p.shape[m]);
+        }
+        total += crate::mathx::log_sum_exp(&l[..p.k]);
+    }
+    total
+}
+
+/// Maximum-likelihood (μ, shape) of one component from a few observations,
+/// as used for random starts. `None` when the estimate is not a valid
+/// component (all values equal, non-finite, λ ≤ 0).
+pub fn ml_estimate(family: Family, xs: &[f64]) -> Option<(f64, f64)> {
+    let n = xs.len() as f64;
+    let mu = xs.iter().sum::<f64>() / n;
+    let shape = match family {
+        Family::InvGauss => {
+            // 1/λ = mean(1/x − 1/μ)
+            let inv_lambda = xs.iter().map(|&x| 1.0 / x - 1.0 / mu).sum::<f64>() / n;
+            1.0 / inv_lambda
+        }
+        Family::Normal => (xs.iter().map(|&x| (x - mu) * (x - mu)).sum::<f64>() / n).sqrt(),
+    };
+    let positive_mu = family == Family::Normal || mu > 0.0;
+    (mu.is_finite() && positive_mu && shape.is_finite() && shape > 0.0).then_some((mu, shape))
+}
+
+/// Standard deviation of one component: √(μ³/λ) or σ.
+pub fn component_sd(family: Family, mu: f64, shape: f64) -> f64 {
+    match family {
+        Family::InvGauss => (mu * mu * mu / shape).sqrt(),
+        Family::Normal => shape,
+    }
+}

@@ -1,0 +1,95 @@
+//! The whole call: check and rescale every dataset, run the starts on an
+//! engine, and turn each dataset's best start into a `Fit` in the data's
+//! own units.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::dataset::{prepare, Prepared};
+use crate::engine::{cpu, pool, Best};
+use crate::error::Error;
+use crate::family;
+use crate::job::{Fit, Job, Status};
+use crate::start::Outcome;
+
+/// Progress of a call, readable from another thread while it runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Start-fits to run (known once the datasets are checked).
+    pub total: AtomicUsize,
+    /// Start-fits finished.
+    pub done: AtomicUsize,
+}
+
+/// Fits every dataset of `job` on `threads` CPU threads. Setting `cancel`
+/// makes it return `Error::Cancelled` soon after.
+pub fn fit(job: &Job, threads: usize, cancel: &AtomicBool, progress: &Progress) -> Result<Vec<Fit>, Error> {
+    job.validate()?;
+    let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {
+        prepare(job.dataset(d), job.family, job.components)
+    })?;
+    let valid = prepared.iter().filter(|p| p.is_ok()).count();
+    progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
+    let bests = cpu::run(job, &prepared, threads, cancel, &progress.done)?;
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    parallel_map(bests.len(), threads, cancel, |d| finish(job, d, &prepared[d], &bests[d]))
+}
+
+/// One dataset's result from its best start.
+fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best) -> Fit {
+    let values = job.dataset(d);
+    let n = values.len();
+    let ds = match prepared {
+        Ok(ds) => ds,
+        Err(why) => return Fit::without_params(n, Status::Invalid, format!("dataset {why}"), 0),
+    };
+    let Some(w) = &best.winner else {
+        let reason = best.first_failure.map_or("", |(_, why)| why.describe());
+        let message = format!("all {} random starts failed (the first because {reason})", job.starts);
+        return Fit::without_params(n, Status::Failed, message, best.starts_ok);
+    };
+    let params = ds.unscale(&w.fit.params);
+    let order = params.order_by_mu();
+    let params = params.permuted(&order);
+    let init = ds.unscale(&w.init).permuted(&order);
+    let loglik = family::log_likelihood(job.family, values, &params);
+    if !loglik.is_finite() {
+        let message = "the best start's log-likelihood is not finite on the original data".to_string();
+        return Fit::without_params(n, Status::Failed, message, best.starts_ok);
+    }
+    let (status, message) = match w.fit.outcome {
+        Outcome::Converged => (Status::Converged, String::new()),
+        _ => (
+            Status::MaxIters,
+            format!("stopped after max.iters = {} iterations before the log-likelihood settled", job.max_iters),
+        ),
+    };
+    Fit {
+        n,
+        status,
+        message,
+        params: Some(params),
+        init: Some(init),
+        loglik,
+        iterations: w.fit.iterations,
+        best_start: Some(w.start),
+        starts_ok: best.starts_ok,
+    }
+}
+
+/// `f(0..n)` computed on `threads` threads, in index order.
+fn parallel_map<T: Send + Sync>(
+    n: usize,
+    threads: usize,
+    cancel: &AtomicBool,
+    f: impl Fn(usize) -> T + Sync,
+) -> Result<Vec<T>, Error> {
+    let slots: Vec<OnceLock<T>> = (0..n).map(|_| OnceLock::new()).collect();
+    pool::for_each_index(n, threads, cancel, |i| {
+        let _ = slots[i].set(f(i));
+    })?;
+    let out: Option<Vec<T>> = slots.into_iter().map(OnceLock::into_inner).collect();
+    out.ok_or(Error::Cancelled)
+}

@@ -1,0 +1,158 @@
+//! What a call asks for (`Job`) and what it gets back (`Fit`).
+
+use crate::error::Error;
+
+/// Components per mixture are held in fixed arrays of this size, so a start's
+/// parameters and sufficient statistics live on the stack.
+pub const MAX_COMPONENTS: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    InvGauss,
+    Normal,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::InvGauss => "invgauss",
+            Family::Normal => "normal",
+        }
+    }
+}
+
+/// Mixture parameters. `shape` is λ for the inverse Gaussian and σ for the
+/// Normal; only the first `k` entries of each array are meaningful.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    pub k: usize,
+    pub alpha: [f64; MAX_COMPONENTS],
+    pub mu: [f64; MAX_COMPONENTS],
+    pub shape: [f64; MAX_COMPONENTS],
+}
+
+impl Params {
+    pub fn zeroed(k: usize) -> Params {
+        Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS] }
+    }
+
+    /// The same mixture with its components reordered by `order`.
+    pub fn permuted(&self, order: &[usize]) -> Params {
+        let mut p = Params::zeroed(self.k);
+        for (to, &from) in order.iter().enumerate() {
+            p.alpha[to] = self.alpha[from];
+            p.mu[to] = self.mu[from];
+            p.shape[to] = self.shape[from];
+        }
+        p
+    }
+
+    /// Component order by ascending μ (ties keep their index order), the
+    /// canonical order of reported fits.
+    pub fn order_by_mu(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.k).collect();
+        order.sort_by(|&a, &b| self.mu[a].total_cmp(&self.mu[b]));
+        order
+    }
+}
+
+/// One call: the datasets, packed end to end, and how to fit them.
+#[derive(Clone, Debug)]
+pub struct Job<'a> {
+    /// All observations of all datasets, one after the other.
+    pub data: &'a [f64],
+    /// Dataset `d` is `data[offsets[d]..offsets[d + 1]]`; `offsets[0] == 0`.
+    pub offsets: Vec<usize>,
+    pub family: Family,
+    pub components: usize,
+    pub max_iters: u32,
+    pub epsilon: f64,
+    pub starts: u32,
+    pub seed: u64,
+}
+
+impl Job<'_> {
+    pub fn num_datasets(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    pub fn dataset(&self, d: usize) -> &[f64] {
+        &self.data[self.offsets[d]..self.offsets[d + 1]]
+    }
+
+    /// The core's own check of the settings; R validates first, with its
+    /// argument names, so users should never see these messages.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::BadSetting(m));
+        if self.components < 1 || self.components > MAX_COMPONENTS {
+            return bad(format!("num.components must be between 1 and {MAX_COMPONENTS}"));
+        }
+        if self.max_iters < 1 {
+            return bad("max.iters must be at least 1".into());
+        }
+        if self.starts < 1 {
+            return bad("random.inits must be at least 1".into());
+        }
+        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
+            return bad("epsilon must be a positive finite number".into());
+        }
+        let offsets_ok = self.offsets.first() == Some(&0)
+            && self.offsets.windows(2).all(|w| w[0] <= w[1])
+            && self.offsets.last() == Some(&self.data.len());
+        if !offsets_ok {
+            return bad("dataset offsets do not match the data".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The log-likelihood rose by less than epsilon.
+    Converged,
+    /// Stopped at max.iters without meeting the convergence rule.
+    MaxIters,
+    /// Every start degenerated.
+    Failed,
+    /// The data cannot be fitted (too short, non-finite, ...); never started.
+    Invalid,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Converged => "converged",
+            Status::MaxIters => "max_iters",
+            Status::Failed => "failed",
+            Status::Invalid => "invalid",
+        }
+    }
+}
+
+/// The best fit of one dataset, in the data's own units, components in
+/// ascending μ. `params`, `init`, `best_start` are `None` unless a start
+/// succeeded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fit {
+    pub n: usize,
+    pub status: Status,
+    pub message: String,
+    pub params: Option<Params>,
+    /// The winning start's initial values, in the same component order as
+    /// `params` (component j of `init` is where component j of `params` began).
+    pub init: Option<Params>,
+    /// Log-likelihood of `params` on the original data (NaN without a fit).
+    pub loglik: f64,
+    /// EM updates applied by the winning start.
+    pub iterations: u32,
+    /// Zero-based index of the winning start.
+    pub best_start: Option<u32>,
+    /// Starts that ended without degenerating.
+    pub starts_ok: u32,
+}
+
+impl Fit {
+    pub fn without_params(n: usize, status: Status, message: String, starts_ok: u32) -> Fit {
+        Fit { n, status, message, params: None, init: None, loglik: f64::NAN, iterations: 0, best_start: None, starts_ok }
+    }
+}

@@ -1,0 +1,176 @@
+//! The M-step: new parameters from one E-step's sufficient statistics, in
+//! closed form (DESIGN §3), and the guards that declare a start degenerate.
+
+use crate::family;
+use crate::job::{Family, Params, MAX_COMPONENTS};
+
+/// What one E-step pass produces: the log-likelihood of the parameters it
+/// was run with (without the parameter-free Σh) and, per component,
+/// S0 = Σr, S1 = Σr·x, S2 = Σr·g (g = 1/x or x², see `family`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    pub ll: f64,
+    pub s0: [f64; MAX_COMPONENTS],
+    pub s1: [f64; MAX_COMPONENTS],
+    pub s2: [f64; MAX_COMPONENTS],
+}
+
+impl Stats {
+    pub fn zero() -> Stats {
+        Stats { ll: 0.0, s0: [0.0; MAX_COMPONENTS], s1: [0.0; MAX_COMPONENTS], s2: [0.0; MAX_COMPONENTS] }
+    }
+}
+
+/// A component carrying less weight than this many observations has collapsed.
+pub const MIN_COMPONENT_OBS: f64 = 2.0;
+/// A component whose standard deviation is below this fraction of the data's
+/// has collapsed onto a point (the likelihood is unbounded there).
+pub const MIN_RELATIVE_SD: f64 = 1e-6;
+
+/// Why a start stopped being a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Degenerate {
+    WeightCollapsed,
+    SpreadCollapsed,
+    NotFinite,
+    LoglikFell,
+    NoStart,
+}
+
+impl Degenerate {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Degenerate::WeightCollapsed => "a component's weight fell below two observations",
+            Degenerate::SpreadCollapsed => "a component collapsed onto a point",
+            Degenerate::NotFinite => "a parameter or the log-likelihood became non-finite",
+            Degenerate::LoglikFell => "the log-likelihood fell (numerical breakdown)",
+            Degenerate::NoStart => "no non-degenerate random start could be drawn",
+        }
+    }
+}
+
+/// Checks one component's (μ, shape) for use: finite, positive where it must
+/// be, and not collapsed relative to `spread` (the data's standard deviation).
+pub fn check_component(family: Family, mu: f64, shape: f64, spread: f64) -> Result<(), Degenerate> {
+    let mu_ok = family == Family::Normal || mu > 0.0;
+    if !(mu.is_finite() && shape.is_finite() && shape > 0.0 && mu_ok) {
+        return Err(Degenerate::NotFinite);
+    }
+    let sd = family::component_sd(family, mu, shape);
+    if !(sd >= MIN_RELATIVE_SD * spread) {
+        return Err(Degenerate::SpreadCollapsed);
+    }
+    Ok(())
+}
+
+/// α = S0/N, μ = S1/S0, and λ = S0 / (S2 − S0²/S1) (the exact update with the
+/// new μ) or σ² = S2/S0 − μ².
+pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+    let mut p = Params::zeroed(k);
+    let nf = n as f64;
+    for m in 0..k {
+        let (s0, s1, s2) = (st.s0[m], st.s1[m], st.s2[m]);
+        if !(s0 >= MIN_COMPONENT_OBS) {
+            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
+        }
+        let mu = s1 / s0;
+        let shape = match family {
+            Family::InvGauss => s0 / (s2 - s0 * s0 / s1),
+            Family::Normal => (s2 / s0 - mu * mu).sqrt(),
+        };
+        check_component(family, mu, shape, spread)?;
+        p.alpha[m] = s0 / nf;
+        p.mu[m] = mu;
+        p.shape[m] = shape;
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Weighted ML of one component by brute force: maximise the weighted
+    /// log-likelihood directly (μ = weighted mean; then the shape from the
+    /// textbook weighted formulas with the new μ, summed term by term).
+    fn brute_force(family: Family, xs: &[f64], r: &[f64]) -> (f64, f64, f64) {
+        let w: f64 = r.iter().sum();
+        let mu = xs.iter().zip(r).map(|(x, r)| r * x).sum::<f64>() / w;
+        let shape = match family {
+            Family::InvGauss => {
+                w / xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu) / (mu * mu * x)).sum::<f64>()
+            }
+            Family::Normal => (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt(),
+        };
+        (w / xs.len() as f64, mu, shape)
+    }
+
+    #[test]
+    fn closed_forms_match_brute_force_weighted_sums() {
+        let xs: Vec<f64> = (0..200).map(|i| 0.2 + (i as f64 * 0.37).sin().abs() * 3.0 + i as f64 * 0.01).collect();
+        let r0: Vec<f64> = xs.iter().map(|x| 1.0 / (1.0 + (3.0 * (x - 1.5)).exp())).collect();
+        for family in [Family::InvGauss, Family::Normal] {
+            let mut st = Stats::zero();
+            for (i, &x) in xs.iter().enumerate() {
+                for (m, r) in [r0[i], 1.0 - r0[i]].into_iter().enumerate() {
+                    st.s0[m] += r;
+                    st.s1[m] += r * x;
+                    st.s2[m] += r * family::aux(family, x);
+                }
+            }
+            let p = m_step(family, 2, &st, xs.len(), 1.0).unwrap();
+            let r1: Vec<f64> = r0.iter().map(|r| 1.0 - r).collect();
+            for (m, r) in [&r0, &r1].into_iter().enumerate() {
+                let (alpha, mu, shape) = brute_force(family, &xs, r);
+                assert!((p.alpha[m] - alpha).abs() < 1e-13, "{family:?} alpha");
+                assert!((p.mu[m] - mu).abs() < 1e-12 * mu.abs(), "{family:?} mu");
+                assert!((p.shape[m] - shape).abs() < 1e-10 * shape, "{family:?} shape {} vs {}", p.shape[m], shape);
+            }
+        }
+    }
+
+    #[test]
+    fn the_shape_update_maximises_the_weighted_likelihood() {
+        // Perturbing the M-step's λ or σ either way must lower the weighted
+        // log-likelihood of the component.
+        let xs = [0.3, 0.9, 1.4, 2.2, 0.7, 1.1, 3.5, 0.5];
+        let r = [0.9, 0.8, 0.4, 0.1, 0.95, 0.6, 0.05, 0.85];
+        for family in [Family::InvGauss, Family::Normal] {
+            let mut st = Stats::zero();
+            for (x, w) in xs.iter().zip(r) {
+                st.s0[0] += w;
+                st.s1[0] += w * x;
+                st.s2[0] += w * family::aux(family, *x);
+            }
+            // N = 1 so the weight guard does not apply to this tiny example
+            let p = m_step(family, 1, &st, 1, 0.0).unwrap();
+            let q = |mu: f64, shape: f64| {
+                xs.iter().zip(r).map(|(x, w)| w * family::log_density(family, *x, mu, shape)).sum::<f64>()
+            };
+            let best = q(p.mu[0], p.shape[0]);
+            for f in [0.999, 1.001] {
+                assert!(q(p.mu[0] * f, p.shape[0]) < best);
+                assert!(q(p.mu[0], p.shape[0] * f) < best);
+            }
+        }
+    }
+
+    #[test]
+    fn guards_reject_collapse() {
+        let mut st = Stats::zero();
+        st.s0[0] = 1.5; // under two observations' worth
+        st.s1[0] = 1.5;
+        st.s2[0] = 1.6;
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100, 1.0), Err(Degenerate::WeightCollapsed));
+        // all weight on one value: S2 − S0²/S1 = 0, λ infinite
+        st.s0[0] = 10.0;
+        st.s1[0] = 10.0;
+        st.s2[0] = 10.0;
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100, 1.0), Err(Degenerate::NotFinite));
+        // Normal with σ tiny relative to the data's spread
+        st.s2[0] = 10.0 * (1.0 + 1e-14);
+        assert_eq!(m_step(Family::Normal, 1, &st, 100, 1.0), Err(Degenerate::SpreadCollapsed));
+        st.s0[0] = f64::NAN;
+        assert_eq!(m_step(Family::Normal, 1, &st, 100, 1.0), Err(Degenerate::NotFinite));
+    }
+}

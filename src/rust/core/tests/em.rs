@@ -1,0 +1,173 @@
+//! End-to-end behaviour of the core on simulated data: parameter recovery,
+//! monotone EM, reproducibility and the independence promises of DESIGN §5.
+
+use std::sync::atomic::AtomicBool;
+
+use bulkem_core::estep::e_step;
+use bulkem_core::family;
+use bulkem_core::mstep::m_step;
+use bulkem_core::{fit, Family, Fit, Job, Progress, Status};
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+
+fn normal(rng: &mut Pcg64) -> f64 {
+    // Box–Muller
+    let u: f64 = 1.0 - rng.random::<f64>();
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+/// IG(μ, λ) by Michael, Schucany & Haas (1976).
+fn inv_gauss(rng: &mut Pcg64, mu: f64, lambda: f64) -> f64 {
+    let y = normal(rng).powi(2);
+    let x = mu + mu * mu * y / (2.0 * lambda) - mu / (2.0 * lambda) * (4.0 * mu * lambda * y + mu * mu * y * y).sqrt();
+    if rng.random::<f64>() <= mu / (mu + x) {
+        x
+    } else {
+        mu * mu / x
+    }
+}
+
+fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let u: f64 = rng.random();
+            let mut m = 0;
+            let mut acc = alpha[0];
+            while u > acc && m + 1 < alpha.len() {
+                m += 1;
+                acc += alpha[m];
+            }
+            match family {
+                Family::InvGauss => inv_gauss(rng, mu[m], shape[m]),
+                Family::Normal => mu[m] + shape[m] * normal(rng),
+            }
+        })
+        .collect()
+}
+
+fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
+    let data: Vec<f64> = datasets.concat();
+    let mut offsets = vec![0];
+    for d in datasets {
+        offsets.push(offsets.last().unwrap() + d.len());
+    }
+    let job = Job { data: &data, offsets, family, components: k, max_iters: 500, epsilon: 1e-8, starts, seed };
+    fit(&job, threads, &AtomicBool::new(false), &Progress::default()).unwrap()
+}
+
+#[test]
+fn recovers_the_2015_demo_mixture() {
+    // B1's mixture: μ = (1, 3), λ = (30, 0.2), α = (0.3, 0.7)
+    let mut rng = Pcg64::seed_from_u64(1);
+    let data = mixture(&mut rng, Family::InvGauss, 20_000, &[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]);
+    let f = &run(&[data], Family::InvGauss, 2, 10, 5, 2)[0];
+    assert_eq!(f.status, Status::Converged, "{}", f.message);
+    let p = f.params.unwrap();
+    assert!((p.alpha[0] - 0.3).abs() < 0.02, "{p:?}");
+    assert!((p.mu[0] - 1.0).abs() < 0.03 && (p.mu[1] - 3.0).abs() < 0.3, "{p:?}");
+    assert!((p.shape[0] - 30.0).abs() < 3.0 && (p.shape[1] - 0.2).abs() < 0.02, "{p:?}");
+}
+
+#[test]
+fn recovers_a_three_component_normal_mixture() {
+    let mut rng = Pcg64::seed_from_u64(2);
+    let data = mixture(&mut rng, Family::Normal, 30_000, &[0.2, 0.5, 0.3], &[-4.0, 0.0, 5.0], &[1.0, 0.5, 2.0]);
+    let f = &run(&[data], Family::Normal, 3, 20, 9, 2)[0];
+    assert_eq!(f.status, Status::Converged, "{}", f.message);
+    let p = f.params.unwrap();
+    for (m, (a, mu, sd)) in [(0.2, -4.0, 1.0), (0.5, 0.0, 0.5), (0.3, 5.0, 2.0)].into_iter().enumerate() {
+        assert!((p.alpha[m] - a).abs() < 0.015, "{p:?}");
+        assert!((p.mu[m] - mu).abs() < 0.06, "{p:?}");
+        assert!((p.shape[m] - sd).abs() < 0.06 * sd, "{p:?}");
+    }
+}
+
+#[test]
+fn the_log_likelihood_never_falls_and_is_reported_exactly() {
+    let mut rng = Pcg64::seed_from_u64(3);
+    for family in [Family::InvGauss, Family::Normal] {
+        let xs = mixture(&mut rng, family, 2_000, &[0.4, 0.6], &[1.0, 2.5], &[4.0, 1.5]);
+        let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+        let h: f64 = xs.iter().map(|&x| family::log_h(family, x)).sum();
+        let mut p = bulkem_core::Params::zeroed(2);
+        p.alpha[..2].copy_from_slice(&[0.5, 0.5]);
+        p.mu[..2].copy_from_slice(&[0.8, 1.2]);
+        p.shape[..2].copy_from_slice(&[1.0, 1.0]);
+        let mut prev = f64::NEG_INFINITY;
+        for _ in 0..200 {
+            let st = e_step(family, &xs, &g, &p);
+            let ll = st.ll + h;
+            // the E-step's log-likelihood is the log-likelihood of p
+            let exact = family::log_likelihood(family, &xs, &p);
+            assert!((ll - exact).abs() < 1e-11 * exact.abs());
+            assert!(ll >= prev - 1e-9 * prev.abs(), "{family:?}: {ll} after {prev}");
+            prev = ll;
+            p = m_step(family, 2, &st, xs.len(), 1.0).unwrap();
+        }
+    }
+    // and the value reported for a fit is the exact log-likelihood of its parameters
+    let xs = mixture(&mut rng, Family::InvGauss, 500, &[0.5, 0.5], &[1.0, 3.0], &[10.0, 2.0]);
+    let f = &run(&[xs.clone()], Family::InvGauss, 2, 5, 1, 1)[0];
+    assert_eq!(f.loglik, family::log_likelihood(Family::InvGauss, &xs, &f.params.unwrap()));
+}
+
+#[test]
+fn fits_do_not_depend_on_threads_position_or_company() {
+    let mut rng = Pcg64::seed_from_u64(4);
+    let sets: Vec<Vec<f64>> = (0..12)
+        .map(|i| mixture(&mut rng, Family::InvGauss, 100 + 37 * i, &[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]))
+        .collect();
+    let base = run(&sets, Family::InvGauss, 2, 8, 77, 1);
+    assert_eq!(base, run(&sets, Family::InvGauss, 2, 8, 77, 2));
+    assert_eq!(base, run(&sets, Family::InvGauss, 2, 8, 77, 7));
+    // dataset 5 alone, and last in a reversed list with an invalid dataset in front
+    assert_eq!(base[5], run(&sets[5..6], Family::InvGauss, 2, 8, 77, 2)[0]);
+    let mut reversed: Vec<Vec<f64>> = vec![vec![1.0, -1.0]];
+    reversed.extend(sets.iter().rev().cloned());
+    let rev = run(&reversed, Family::InvGauss, 2, 8, 77, 3);
+    assert_eq!(rev[0].status, Status::Invalid);
+    for (i, f) in rev[1..].iter().rev().enumerate() {
+        assert_eq!(*f, base[i]);
+    }
+    // a different seed gives different starts
+    let other = run(&sets, Family::InvGauss, 2, 8, 78, 2);
+    assert_ne!(base.iter().map(|f| f.init).collect::<Vec<_>>(), other.iter().map(|f| f.init).collect::<Vec<_>>());
+}
+
+#[test]
+fn bad_datasets_get_their_own_status() {
+    let mut rng = Pcg64::seed_from_u64(5);
+    let good = mixture(&mut rng, Family::InvGauss, 300, &[0.5, 0.5], &[1.0, 3.0], &[10.0, 2.0]);
+    let sets = vec![good.clone(), vec![1.0, 2.0], vec![3.0; 50], vec![1.0, f64::NAN, 2.0, 3.0, 4.0, 5.0], vec![]];
+    let fits = run(&sets, Family::InvGauss, 2, 4, 1, 2);
+    assert!(fits[0].params.is_some());
+    assert_eq!(fits[0], run(&[good], Family::InvGauss, 2, 4, 1, 1)[0]);
+    for f in &fits[1..] {
+        assert_eq!(f.status, Status::Invalid);
+        assert!(f.params.is_none() && f.loglik.is_nan() && !f.message.is_empty());
+    }
+    assert!(fits[2].message.contains("all 50 values are equal"), "{}", fits[2].message);
+    assert!(fits[4].message.contains("has 0 observations"), "{}", fits[4].message);
+}
+
+#[test]
+fn a_dataset_whose_starts_all_fail_is_reported_failed() {
+    // 8 observations, K = 2: a component must keep two observations' worth of
+    // weight, and two clusters of 7 and 1 cannot both do so for long.
+    let xs = vec![1.0, 1.001, 1.002, 1.003, 1.004, 1.005, 1.006, 50.0];
+    let f = &run(&[xs], Family::Normal, 2, 5, 3, 1)[0];
+    assert_eq!(f.status, Status::Failed, "{f:?}");
+    assert!(f.message.contains("all 5 random starts failed"), "{}", f.message);
+    assert!(f.params.is_none());
+}
+
+#[test]
+fn cancelling_stops_the_call() {
+    let mut rng = Pcg64::seed_from_u64(6);
+    let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
+    let job = Job { data: &xs, offsets: vec![0, 1000], family: Family::Normal, components: 2,
+                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1 };
+    let cancel = AtomicBool::new(true);
+    assert_eq!(fit(&job, 2, &cancel, &Progress::default()), Err(bulkem_core::Error::Cancelled));
+}
