@@ -79,6 +79,11 @@ fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best)
     }
 }
 
+/// All the cores this process may use (cgroup and affinity limits included).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `f(0..n)` computed on `threads` threads, in index order.
 fn parallel_map<T: Send + Sync>(
     n: usize,

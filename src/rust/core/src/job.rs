@@ -152,6 +152,14 @@ pub struct Fit {
 }
 
 impl Fit {
+    /// (AIC, BIC) with 3K − 1 free parameters (K means, K shapes, K − 1
+    /// weights); NaN without a fit.
+    pub fn information_criteria(&self) -> (f64, f64) {
+        let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
+        let df = (3 * p.k - 1) as f64;
+        (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
+    }
+
     pub fn without_params(n: usize, status: Status, message: String, starts_ok: u32) -> Fit {
         Fit { n, status, message, params: None, init: None, loglik: f64::NAN, iterations: 0, best_start: None, starts_ok }
     }

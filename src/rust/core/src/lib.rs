@@ -15,5 +15,5 @@ pub mod mstep;
 pub mod start;
 
 pub use error::Error;
-pub use fit::{fit, Progress};
+pub use fit::{default_threads, fit, Progress};
 pub use job::{Family, Fit, Job, Params, Status, MAX_COMPONENTS};

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The project's test command (CI: .ci/run on a fresh clone). Exits non-zero
+# on the first failure of: cargo tests of the whole workspace, building and
+# installing the package tarball, generated files being out of date, or
+# R CMD check reporting an ERROR or WARNING.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export PATH="$PATH:$HOME/.cargo/bin"
+
+t_all=$SECONDS
+step() { printf '\n==> %s\n' "$*"; t_step=$SECONDS; }
+done_step() { printf '<== %ss\n' "$((SECONDS - t_step))"; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+step "dependencies"
+bash .ci/deps.sh
+done_step
+
+step "cargo test --release (workspace: glue + core)"
+# Test against the same vendored crates the package installs from, offline,
+# so the tests also prove the snapshot is complete. R_HOME/R_INCLUDE_DIR are
+# what R CMD INSTALL would pass (src/Makevars says why they matter).
+# They are unpacked under the (ignored) target dir rather than a temp dir:
+# cargo fingerprints the source path, so a fixed path keeps reruns warm.
+vendor_args=()
+if [ -f src/rust/vendor.tar.xz ]; then
+  vsrc=$root/src/rust/target/vendor-src
+  rm -rf "$vsrc" && mkdir -p "$vsrc"
+  tar -xf src/rust/vendor.tar.xz -C "$vsrc"
+  vendor_args=(--offline
+    --config "source.crates-io.replace-with='vendored-sources'"
+    --config "source.vendored-sources.directory='$vsrc/vendor'")
+fi
+(cd src/rust &&
+  R_HOME=$(R RHOME) R_INCLUDE_DIR=$(Rscript -e 'cat(R.home("include"))') \
+  cargo test --release --locked --workspace "${vendor_args[@]}") || {
+  echo "FAIL: cargo test. If a Cargo dependency changed, run .ci/vendor.sh and commit its output." >&2
+  exit 1; }
+done_step
+
+step "R CMD build"
+rm -rf bulkem_*.tar.gz bulkem.Rcheck
+R CMD build .
+tarball=$(ls bulkem_*.tar.gz)
+done_step
+
+step "R CMD INSTALL $tarball"
+mkdir "$work/lib"
+R CMD INSTALL -l "$work/lib" "$tarball"
+done_step
+
+step "generated files up to date"
+# Snapshot, regenerate, compare. Unlike `git diff`, this also sees new or
+# removed man pages and works before the first commit; on a clean clone
+# (CI) the snapshot is exactly what is committed.
+mkdir "$work/before"
+cp -R R/extendr-wrappers.R NAMESPACE man "$work/before/" 2>/dev/null || true
+bash .ci/update-generated.sh "$work/lib"
+mkdir "$work/after"
+cp -R R/extendr-wrappers.R NAMESPACE man "$work/after/" 2>/dev/null || true
+if ! diff -ru "$work/before" "$work/after"; then
+  echo "FAIL: R/extendr-wrappers.R, NAMESPACE or man/ were stale; they have now been regenerated: review and commit them." >&2
+  exit 1
+fi
+done_step
+
+step "R CMD check"
+check_rc=0
+_R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual "$tarball" || check_rc=$?
+log=bulkem.Rcheck/00check.log
+status=$(grep '^Status:' "$log" 2>/dev/null || echo "Status: (none; check did not finish)")
+if [ "$check_rc" -ne 0 ] || ! grep -q '^Status:' "$log" 2>/dev/null \
+   || grep -qE '^Status:.*(ERROR|WARNING)' "$log"; then
+  echo "FAIL: R CMD check (exit $check_rc) $status" >&2
+  [ -f "$log" ] && cat "$log"
+  for f in bulkem.Rcheck/tests/testthat.Rout.fail bulkem.Rcheck/tests/testthat.Rout; do
+    [ -f "$f" ] && { echo "---- $f"; cat "$f"; break; }
+  done
+  exit 1
+fi
+done_step
+
+printf '\nOK: all tests passed in %ss. R CMD check %s\n' "$((SECONDS - t_all))" "$status"

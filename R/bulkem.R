@@ -1,0 +1,141 @@
+#' Fit finite mixtures to many datasets at once
+#'
+#' Fits a mixture of `num.components` inverse Gaussian or Gaussian components
+#' to every dataset by EM, from `random.inits` random starts each, and keeps
+#' each dataset's best start. All (dataset, start) pairs run concurrently on
+#' all CPU cores. The first seven arguments are those of the 2015 bulkem, in
+#' the same order and with the same meaning.
+#'
+#' @section The fit:
+#' EM runs in the log domain (log-sum-exp), with one pass over a dataset per
+#' iteration accumulating the sufficient statistics in double precision, and
+#' the exact M-step (for the inverse Gaussian,
+#' \eqn{\lambda = S_0 / (\sum r/x - S_0^2/S_1)}{lambda = S0 / (sum(r/x) - S0^2/S1)}
+#' with the new \eqn{\mu}{mu}). Each dataset is fitted on rescaled data (divided by its
+#' mean for the inverse Gaussian, standardised for the Normal) and the
+#' parameters are mapped back. A start stops when the log-likelihood rises by
+#' less than `epsilon` or after `max.iters` updates. A start fails, and cannot
+#' win, when a component's weight falls below two observations, a component
+#' collapses onto a point, a value becomes non-finite, or the log-likelihood
+#' falls by more than rounding.
+#'
+#' Start `s` of a dataset begins at the maximum-likelihood estimates of three
+#' distinct observations drawn per component (equal weights), from a random
+#' stream that depends only on `seed`, `s` and the dataset's values. So a
+#' dataset's fit is the same whatever the number of threads, its position in
+#' `datasets` and the other datasets in the call.
+#'
+#' @param datasets A list of numeric vectors, one per dataset (lengths may
+#'   differ; names are kept), or a single numeric vector.
+#' @param num.components Number of mixture components, a whole number from 1
+#'   to 8.
+#' @param max.iters Maximum number of EM updates per start.
+#' @param random.inits Number of random starts per dataset.
+#' @param use.gpu `NA` (default) uses a usable GPU and otherwise the CPU;
+#'   `TRUE` requires a GPU; `FALSE` uses the CPU. This version has no GPU
+#'   engine yet, so `NA` and `FALSE` run on the CPU and `TRUE` is an error.
+#' @param epsilon Convergence threshold: a start stops when an update raises
+#'   the log-likelihood by less than this.
+#' @param verbose If `TRUE`, reports the engine, threads and timing with
+#'   [message()].
+#' @param family Component family: `"invgauss"` (inverse Gaussian, positive
+#'   data) or `"normal"`.
+#' @param seed A whole number from 0 to 2^53 that fixes the random starts.
+#'   `NULL` (default) draws one from R's random number generator, so
+#'   [set.seed()] before the call makes it reproducible.
+#' @param control A named list of further settings:
+#'   \describe{
+#'     \item{`threads`}{number of CPU threads (default: all cores).}
+#'     \item{`engine`}{`"auto"` (default) or `"cpu"`.}
+#'   }
+#' @param ... Not used; any argument here is an error (it catches misspelt
+#'   argument names).
+#'
+#' @returns A list of class `bulkem` with one element of class `bulkem_fit`
+#'   per dataset, named as `datasets` was. Each fit is a list with
+#'   \describe{
+#'     \item{`lambda` (inverse Gaussian) or `sigma` (Normal), `mu`, `alpha`}{the
+#'       fitted shape, mean and weight of each component, in ascending `mu`.}
+#'     \item{`init_lambda` or `init_sigma`, `init_mu`, `init_alpha`}{where the
+#'       winning start began, component by component in the same order.}
+#'     \item{`loglik`}{log-likelihood of the fitted parameters on the data.}
+#'     \item{`num_iterations`}{EM updates made by the winning start.}
+#'     \item{`fit_success`}{`TRUE` if some start produced a fit.}
+#'     \item{`family`, `n`}{the family and the number of observations.}
+#'     \item{`converged`}{`TRUE` if the winning start met the convergence rule.}
+#'     \item{`status`}{`"converged"`, `"max_iters"` (stopped at `max.iters`),
+#'       `"failed"` (every start degenerated) or `"invalid"` (the data cannot
+#'       be fitted: too few observations, `NA`/`NaN`/`Inf`, values <= 0 for the
+#'       inverse Gaussian, all values equal).}
+#'     \item{`message`}{why, for anything but `"converged"`; otherwise `""`.}
+#'     \item{`best_start`}{index (from 1) of the winning start.}
+#'     \item{`starts_ok`}{how many starts ended without degenerating.}
+#'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
+#'   }
+#'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
+#'   are `NA`. The result's attributes `engine`, `threads`, `elapsed`
+#'   (seconds), `seed`, `family` and `num.components` record the call.
+#'
+#' @examples
+#' set.seed(1)
+#' x <- c(rnorm(300, 0, 1), rnorm(200, 4, 0.5))
+#' fits <- bulkem(list(a = x, b = x * 2), num.components = 2,
+#'                random.inits = 5, family = "normal", control = list(threads = 1))
+#' fits$a$mu
+#' fits$b$sigma
+#' @export
+bulkem <- function(datasets, num.components = 2, max.iters = 100,
+                   random.inits = 1, use.gpu = NA, epsilon = 1e-6,
+                   verbose = FALSE, family = c("invgauss", "normal"),
+                   seed = NULL, control = list(), ...) {
+  extra <- list(...)
+  if (length(extra) > 0) {
+    nms <- names(extra)
+    nms <- if (is.null(nms)) rep("", length(extra)) else nms
+    shown <- ifelse(nzchar(nms), nms, "<unnamed>")
+    stop("unknown argument(s) to bulkem(): ", paste(shown, collapse = ", "),
+         call. = FALSE)
+  }
+  datasets <- check_datasets(datasets)
+  num.components <- check_whole(num.components, "num.components", 1, 8)
+  max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
+  random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
+  check_flag(use.gpu, "use.gpu", na_ok = TRUE)
+  check_positive(epsilon, "epsilon")
+  check_flag(verbose, "verbose")
+  family <- check_choice(family, "family", c("invgauss", "normal"))
+  seed <- if (is.null(seed)) {
+    sample.int(.Machine$integer.max, 1L)
+  } else {
+    check_whole(seed, "seed", 0, 2^53)
+  }
+  control <- check_control(control)
+  engine <- choose_engine(use.gpu, control$engine)
+
+  if (verbose) {
+    message(sprintf(
+      "bulkem: %d datasets, %s, %d component(s), %d start(s) each, on the %s engine",
+      length(datasets), family, num.components, random.inits, engine))
+  }
+  started <- proc.time()[["elapsed"]]
+  res <- fit_cpu_(
+    data = unlist(datasets, use.names = FALSE),
+    lengths = lengths(datasets, use.names = FALSE),
+    family = family,
+    components = as.integer(num.components),
+    max_iters = as.integer(max.iters),
+    epsilon = epsilon,
+    starts = as.integer(random.inits),
+    seed = as.double(seed),
+    threads = as.integer(control$threads)
+  )
+  elapsed <- proc.time()[["elapsed"]] - started
+  fits <- res$fits
+  names(fits) <- names(datasets)
+  if (verbose) {
+    message(sprintf("bulkem: done in %.3f s on %d thread(s)", elapsed, res$threads))
+  }
+  structure(fits, class = "bulkem", engine = engine, threads = res$threads,
+            elapsed = elapsed, seed = seed, family = family,
+            num.components = as.integer(num.components))
+}

@@ -1,0 +1,119 @@
+# Argument checks for bulkem(). Each stops with a message that names the
+# argument as the user wrote it; problems with one dataset's values are not
+# checked here but reported per dataset by the engine (status "invalid").
+
+stop_arg <- function(...) stop(..., call. = FALSE)
+
+check_datasets <- function(datasets) {
+  if (is.data.frame(datasets)) {
+    stop_arg("`datasets` is a data frame; give a list of numeric vectors, ",
+             "one per dataset (e.g. split(df$value, df$group))")
+  }
+  if (is.numeric(datasets) && !is.object(datasets)) {
+    datasets <- list(datasets)
+  }
+  if (!is.list(datasets)) {
+    stop_arg("`datasets` must be a list of numeric vectors or one numeric ",
+             "vector, not ", describe_type(datasets))
+  }
+  if (length(datasets) == 0) {
+    stop_arg("`datasets` is empty: give at least one dataset")
+  }
+  ok <- vapply(datasets, function(d) is.null(d) || (is.numeric(d) && !is.object(d)),
+               logical(1))
+  if (!all(ok)) {
+    bad <- which(!ok)[1]
+    stop_arg("`datasets[[", bad, "]]` must be a numeric vector, not ",
+             describe_type(datasets[[bad]]),
+             if (sum(!ok) > 1) sprintf(" (%d datasets are not numeric)", sum(!ok)))
+  }
+  lapply(datasets, function(d) as.double(as.vector(d)))
+}
+
+describe_type <- function(x) {
+  if (is.factor(x)) return("a factor")
+  if (is.data.frame(x)) return("a data frame")
+  paste0("of type ", typeof(x), if (is.object(x)) paste0(" (class ", class(x)[1], ")"))
+}
+
+check_whole <- function(x, arg, lower, upper) {
+  if (!is.numeric(x) || length(x) != 1 || is.na(x) || !is.finite(x) ||
+      x != round(x) || x < lower || x > upper) {
+    stop_arg("`", arg, "` must be a single whole number from ",
+             format(lower, scientific = FALSE), " to ",
+             format(upper, big.mark = ",", scientific = FALSE), ", not ",
+             format_value(x))
+  }
+  x
+}
+
+check_positive <- function(x, arg) {
+  if (!is.numeric(x) || length(x) != 1 || is.na(x) || !is.finite(x) || x <= 0) {
+    stop_arg("`", arg, "` must be a single positive finite number, not ",
+             format_value(x))
+  }
+  invisible(x)
+}
+
+check_flag <- function(x, arg, na_ok = FALSE) {
+  if (!is.logical(x) || length(x) != 1 || (!na_ok && is.na(x))) {
+    stop_arg("`", arg, "` must be ", if (na_ok) "TRUE, FALSE or NA" else "TRUE or FALSE",
+             ", not ", format_value(x))
+  }
+  invisible(x)
+}
+
+check_choice <- function(x, arg, choices) {
+  # the default is the whole vector of choices: take the first, like match.arg
+  if (identical(x, choices)) return(choices[1])
+  if (!is.character(x) || length(x) != 1 || is.na(x) || !(x %in% choices)) {
+    stop_arg("`", arg, "` must be one of ",
+             paste0('"', choices, '"', collapse = ", "), ", not ", format_value(x))
+  }
+  x
+}
+
+format_value <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (length(x) != 1) return(paste0("a ", typeof(x), " vector of length ", length(x)))
+  if (is.character(x)) return(paste0('"', x, '"'))
+  if (is.numeric(x) || is.logical(x)) return(format(x))
+  describe_type(x)
+}
+
+control_defaults <- function() list(threads = NULL, engine = "auto")
+
+check_control <- function(control) {
+  if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
+    stop_arg("`control` must be a named list, such as list(threads = 4)")
+  }
+  nms <- names(control)
+  known <- names(control_defaults())
+  unknown <- setdiff(nms, known)
+  if (length(unknown) > 0 || any(!nzchar(nms)) || anyDuplicated(nms)) {
+    what <- if (length(unknown) > 0) {
+      paste0("unknown `control` setting(s): ", paste(unknown, collapse = ", "))
+    } else {
+      "every `control` setting must be named once"
+    }
+    stop_arg(what, "; the settings are: ", paste(known, collapse = ", "))
+  }
+  out <- control_defaults()
+  for (nm in nms) out[nm] <- list(control[[nm]])
+  out$threads <- if (is.null(out$threads)) {
+    0L # the engine uses all cores
+  } else {
+    as.integer(check_whole(out$threads, "control$threads", 1, 4096))
+  }
+  out$engine <- check_choice(out$engine, "control$engine", c("auto", "cpu"))
+  out
+}
+
+# The engine that runs the call, from use.gpu and control$engine.
+choose_engine <- function(use.gpu, engine) {
+  if (isTRUE(use.gpu)) {
+    stop_arg("`use.gpu = TRUE` needs a usable GPU, but this version of bulkem ",
+             "has no GPU engine; use use.gpu = NA or FALSE to fit on the CPU")
+  }
+  "cpu"
+}

@@ -1,0 +1,152 @@
+//! `fit_cpu_()`: R vectors in, a `bulkem_core::Job` to the engine on a worker
+//! thread while R's main thread watches for interrupts, R lists back.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bulkem_core::{Family, Fit, Job, Params, Progress};
+use extendr_api::prelude::*;
+
+use crate::interrupt::interrupt_pending;
+
+/// How often R's main thread checks for Ctrl-C while the engine works.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Fits every dataset; `data` holds them end to end, `lengths` their sizes.
+/// `threads = 0` means all cores. Arguments were checked by bulkem() in R.
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn fit_cpu_(
+    data: &[f64],
+    lengths: &[i32],
+    family: &str,
+    components: i32,
+    max_iters: i32,
+    epsilon: f64,
+    starts: i32,
+    seed: f64,
+    threads: i32,
+) -> extendr_api::Result<List> {
+    let family = match family {
+        "invgauss" => Family::InvGauss,
+        "normal" => Family::Normal,
+        other => return Err(Error::Other(format!("unknown family \"{other}\""))),
+    };
+    let mut offsets = Vec::with_capacity(lengths.len() + 1);
+    offsets.push(0usize);
+    for &len in lengths {
+        let len = usize::try_from(len).map_err(|_| Error::Other("negative dataset length".into()))?;
+        offsets.push(offsets[offsets.len() - 1] + len);
+    }
+    let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
+    let job = Job {
+        data,
+        offsets,
+        family,
+        components: usize::try_from(components).unwrap_or(0),
+        max_iters: as_count(max_iters, "max.iters")?,
+        epsilon,
+        starts: as_count(starts, "random.inits")?,
+        seed: seed as u64,
+    };
+    let threads = match usize::try_from(threads) {
+        Ok(0) | Err(_) => bulkem_core::default_threads(),
+        Ok(t) => t,
+    };
+    let fits = run_watched(&job, threads)?;
+    let fits: Vec<Robj> = fits.iter().map(|f| fit_to_list(f, family, job.components)).collect::<extendr_api::Result<_>>()?;
+    let fits = List::from_values(fits);
+    List::from_names_and_values(["fits", "threads"], [Robj::from(fits), Robj::from(threads as i32)])
+}
+
+/// Runs the engine on a worker thread; the calling (R main) thread sleeps,
+/// polling for interrupts, and on one sets the cancel flag and waits for the
+/// workers to stop before returning the error. No R API is used off this thread.
+fn run_watched(job: &Job, threads: usize) -> extendr_api::Result<Vec<Fit>> {
+    let cancel = AtomicBool::new(false);
+    let progress = Progress::default();
+    let main = std::thread::current();
+    let outcome = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            let result = bulkem_core::fit(job, threads, &cancel, &progress);
+            main.unpark();
+            result
+        });
+        while !worker.is_finished() {
+            std::thread::park_timeout(POLL);
+            if !cancel.load(Ordering::Relaxed) && interrupt_pending() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        }
+        worker.join()
+    });
+    match outcome {
+        Ok(Ok(fits)) => Ok(fits),
+        Ok(Err(e)) => Err(Error::Other(e.to_string())),
+        Err(_) => Err(Error::Other(bulkem_core::Error::Internal("the engine thread panicked".into()).to_string())),
+    }
+}
+
+/// One dataset's result as the R list of class `bulkem_fit` (field names and
+/// order are the 2015 bulkem's, then the additions; see ?bulkem).
+fn fit_to_list(f: &Fit, family: Family, k: usize) -> extendr_api::Result<Robj> {
+    let column = |p: &Option<Params>, pick: fn(&Params) -> &[f64; bulkem_core::MAX_COMPONENTS]| -> Robj {
+        match p {
+            Some(p) => Robj::from(&pick(p)[..k]),
+            None => Robj::from(vec![None::<f64>; k]),
+        }
+    };
+    let shape = if family == Family::InvGauss { "lambda" } else { "sigma" };
+    let (aic, bic) = f.information_criteria();
+    let fitted = f.params.is_some();
+    let names = [
+        shape.to_string(),
+        "mu".into(),
+        "alpha".into(),
+        format!("init_{shape}"),
+        "init_mu".into(),
+        "init_alpha".into(),
+        "loglik".into(),
+        "num_iterations".into(),
+        "fit_success".into(),
+        "family".into(),
+        "n".into(),
+        "converged".into(),
+        "status".into(),
+        "message".into(),
+        "best_start".into(),
+        "starts_ok".into(),
+        "aic".into(),
+        "bic".into(),
+    ];
+    let na_if_nan = |v: f64| if v.is_nan() { None } else { Some(v) };
+    let values: [Robj; 18] = [
+        column(&f.params, |p| &p.shape),
+        column(&f.params, |p| &p.mu),
+        column(&f.params, |p| &p.alpha),
+        column(&f.init, |p| &p.shape),
+        column(&f.init, |p| &p.mu),
+        column(&f.init, |p| &p.alpha),
+        Robj::from(na_if_nan(f.loglik)),
+        Robj::from(f.iterations as i32),
+        Robj::from(fitted),
+        Robj::from(family.name()),
+        Robj::from(i32::try_from(f.n).unwrap_or(i32::MAX)),
+        Robj::from(f.status == bulkem_core::Status::Converged),
+        Robj::from(f.status.name()),
+        Robj::from(f.message.as_str()),
+        Robj::from(f.best_start.map(|s| s as i32 + 1)),
+        Robj::from(f.starts_ok as i32),
+        Robj::from(na_if_nan(aic)),
+        Robj::from(na_if_nan(bic)),
+    ];
+    let mut list: Robj = List::from_names_and_values(names, values)?.into();
+    list.set_class(["bulkem_fit"])?;
+    Ok(list)
+}
+
+extendr_module! {
+    mod fit;
+    fn fit_cpu_;
+}

@@ -1,0 +1,4 @@
+library(testthat)
+library(bulkem)
+
+test_check("bulkem")

@@ -1,0 +1,105 @@
+# Bad arguments stop the call naming the argument; a bad dataset gets its own
+# status while the others fit exactly as they would alone.
+
+test_that("bad arguments are errors that name the argument", {
+  x <- c(1, 2, 3, 4, 5, 6, 7)
+  expect_error(bulkem("a"), "`datasets`")
+  expect_error(bulkem(NULL), "`datasets`")
+  expect_error(bulkem(list()), "`datasets` is empty")
+  expect_error(bulkem(list(x, letters)), "`datasets\\[\\[2\\]\\]` must be a numeric vector")
+  expect_error(bulkem(list(x, factor(1:6))), "factor")
+  expect_error(bulkem(list(x, list(1, 2))), "`datasets\\[\\[2\\]\\]`")
+  expect_error(bulkem(data.frame(x = x)), "data frame")
+  for (k in list(0, 9, 2.5, NA, "2", c(2, 3), -1, Inf)) {
+    expect_error(bulkem(x, num.components = k), "`num.components`")
+  }
+  for (v in list(0, -1, 1.5, NA, "10", Inf)) {
+    expect_error(bulkem(x, max.iters = v), "`max.iters`")
+    expect_error(bulkem(x, random.inits = v), "`random.inits`")
+  }
+  for (e in list(0, -1e-6, NA, Inf, "1e-6", c(1e-6, 1e-7))) {
+    expect_error(bulkem(x, epsilon = e), "`epsilon`")
+  }
+  expect_error(bulkem(x, use.gpu = "yes"), "`use.gpu`")
+  expect_error(bulkem(x, use.gpu = c(TRUE, FALSE)), "`use.gpu`")
+  expect_error(bulkem(x, verbose = NA), "`verbose`")
+  expect_error(bulkem(x, family = "gamma"), "`family`")
+  expect_error(bulkem(x, family = c("normal", "invgauss")), "`family`")
+  for (s in list(-1, 1.5, NA, "1", c(1, 2), 2^60)) {
+    expect_error(bulkem(x, seed = s), "`seed`")
+  }
+  expect_error(bulkem(x, control = list(thread = 2)), "unknown `control` setting.*thread")
+  expect_error(bulkem(x, control = list(2)), "`control`")
+  expect_error(bulkem(x, control = "fast"), "`control`")
+  expect_error(bulkem(x, control = list(threads = 0)), "`control\\$threads`")
+  expect_error(bulkem(x, control = list(engine = "gpu")), "`control\\$engine`")
+  expect_error(bulkem(x, max.iter = 5, foo = 1), "foo")
+  expect_error(bulkem(x, use.gpu = TRUE), "`use.gpu = TRUE`")
+})
+
+test_that("bad datasets are reported one by one while the others fit unchanged", {
+  set.seed(1)
+  good <- b1_dataset(300)
+  bad <- list(
+    short = c(1, 2, 3, 4, 5),
+    missing = c(good[1:20], NA),
+    nan = c(good[1:20], NaN),
+    infinite = c(good[1:20], Inf),
+    nonpositive = c(good[1:20], 0),
+    negative = c(good[1:20], -2),
+    constant = rep(2.5, 30),
+    empty = numeric(0),
+    null = NULL
+  )
+  bad["null"] <- list(NULL)
+  fits <- bulkem(c(list(good = good), bad), random.inits = 3, seed = 5)
+  alone <- bulkem(list(good = good), random.inits = 3, seed = 5)
+  expect_identical(unclass(fits$good), unclass(alone$good))
+  for (nm in names(bad)) {
+    f <- fits[[nm]]
+    expect_identical(f$status, "invalid", label = nm)
+    expect_false(f$fit_success)
+    expect_false(f$converged)
+    expect_true(is.na(f$loglik) && is.na(f$aic) && is.na(f$bic))
+    expect_true(all(is.na(f$mu)) && length(f$mu) == 2)
+    expect_true(is.na(f$best_start))
+    expect_identical(f$starts_ok, 0L)
+  }
+  expect_match(fits$short$message, "has 5 observations; at least 6")
+  expect_match(fits$missing$message, "NA, NaN or infinite value")
+  expect_match(fits$nan$message, "NA, NaN or infinite value")
+  expect_match(fits$infinite$message, "position 21")
+  expect_match(fits$nonpositive$message, "value <= 0.*positive data")
+  expect_match(fits$negative$message, "value <= 0")
+  expect_match(fits$constant$message, "all 30 values are equal")
+  expect_match(fits$empty$message, "has 0 observations")
+  expect_match(fits$null$message, "has 0 observations")
+  # the Normal family accepts values <= 0
+  n <- bulkem(list(c(good, -1, 0)), family = "normal", random.inits = 2)[[1]]
+  expect_true(n$fit_success)
+})
+
+test_that("a dataset whose starts all fail is 'failed' with a message", {
+  # ten tied values: some component always collapses onto them (the
+  # likelihood is unbounded there), whichever start EM begins from
+  x <- c(rep(1, 10), 2, 3)
+  set.seed(2)
+  good <- b1_dataset(200)
+  fits <- bulkem(list(x, good), random.inits = 5, family = "normal", seed = 1)
+  expect_identical(fits[[1]]$status, "failed")
+  expect_match(fits[[1]]$message, "all 5 random starts failed")
+  expect_false(fits[[1]]$fit_success)
+  expect_true(all(is.na(fits[[1]]$mu)) && is.na(fits[[1]]$loglik))
+  expect_true(fits[[2]]$fit_success)
+  expect_identical(bulkem(list(x), random.inits = 5, seed = 1)[[1]]$status, "failed")
+})
+
+test_that("max.iters stops a start and says so", {
+  set.seed(3)
+  f <- bulkem(list(b1_dataset(500)), max.iters = 2, random.inits = 2)[[1]]
+  expect_identical(f$status, "max_iters")
+  expect_identical(f$num_iterations, 2L)
+  expect_false(f$converged)
+  expect_true(f$fit_success)
+  expect_match(f$message, "max.iters")
+})

@@ -1,0 +1,124 @@
+# The 2015 call signature, the fields of a fit, and their meaning.
+
+test_that("the 2015 arguments come first, in order, with their defaults", {
+  f <- formals(bulkem)
+  expect_identical(names(f)[1:7], c("datasets", "num.components", "max.iters",
+                                    "random.inits", "use.gpu", "epsilon", "verbose"))
+  expect_identical(names(f)[8:10], c("family", "seed", "control"))
+  expect_identical(f$num.components, 2)
+  expect_identical(f$max.iters, 100)
+  expect_identical(f$random.inits, 1)
+  expect_identical(f$use.gpu, NA)
+  expect_identical(f$epsilon, 1e-6)
+  expect_identical(f$verbose, FALSE)
+})
+
+test_that("a 2015-style positional call returns every documented field", {
+  set.seed(1)
+  x <- b1_dataset(500)
+  fits <- bulkem(list(x, x[1:300]), 2, 100, 3, NA, 1e-6, FALSE)
+  expect_s3_class(fits, "bulkem")
+  expect_length(fits, 2)
+  f <- fits[[1]]
+  expect_s3_class(f, "bulkem_fit")
+  expect_named(f, c("lambda", "mu", "alpha", "init_lambda", "init_mu", "init_alpha",
+                    "loglik", "num_iterations", "fit_success", "family", "n",
+                    "converged", "status", "message", "best_start", "starts_ok",
+                    "aic", "bic"))
+  expect_identical(f$family, "invgauss")
+  expect_identical(f$n, 500L)
+  expect_true(f$fit_success)
+  expect_true(f$status %in% c("converged", "max_iters"))
+  expect_identical(f$converged, f$status == "converged")
+  expect_false(is.unsorted(f$mu))
+  expect_equal(sum(f$alpha), 1, tolerance = 1e-12)
+  expect_true(f$best_start %in% 1:3)
+  expect_true(f$starts_ok >= 1 && f$starts_ok <= 3)
+  expect_equal(f$aic, -2 * f$loglik + 2 * 5)
+  expect_equal(f$bic, -2 * f$loglik + 5 * log(500))
+  expect_identical(attr(fits, "engine"), "cpu")
+  expect_true(attr(fits, "threads") >= 1)
+  expect_true(attr(fits, "elapsed") >= 0)
+  expect_identical(attr(fits, "num.components"), 2L)
+})
+
+test_that("Normal fits carry sigma, and names of datasets are kept", {
+  set.seed(2)
+  d <- list(a = rnorm(200), b = c(rnorm(100), rnorm(100, 5)))
+  fits <- bulkem(d, random.inits = 4, family = "normal")
+  expect_named(fits, c("a", "b"))
+  expect_true(all(c("sigma", "init_sigma") %in% names(fits$b)))
+  expect_false("lambda" %in% names(fits$b))
+  expect_equal(fits$b$mu, c(0, 5), tolerance = 0.1)
+  expect_identical(fits$b$family, "normal")
+})
+
+test_that("one numeric vector is one dataset; integer data is accepted", {
+  set.seed(3)
+  x <- b1_dataset(300)
+  one <- bulkem(x, random.inits = 2, seed = 11)
+  expect_length(one, 1)
+  expect_identical(unclass(one[[1]]),
+                   unclass(bulkem(list(x), random.inits = 2, seed = 11)[[1]]))
+  xi <- c(rpois(100, 5) + 1L, rpois(100, 30) + 1L)
+  fit <- bulkem(list(xi), random.inits = 3, family = "normal")[[1]]
+  expect_true(fit$fit_success)
+})
+
+test_that("the fit recovers the 2015 demo mixture", {
+  set.seed(4)
+  f <- bulkem(list(b1_dataset(20000)), random.inits = 10)[[1]]
+  expect_identical(f$status, "converged")
+  expect_equal(f$mu, c(1, 3), tolerance = 0.1)
+  expect_equal(f$lambda, c(30, 0.2), tolerance = 0.1)
+  expect_equal(f$alpha, c(0.3, 0.7), tolerance = 0.05)
+})
+
+test_that("loglik is the log-likelihood of the fit under statmod's and dnorm's densities", {
+  skip_if_not_installed("statmod")
+  set.seed(5)
+  x <- b1_dataset(1000)
+  f <- bulkem(list(x), random.inits = 5)[[1]]
+  expect_equal(f$loglik, reference_loglik(x, f), tolerance = 1e-10)
+  y <- c(rnorm(300, 0, 1), rnorm(200, 3, 0.5), rnorm(100, 8, 2))
+  g <- bulkem(list(y), num.components = 3, random.inits = 5, family = "normal")[[1]]
+  expect_equal(g$loglik, reference_loglik(y, g), tolerance = 1e-10)
+})
+
+test_that("one component gives the closed-form maximum-likelihood estimates", {
+  set.seed(6)
+  x <- rinvgauss_msh(400, 2, 5)
+  f <- bulkem(list(x), num.components = 1, random.inits = 3, epsilon = 1e-10)[[1]]
+  expect_equal(f$mu, mean(x), tolerance = 1e-10)
+  expect_equal(f$lambda, 1 / mean(1 / x - 1 / mean(x)), tolerance = 1e-10)
+  expect_identical(f$alpha, 1)
+  y <- rnorm(300, 10, 3)
+  g <- bulkem(list(y), num.components = 1, family = "normal", epsilon = 1e-10)[[1]]
+  expect_equal(g$mu, mean(y), tolerance = 1e-10)
+  expect_equal(g$sigma, sqrt(mean((y - mean(y))^2)), tolerance = 1e-10)
+})
+
+test_that("init_* are the winning start's ML estimates from three observations", {
+  set.seed(7)
+  x <- b1_dataset(60)
+  f <- bulkem(list(x), random.inits = 4)[[1]]
+  expect_equal(f$init_alpha, c(0.5, 0.5))
+  # some triple of distinct observations has mean init_mu[1] and the IG ML shape init_lambda[1]
+  trip <- utils::combn(x, 3)
+  mus <- colMeans(trip)
+  lams <- 1 / colMeans(1 / trip - rep(1 / mus, each = 3))
+  for (m in 1:2) {
+    hit <- which(abs(mus - f$init_mu[m]) < 1e-9 * f$init_mu[m])
+    expect_true(any(abs(lams[hit] - f$init_lambda[m]) < 1e-7 * f$init_lambda[m]))
+  }
+})
+
+test_that("verbose reports through message()", {
+  set.seed(8)
+  x <- b1_dataset(100)
+  msgs <- capture_messages(bulkem(list(x), verbose = TRUE))
+  expect_length(msgs, 2)
+  expect_match(msgs[1], "1 datasets, invgauss, 2 component\\(s\\), 1 start\\(s\\) each, on the cpu engine")
+  expect_match(msgs[2], "done in [0-9.]+ s on [0-9]+ thread")
+  expect_silent(bulkem(list(x)))
+})
