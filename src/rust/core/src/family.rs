@@ -123,3 +123,58 @@ pub fn component_sd(family: Family, mu: f64, shape: f64) -> f64 {
         Family::Normal => shape,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ∫ x^j p(x) dx by the trapezoid rule on a fine grid.
+    fn moment(family: Family, mu: f64, shape: f64, j: i32, lo: f64, hi: f64) -> f64 {
+        let steps = 400_000;
+        let h = (hi - lo) / steps as f64;
+        (0..=steps)
+            .map(|i| {
+                let x = lo + i as f64 * h;
+                let w = if i == 0 || i == steps { 0.5 } else { 1.0 };
+                w * x.powi(j) * log_density(family, x, mu, shape).exp()
+            })
+            .sum::<f64>()
+            * h
+    }
+
+    #[test]
+    fn densities_integrate_to_one_with_the_right_moments() {
+        // IG(μ, λ): mean μ, variance μ³/λ. Normal(μ, σ): mean μ, variance σ².
+        for (mu, lambda) in [(1.0, 30.0), (3.0, 5.0), (0.5, 2.0)] {
+            let f = |j| moment(Family::InvGauss, mu, lambda, j, 1e-9, 60.0 * mu);
+            assert!((f(0) - 1.0).abs() < 1e-7, "IG({mu}, {lambda}) mass {}", f(0));
+            assert!((f(1) - mu).abs() < 1e-6 * mu);
+            assert!((f(2) - mu * mu - mu.powi(3) / lambda).abs() < 1e-5 * (mu * mu));
+        }
+        let f = |j| moment(Family::Normal, 2.0, 0.5, j, -8.0, 12.0);
+        assert!((f(0) - 1.0).abs() < 1e-9 && (f(1) - 2.0).abs() < 1e-9 && (f(2) - 4.25).abs() < 1e-8);
+    }
+
+    #[test]
+    fn density_terms_reassemble_the_density() {
+        // c − k·q + h equals log α + log p, for every component
+        let mut p = Params::zeroed(2);
+        p.alpha[..2].copy_from_slice(&[0.25, 0.75]);
+        p.mu[..2].copy_from_slice(&[1.3, 0.4]);
+        p.shape[..2].copy_from_slice(&[2.0, 0.7]);
+        for family in [Family::InvGauss, Family::Normal] {
+            let t = terms(family, &p);
+            for x in [0.1, 0.9, 2.5] {
+                let g = aux(family, x);
+                for m in 0..2 {
+                    let split = t.c[m]
+                        - t.k[m]
+                            * if family == Family::InvGauss { q::<true>(x, g, p.mu[m]) } else { q::<false>(x, g, p.mu[m]) }
+                        + log_h(family, x);
+                    let direct = p.alpha[m].ln() + log_density(family, x, p.mu[m], p.shape[m]);
+                    assert!((split - direct).abs() < 1e-13 * (1.0 + direct.abs()), "{family:?} x={x} m={m}");
+                }
+            }
+        }
+    }
+}
