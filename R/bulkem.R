@@ -31,9 +31,11 @@
 #'   to 8.
 #' @param max.iters Maximum number of EM updates per start.
 #' @param random.inits Number of random starts per dataset.
-#' @param use.gpu `NA` (default) uses a usable GPU and otherwise the CPU;
-#'   `TRUE` requires a GPU; `FALSE` uses the CPU. This version has no GPU
-#'   engine yet, so `NA` and `FALSE` run on the CPU and `TRUE` is an error.
+#' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
+#'   CPU; `TRUE` requires a GPU (an error if there is none); `FALSE` uses the
+#'   CPU. With `NA`, a GPU that is present but fails (driver, compiler, memory)
+#'   is reported in one message and the call runs on the CPU. See
+#'   [bulkem_gpu_info()] for what bulkem sees.
 #' @param epsilon Convergence threshold: a start stops when an update raises
 #'   the log-likelihood by less than this.
 #' @param verbose If `TRUE`, reports the engine, threads and timing with
@@ -45,8 +47,12 @@
 #'   [set.seed()] before the call makes it reproducible.
 #' @param control A named list of further settings:
 #'   \describe{
-#'     \item{`threads`}{number of CPU threads (default: all cores).}
-#'     \item{`engine`}{`"auto"` (default) or `"cpu"`.}
+#'     \item{`threads`}{number of host threads (default: all cores): CPU
+#'       workers for the `cpu` engine, stream workers for `cuda-streams`.}
+#'     \item{`engine`}{`"auto"` (default: the GPU engine if `use.gpu` allows
+#'       and a GPU is usable, else `"cpu"`), `"cpu"`, or `"cuda-streams"` (the
+#'       2015 bulkem CUDA design: one stream per host worker, two kernel
+#'       launches per EM iteration of a dataset).}
 #'   }
 #' @param ... Not used; any argument here is an error (it catches misspelt
 #'   argument names).
@@ -74,7 +80,9 @@
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. The result's attributes `engine`, `threads`, `elapsed`
-#'   (seconds), `seed`, `family` and `num.components` record the call.
+#'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
+#'   passes over a dataset, summed over all starts) and `kernel_launches`
+#'   (CUDA launches; 0 on the CPU) record the call.
 #'
 #' @examples
 #' set.seed(1)
@@ -111,15 +119,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   }
   control <- check_control(control)
   engine <- choose_engine(use.gpu, control$engine)
-
-  if (verbose) {
-    message(sprintf(
-      "bulkem: %d datasets, %s, %d component(s), %d start(s) each, on the %s engine",
-      length(datasets), family, num.components, random.inits, engine))
-  }
-  started <- proc.time()[["elapsed"]]
-  res <- fit_cpu_(
-    data = unlist(datasets, use.names = FALSE),
+  data <- unlist(datasets, use.names = FALSE)
+  run <- function(engine) fit_(
+    data = if (is.null(data)) numeric(0) else data,
     lengths = lengths(datasets, use.names = FALSE),
     family = family,
     components = as.integer(num.components),
@@ -127,15 +129,27 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     epsilon = epsilon,
     starts = as.integer(random.inits),
     seed = as.double(seed),
-    threads = as.integer(control$threads)
+    threads = as.integer(control$threads),
+    engine = engine
   )
+
+  if (verbose) {
+    message(sprintf(
+      "bulkem: %d datasets, %s, %d component(s), %d start(s) each, on the %s engine",
+      length(datasets), family, num.components, random.inits, engine))
+  }
+  started <- proc.time()[["elapsed"]]
+  res <- run_with_fallback(run, engine, use.gpu)
+  engine <- res$engine
   elapsed <- proc.time()[["elapsed"]] - started
   fits <- res$fits
   names(fits) <- names(datasets)
   if (verbose) {
-    message(sprintf("bulkem: done in %.3f s on %d thread(s)", elapsed, res$threads))
+    message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
   structure(fits, class = "bulkem", engine = engine, threads = res$threads,
             elapsed = elapsed, seed = seed, family = family,
-            num.components = as.integer(num.components))
+            num.components = as.integer(num.components),
+            em_iterations = res$em_iterations,
+            kernel_launches = res$kernel_launches)
 }

@@ -9,8 +9,18 @@
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
 #' Fits every dataset; `data` holds them end to end, `lengths` their sizes.
-#' `threads = 0` means all cores. Arguments were checked by bulkem() in R.
+#' `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
+#' Arguments were checked by bulkem() in R.
 #' @noRd
-fit_cpu_ <- function(data, lengths, family, components, max_iters, epsilon, starts, seed, threads) .Call(wrap__fit_cpu_, data, lengths, family, components, max_iters, epsilon, starts, seed, threads)
+fit_ <- function(data, lengths, family, components, max_iters, epsilon, starts, seed, threads, engine) .Call(wrap__fit_, data, lengths, family, components, max_iters, epsilon, starts, seed, threads, engine)
+
+#' `list(usable, reason)`: whether the CUDA engines can run here, and if
+#' not, why (sets up the GPU on first call: probe, context, kernel compile).
+#' @noRd
+gpu_usable_ <- function() .Call(wrap__gpu_usable_)
+
+#' Driver and NVRTC found or not, devices, and whether bulkem can use them.
+#' @noRd
+gpu_info_ <- function() .Call(wrap__gpu_info_)
 
 # nolint end

@@ -105,15 +105,6 @@ check_control <- function(control) {
   } else {
     as.integer(check_whole(out$threads, "control$threads", 1, 4096))
   }
-  out$engine <- check_choice(out$engine, "control$engine", c("auto", "cpu"))
+  out$engine <- check_choice(out$engine, "control$engine", engine_names)
   out
-}
-
-# The engine that runs the call, from use.gpu and control$engine.
-choose_engine <- function(use.gpu, engine) {
-  if (isTRUE(use.gpu)) {
-    stop_arg("`use.gpu = TRUE` needs a usable GPU, but this version of bulkem ",
-             "has no GPU engine; use use.gpu = NA or FALSE to fit on the CPU")
-  }
-  "cpu"
 }

@@ -34,7 +34,6 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(x, control = list(threads = 0)), "`control\\$threads`")
   expect_error(bulkem(x, control = list(engine = "gpu")), "`control\\$engine`")
   expect_error(bulkem(x, max.iter = 5, foo = 1), "foo")
-  expect_error(bulkem(x, use.gpu = TRUE), "`use.gpu = TRUE`")
 })
 
 test_that("bad datasets are reported one by one while the others fit unchanged", {

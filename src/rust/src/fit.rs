@@ -1,10 +1,10 @@
-//! `fit_cpu_()`: R vectors in, a `bulkem_core::Job` to the engine on a worker
+//! `fit_()`: R vectors in, a `bulkem_core::Job` to the engine on a worker
 //! thread while R's main thread watches for interrupts, R lists back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bulkem_core::{Family, Fit, Job, Params, Progress};
+use bulkem_core::{Engine, Family, Fit, Job, Params, Progress};
 use extendr_api::prelude::*;
 
 use crate::interrupt::interrupt_pending;
@@ -13,11 +13,12 @@ use crate::interrupt::interrupt_pending;
 const POLL: Duration = Duration::from_millis(25);
 
 /// Fits every dataset; `data` holds them end to end, `lengths` their sizes.
-/// `threads = 0` means all cores. Arguments were checked by bulkem() in R.
+/// `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
+/// Arguments were checked by bulkem() in R.
 /// @noRd
 #[extendr]
 #[allow(clippy::too_many_arguments)]
-fn fit_cpu_(
+fn fit_(
     data: &[f64],
     lengths: &[i32],
     family: &str,
@@ -27,7 +28,13 @@ fn fit_cpu_(
     starts: i32,
     seed: f64,
     threads: i32,
+    engine: &str,
 ) -> extendr_api::Result<List> {
+    let engine = match engine {
+        "cpu" => Engine::Cpu,
+        "cuda-streams" => Engine::CudaStreams,
+        other => return Err(Error::Other(format!("unknown engine \"{other}\""))),
+    };
     let family = match family {
         "invgauss" => Family::InvGauss,
         "normal" => Family::Normal,
@@ -54,22 +61,30 @@ fn fit_cpu_(
         Ok(0) | Err(_) => bulkem_core::default_threads(),
         Ok(t) => t,
     };
-    let fits = run_watched(&job, threads)?;
+    let progress = Progress::default();
+    let fits = run_watched(&job, engine, threads, &progress)?;
     let fits: Vec<Robj> = fits.iter().map(|f| fit_to_list(f, family, job.components)).collect::<extendr_api::Result<_>>()?;
-    let fits = List::from_values(fits);
-    List::from_names_and_values(["fits", "threads"], [Robj::from(fits), Robj::from(threads as i32)])
+    let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
+    List::from_names_and_values(
+        ["fits", "threads", "em_iterations", "kernel_launches"],
+        [
+            Robj::from(List::from_values(fits)),
+            Robj::from(threads as i32),
+            count(&progress.em_iterations),
+            count(&progress.kernel_launches),
+        ],
+    )
 }
 
 /// Runs the engine on a worker thread; the calling (R main) thread sleeps,
 /// polling for interrupts, and on one sets the cancel flag and waits for the
 /// workers to stop before returning the error. No R API is used off this thread.
-fn run_watched(job: &Job, threads: usize) -> extendr_api::Result<Vec<Fit>> {
+fn run_watched(job: &Job, engine: Engine, threads: usize, progress: &Progress) -> extendr_api::Result<Vec<Fit>> {
     let cancel = AtomicBool::new(false);
-    let progress = Progress::default();
     let main = std::thread::current();
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
-            let result = bulkem_core::fit(job, threads, &cancel, &progress);
+            let result = bulkem_core::fit(job, engine, threads, &cancel, progress);
             main.unpark();
             result
         });
@@ -148,5 +163,5 @@ fn fit_to_list(f: &Fit, family: Family, k: usize) -> extendr_api::Result<Robj> {
 
 extendr_module! {
     mod fit;
-    fn fit_cpu_;
+    fn fit_;
 }

@@ -3,6 +3,7 @@
 use extendr_api::prelude::*;
 
 mod fit;
+mod gpu;
 pub mod interrupt;
 
 /// Version of the glue crate (placeholder until bulkem-core exposes its own).
@@ -33,4 +34,5 @@ extendr_module! {
     mod bulkem;
     fn bulkem_core_version_;
     use fit;
+    use gpu;
 }

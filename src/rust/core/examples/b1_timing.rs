@@ -25,7 +25,7 @@ fn main() {
     }
     let job = Job { data: &data, offsets, family: Family::InvGauss, components: 2, max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1 };
     let t = Instant::now();
-    let fits = fit(&job, threads, &AtomicBool::new(false), &Progress::default()).expect("fit");
+    let fits = fit(&job, bulkem_core::Engine::Cpu, threads, &AtomicBool::new(false), &Progress::default()).expect("fit");
     let secs = t.elapsed().as_secs_f64();
     let iters: u32 = fits.iter().map(|f| f.iterations).sum();
     println!("B1 on {threads} threads: {secs:.3} s, {:.1} us per start-fit, winner iterations mean {:.1}", secs / 1000.0 * 1e6, iters as f64 / 100.0);

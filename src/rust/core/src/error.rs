@@ -12,6 +12,8 @@ pub enum Error {
     Cancelled,
     /// A worker thread panicked: a bug, reported instead of crashing R.
     Internal(String),
+    /// CUDA is missing or failed (driver, NVRTC, compile, launch, memory).
+    Gpu(String),
 }
 
 impl fmt::Display for Error {
@@ -20,6 +22,7 @@ impl fmt::Display for Error {
             Error::BadSetting(m) => write!(f, "{m}"),
             Error::Cancelled => write!(f, "bulkem() was interrupted; no fits were returned"),
             Error::Internal(m) => write!(f, "internal error in bulkem (please report it): {m}"),
+            Error::Gpu(m) => write!(f, "GPU error: {m}"),
         }
     }
 }

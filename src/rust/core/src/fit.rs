@@ -6,31 +6,61 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::dataset::{prepare, Prepared};
-use crate::engine::{cpu, pool, Best};
+use crate::engine::{cpu, cuda_streams, pool, Best};
 use crate::error::Error;
 use crate::family;
 use crate::job::{Fit, Job, Status};
 use crate::start::Outcome;
 
-/// Progress of a call, readable from another thread while it runs.
+/// Progress and work counters of a call, readable from another thread while
+/// it runs.
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Start-fits to run (known once the datasets are checked).
     pub total: AtomicUsize,
     /// Start-fits finished.
     pub done: AtomicUsize,
+    /// E-step passes over a dataset, summed over all starts.
+    pub em_iterations: AtomicUsize,
+    /// CUDA kernel launches (GPU engines only).
+    pub kernel_launches: AtomicUsize,
 }
 
-/// Fits every dataset of `job` on `threads` CPU threads. Setting `cancel`
-/// makes it return `Error::Cancelled` soon after.
-pub fn fit(job: &Job, threads: usize, cancel: &AtomicBool, progress: &Progress) -> Result<Vec<Fit>, Error> {
+/// Which engine runs the starts; every engine gives the same answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Cpu,
+    CudaStreams,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Cpu => "cpu",
+            Engine::CudaStreams => "cuda-streams",
+        }
+    }
+}
+
+/// Fits every dataset of `job` with `engine`, using `threads` host threads
+/// (CPU workers, or GPU stream workers). Setting `cancel` makes it return
+/// `Error::Cancelled` soon after.
+pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progress: &Progress) -> Result<Vec<Fit>, Error> {
     job.validate()?;
+    // Set up the GPU before any work, so an unusable one fails fast.
+    let gpu = match engine {
+        Engine::Cpu => None,
+        Engine::CudaStreams => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
+    };
     let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {
         prepare(job.dataset(d), job.family, job.components)
     })?;
     let valid = prepared.iter().filter(|p| p.is_ok()).count();
     progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
-    let bests = cpu::run(job, &prepared, threads, cancel, &progress.done)?;
+    let bests = match &gpu {
+        None => cpu::run(job, &prepared, threads, cancel, progress)?,
+        Some(gpu) => cuda_streams::run(job, &prepared, gpu, threads, cancel, progress)?,
+    };
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }

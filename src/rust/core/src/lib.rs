@@ -8,6 +8,7 @@ mod error;
 pub mod estep;
 pub mod family;
 mod fit;
+pub mod gpu;
 pub mod init;
 pub mod job;
 pub mod mathx;
@@ -15,5 +16,5 @@ pub mod mstep;
 pub mod start;
 
 pub use error::Error;
-pub use fit::{default_threads, fit, Progress};
+pub use fit::{default_threads, fit, Engine, Progress};
 pub use job::{Family, Fit, Job, Params, Status, MAX_COMPONENTS};

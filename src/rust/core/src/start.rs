@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::dataset::Prepared;
 use crate::estep::e_step;
 use crate::job::{Family, Params};
-use crate::mstep::{m_step, Degenerate};
+use crate::mstep::{m_step, Degenerate, Stats};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Outcome {
@@ -33,9 +33,54 @@ fn fall_tolerance(loglik: f64, n: usize) -> f64 {
     1e-10 * (loglik.abs() + n as f64)
 }
 
-/// Runs EM on `ds` from `init`. The log-likelihood of every iterate is
-/// computed by the E-step that also gathers the next M-step's statistics,
-/// so the returned `loglik` always belongs to the returned `params`.
+/// One start's EM between E-steps. Engines compute the E-step wherever they
+/// like (CPU pass, GPU kernels) and hand its statistics to `advance`, which
+/// applies the convergence rule, the guards and the M-step: every engine
+/// makes the same decisions from the same numbers.
+#[derive(Clone, Copy, Debug)]
+pub struct EmState {
+    pub params: Params,
+    previous: Option<f64>,
+    pub iterations: u32,
+}
+
+impl EmState {
+    pub fn new(init: Params) -> EmState {
+        EmState { params: init, previous: None, iterations: 0 }
+    }
+
+    /// Takes the E-step statistics of `self.params`. Returns the start's end
+    /// state when it stops; otherwise moves `params` to the M-step's update.
+    pub fn advance(&mut self, family: Family, ds: &Prepared, stats: &Stats, max_iters: u32, epsilon: f64) -> Option<StartFit> {
+        let loglik = stats.ll + ds.h_sum;
+        let end = |outcome| Some(StartFit { params: self.params, loglik, iterations: self.iterations, outcome });
+        if !loglik.is_finite() {
+            return end(Outcome::Failed(Degenerate::NotFinite));
+        }
+        if let Some(prev) = self.previous {
+            if loglik < prev - fall_tolerance(prev, ds.x.len()) {
+                return end(Outcome::Failed(Degenerate::LoglikFell));
+            }
+            if loglik - prev < epsilon {
+                return end(Outcome::Converged);
+            }
+        }
+        if self.iterations >= max_iters {
+            return end(Outcome::MaxIters);
+        }
+        match m_step(family, self.params.k, stats, ds.x.len(), ds.spread) {
+            Ok(next) => self.params = next,
+            Err(why) => return end(Outcome::Failed(why)),
+        }
+        self.iterations += 1;
+        self.previous = Some(loglik);
+        None
+    }
+}
+
+/// Runs EM on `ds` from `init` with the CPU E-step. The log-likelihood of
+/// every iterate comes from the E-step that also gathers the next M-step's
+/// statistics, so the returned `loglik` always belongs to the returned `params`.
 pub fn run_em(
     family: Family,
     ds: &Prepared,
@@ -44,36 +89,14 @@ pub fn run_em(
     epsilon: f64,
     cancel: &AtomicBool,
 ) -> StartFit {
-    let n = ds.x.len();
-    let mut params = init;
-    let mut previous: Option<f64> = None;
-    let mut iterations = 0;
-    let end = |params, loglik, iterations, outcome| StartFit { params, loglik, iterations, outcome };
+    let mut state = EmState::new(init);
     loop {
         if cancel.load(Ordering::Relaxed) {
-            return end(params, f64::NAN, iterations, Outcome::Cancelled);
+            return StartFit { params: state.params, loglik: f64::NAN, iterations: state.iterations, outcome: Outcome::Cancelled };
         }
-        let stats = e_step(family, &ds.x, &ds.g, &params);
-        let loglik = stats.ll + ds.h_sum;
-        if !loglik.is_finite() {
-            return end(params, loglik, iterations, Outcome::Failed(Degenerate::NotFinite));
+        let stats = e_step(family, &ds.x, &ds.g, &state.params);
+        if let Some(done) = state.advance(family, ds, &stats, max_iters, epsilon) {
+            return done;
         }
-        if let Some(prev) = previous {
-            if loglik < prev - fall_tolerance(prev, n) {
-                return end(params, loglik, iterations, Outcome::Failed(Degenerate::LoglikFell));
-            }
-            if loglik - prev < epsilon {
-                return end(params, loglik, iterations, Outcome::Converged);
-            }
-        }
-        if iterations >= max_iters {
-            return end(params, loglik, iterations, Outcome::MaxIters);
-        }
-        match m_step(family, params.k, &stats, n, ds.spread) {
-            Ok(next) => params = next,
-            Err(why) => return end(params, loglik, iterations, Outcome::Failed(why)),
-        }
-        iterations += 1;
-        previous = Some(loglik);
     }
 }

@@ -53,7 +53,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
         offsets.push(offsets.last().unwrap() + d.len());
     }
     let job = Job { data: &data, offsets, family, components: k, max_iters: 500, epsilon: 1e-8, starts, seed };
-    fit(&job, threads, &AtomicBool::new(false), &Progress::default()).unwrap()
+    fit(&job, bulkem_core::Engine::Cpu, threads, &AtomicBool::new(false), &Progress::default()).unwrap()
 }
 
 #[test]
@@ -169,5 +169,5 @@ fn cancelling_stops_the_call() {
     let job = Job { data: &xs, offsets: vec![0, 1000], family: Family::Normal, components: 2,
                     max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1 };
     let cancel = AtomicBool::new(true);
-    assert_eq!(fit(&job, 2, &cancel, &Progress::default()), Err(bulkem_core::Error::Cancelled));
+    assert_eq!(fit(&job, bulkem_core::Engine::Cpu, 2, &cancel, &Progress::default()), Err(bulkem_core::Error::Cancelled));
 }

@@ -1,0 +1,70 @@
+# Which engine runs a call, and the fallback from a failing GPU to the CPU.
+
+engine_names <- c("auto", "cpu", "cuda-streams")
+gpu_engine_default <- "cuda-streams"
+
+# The engine for use.gpu and control$engine, or an error naming the conflict.
+choose_engine <- function(use.gpu, engine) {
+  if (engine == "cpu" || isFALSE(use.gpu)) {
+    if (isTRUE(use.gpu)) {
+      stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")
+    }
+    if (engine != "auto" && engine != "cpu") {
+      stop_arg("`use.gpu = FALSE` conflicts with `control$engine = \"", engine, "\"`")
+    }
+    return("cpu")
+  }
+  gpu <- gpu_usable_()
+  if (isTRUE(gpu$usable)) {
+    return(if (engine == "auto") gpu_engine_default else engine)
+  }
+  if (isTRUE(use.gpu) || engine != "auto") {
+    stop_arg(if (isTRUE(use.gpu)) "`use.gpu = TRUE`" else paste0("`control$engine = \"", engine, "\"`"),
+             " needs a usable GPU, but ", gpu$reason)
+  }
+  # use.gpu = NA: say why only when a GPU seems to be there but cannot be
+  # used; a machine without any NVIDIA driver just runs on the CPU.
+  if (!grepl("libcuda.so) was not found", gpu$reason, fixed = TRUE)) {
+    message("bulkem: the GPU cannot be used (", gpu$reason, "); fitting on the CPU")
+  }
+  "cpu"
+}
+
+# Runs `run(engine)`; under use.gpu = NA a GPU failure becomes one message
+# and the CPU engine's result. Returns the engine's list plus `engine`.
+run_with_fallback <- function(run, engine, use.gpu) {
+  res <- tryCatch(run(engine), error = function(e) {
+    gpu_failed <- engine != "cpu" && startsWith(conditionMessage(e), "GPU error:")
+    if (!(gpu_failed && is.na(use.gpu))) stop(e)
+    message("bulkem: ", conditionMessage(e), "; fitting on the CPU instead")
+    engine <<- "cpu"
+    run("cpu")
+  })
+  res$engine <- engine
+  res
+}
+
+#' What bulkem sees of CUDA on this machine
+#'
+#' Reports whether the NVIDIA driver library (`libcuda`) and the CUDA runtime
+#' compiler (`libnvrtc`, CUDA 12 or 13) were found, the GPUs the driver lists,
+#' and whether bulkem can run its GPU engines, and if not, why not. bulkem
+#' needs no CUDA at build time: it loads these libraries when first asked.
+#' Asking sets the GPU up once per R session (the kernels are compiled for
+#' the device by NVRTC, which takes a fraction of a second).
+#'
+#' @returns A list with `driver_found` and `nvrtc_found` (logical), `devices`
+#'   (a data frame with `name`, `compute_capability` and `memory_gib` per
+#'   GPU), `usable` (logical) and `reason` (why not, or `""`).
+#' @examples
+#' info <- bulkem_gpu_info()
+#' info$usable
+#' @export
+bulkem_gpu_info <- function() {
+  r <- gpu_info_()
+  list(driver_found = r$driver_found, nvrtc_found = r$nvrtc_found,
+       devices = data.frame(name = as.character(r$device_name),
+                            compute_capability = as.character(r$compute_capability),
+                            memory_gib = as.numeric(r$memory_gib)),
+       usable = r$usable, reason = r$reason)
+}

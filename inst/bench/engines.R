@@ -1,0 +1,45 @@
+# The engines side by side in one run, on the machine at hand (the GPU
+# machine for GPU engines): wall time of the bulkem() call from R, start-fits
+# per second, EM iterations (E-step passes) and kernel launches.
+#
+#   Rscript inst/bench/engines.R [workload[:fraction] ...]
+#   e.g. Rscript inst/bench/engines.R B1 B2:0.1
+#
+# Prints a markdown table; record it with the command and the machine.
+suppressPackageStartupMessages(library(bulkem))
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
+args <- commandArgs(trailingOnly = TRUE)
+if (!length(args)) args <- c("B1", "B2:0.1")
+info <- bulkem_gpu_info()
+engines <- c("cpu", if (info$usable) setdiff(bulkem:::engine_names, c("auto", "cpu")))
+
+# warm-up: load the package, set up the GPU (compile the kernels) once
+invisible(bulkem(list(c(1, 2, 3, 4, 5, 6, 7.5)), use.gpu = info$usable))
+
+rows <- list()
+for (a in args) {
+  parts <- strsplit(a, ":", fixed = TRUE)[[1]]
+  frac <- if (length(parts) > 1) as.numeric(parts[2]) else 1
+  w <- workload(parts[1], fraction = frac)
+  fits_total <- length(w$datasets) * w$args$random.inits
+  for (engine in engines) {
+    t0 <- proc.time()[["elapsed"]]
+    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = engine))))
+    secs <- proc.time()[["elapsed"]] - t0
+    rows[[length(rows) + 1]] <- data.frame(
+      workload = if (frac < 1) sprintf("%s (%g: %d datasets)", parts[1], frac, length(w$datasets)) else parts[1],
+      engine = engine, threads = attr(f, "threads"), seconds = round(secs, 3),
+      start_fits = fits_total, start_fits_per_s = round(fits_total / secs),
+      em_iterations = attr(f, "em_iterations"), kernel_launches = attr(f, "kernel_launches"),
+      mean_loglik = round(mean(vapply(f, `[[`, 0, "loglik"), na.rm = TRUE), 4))
+  }
+}
+tab <- do.call(rbind, rows)
+cpu <- tryCatch(sub("^model name\\s*:\\s*", "", grep("^model name", readLines("/proc/cpuinfo"), value = TRUE)[1]),
+                error = function(e) "unknown CPU", warning = function(e) "unknown CPU")
+cat(sprintf("machine: %s, %d cores; GPU: %s\n", cpu, parallel::detectCores(),
+            if (nrow(info$devices)) paste(info$devices$name[1], "cc", info$devices$compute_capability[1]) else "none"))
+cat(sprintf("command: Rscript inst/bench/engines.R %s\n\n", paste(args, collapse = " ")))
+cat("|", paste(names(tab), collapse = " | "), "|\n|", paste(rep("---", ncol(tab)), collapse = " | "), "|\n")
+for (i in seq_len(nrow(tab))) cat("|", paste(tab[i, ], collapse = " | "), "|\n")

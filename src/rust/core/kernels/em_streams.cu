@@ -1,0 +1,61 @@
+// Kernels of the cuda-streams engine: the 2015 bulkem design, done right.
+// Each EM iteration of a dataset is two launches on the worker's stream:
+//
+// em_obs_terms: one thread per (active start a, observation i); grid
+//   (ceil(n / blockDim.x), starts). Writes the 1 + 3k per-observation terms
+//   of every sum the M-step needs: lse_i, then r_im, r_im x_i, r_im g_i for
+//   each component m. Layout per_obs[a][j][i], j = 0 .. 3k, so that the sum
+//   kernel reads each row with consecutive threads (coalesced).
+//   terms[a] = c[8], k[8], mu[8] (family.rs::terms, computed on the host).
+//
+// em_fused_sum: the single-launch fused sum kernel. One block of
+//   SUM_THREADS per active start reduces all 1 + 3k rows of that start in one
+//   launch: each thread first sums every SUM_THREADS-th element (the stride
+//   stage that removes the need for a second launch), then a tree in shared
+//   memory. Fixed order, so sums are reproducible. Writes sums[a][j].
+
+#define SUM_THREADS 256
+
+extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const double* __restrict__ g,
+                                        int n, int k, int invgauss,
+                                        const double* __restrict__ terms,
+                                        double* __restrict__ per_obs) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int a = blockIdx.y;
+    if (i >= n) return;
+    const int rows = 1 + 3 * k;
+    const double xi = x[i];
+    const double gi = g[i];
+    double r[MAX_COMPONENTS];
+    const double lse = responsibilities(xi, gi, k, invgauss, terms + (size_t)a * 3 * MAX_COMPONENTS, r);
+    double* out = per_obs + (size_t)a * rows * n;
+    out[i] = lse;
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) {
+            out[(size_t)(1 + m) * n + i] = r[m];
+            out[(size_t)(1 + k + m) * n + i] = r[m] * xi;
+            out[(size_t)(1 + 2 * k + m) * n + i] = r[m] * gi;
+        }
+    }
+}
+
+extern "C" __global__ void em_fused_sum(const double* __restrict__ per_obs, int n, int rows,
+                                        double* __restrict__ sums) {
+    __shared__ double part[SUM_THREADS];
+    const int a = blockIdx.x;
+    const double* base = per_obs + (size_t)a * rows * n;
+    for (int j = 0; j < rows; ++j) {
+        const double* v = base + (size_t)j * n;
+        double s = 0.0;
+        for (int i = threadIdx.x; i < n; i += SUM_THREADS) s += v[i];
+        part[threadIdx.x] = s;
+        __syncthreads();
+        for (int w = SUM_THREADS / 2; w > 0; w >>= 1) {
+            if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) sums[(size_t)a * rows + j] = part[0];
+        __syncthreads();
+    }
+}

@@ -1,0 +1,191 @@
+//! The `cuda-streams` engine: the 2015 bulkem design, done right. Host worker
+//! threads each own a CUDA stream and take whole datasets from a shared
+//! counter. A dataset is uploaded once; then every EM iteration of its active
+//! starts is one em_obs_terms launch, ONE em_fused_sum launch that reduces all
+//! 1 + 3K sums of every active start, one small copy back, and the M-step and
+//! convergence test on the host through the same `EmState` as the CPU engine.
+//! Starts come from the same generator as the CPU engine's.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cudarc::driver::{CudaSlice, CudaStream};
+
+use super::Best;
+use crate::dataset::Prepared;
+use crate::error::Error;
+use crate::family;
+use crate::fit::Progress;
+use crate::gpu::{contained, fault_injected, Gpu};
+use crate::init::initial_params;
+use crate::job::{Family, Job, MAX_COMPONENTS};
+use crate::mstep::Stats;
+use crate::start::{EmState, Outcome};
+
+/// Device memory one worker may use for per-observation terms; starts beyond
+/// it are processed in several chunks per iteration.
+const WORKER_BUDGET_BYTES: usize = 512 << 20;
+const TERMS_PER_START: usize = 3 * MAX_COMPONENTS;
+
+pub fn run(
+    job: &Job,
+    prepared: &[Result<Prepared, String>],
+    gpu: &Arc<Gpu>,
+    workers: usize,
+    cancel: &AtomicBool,
+    progress: &Progress,
+) -> Result<Vec<Best>, Error> {
+    let valid: Vec<usize> = (0..prepared.len()).filter(|&d| prepared[d].is_ok()).collect();
+    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
+    let next = AtomicUsize::new(0);
+    let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
+        .map(|(free, _)| free)
+        .map_err(Error::Gpu)?;
+    let workers = workers.clamp(1, valid.len().max(1));
+    let budget = (free / (2 * workers)).min(WORKER_BUDGET_BYTES);
+    let worker = || -> Result<(), Error> {
+        contained("running the cuda-streams engine", || {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e:?}"))?;
+            let stream = gpu.ctx.new_stream().map_err(|e| format!("creating a CUDA stream: {e:?}"))?;
+            let mut bufs = Buffers::default();
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&d) = valid.get(i) else { return Ok(()) };
+                let Ok(ds) = &prepared[d] else { continue };
+                let best = fit_dataset(job, ds, gpu, &stream, &mut bufs, budget, cancel, progress)?;
+                *bests[d].lock().unwrap_or_else(PoisonError::into_inner) = best;
+            }
+        })
+        .map_err(|e| {
+            cancel.store(true, Ordering::Relaxed);
+            Error::Gpu(e)
+        })
+    };
+    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers).map(|_| scope.spawn(worker)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a cuda-streams worker panicked".into()))))
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), Error>>()?;
+    Ok(bests.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect())
+}
+
+/// One worker's device buffers, grown as datasets need and reused.
+#[derive(Default)]
+struct Buffers {
+    x: Option<CudaSlice<f64>>,
+    g: Option<CudaSlice<f64>>,
+    terms: Option<CudaSlice<f64>>,
+    per_obs: Option<CudaSlice<f64>>,
+    sums: Option<CudaSlice<f64>>,
+}
+
+/// A buffer of at least `len` values on `stream`, reallocated only to grow.
+fn ensure<'a>(slot: &'a mut Option<CudaSlice<f64>>, stream: &Arc<CudaStream>, len: usize) -> Result<&'a mut CudaSlice<f64>, String> {
+    if slot.as_ref().is_none_or(|b| b.len() < len) {
+        *slot = None; // free the old buffer first
+        let len = if fault_injected("oom") { 1 << 60 } else { len.max(1) };
+        *slot = Some(stream.alloc_zeros::<f64>(len).map_err(|e| format!("allocating {} MB on the GPU: {e:?}", len * 8 >> 20))?);
+    }
+    slot.as_mut().ok_or_else(|| "buffer missing".to_string())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fit_dataset(
+    job: &Job,
+    ds: &Prepared,
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    bufs: &mut Buffers,
+    budget: usize,
+    cancel: &AtomicBool,
+    progress: &Progress,
+) -> Result<Best, String> {
+    let (n, k) = (ds.x.len(), job.components);
+    let rows = 1 + 3 * k;
+    let per_start_bytes = rows * n * std::mem::size_of::<f64>();
+    let chunk = (budget / per_start_bytes).clamp(1, job.starts as usize);
+    let invgauss = job.family == Family::InvGauss;
+
+    let x = ensure(&mut bufs.x, stream, n)?;
+    stream.memcpy_htod(&ds.x, &mut x.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
+    let g = ensure(&mut bufs.g, stream, n)?;
+    stream.memcpy_htod(&ds.g, &mut g.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
+    ensure(&mut bufs.terms, stream, chunk * TERMS_PER_START)?;
+    ensure(&mut bufs.per_obs, stream, chunk * rows * n)?;
+    ensure(&mut bufs.sums, stream, chunk * rows)?;
+    let (Some(x), Some(g), Some(terms_dev), Some(per_obs), Some(sums_dev)) =
+        (&bufs.x, &bufs.g, &mut bufs.terms, &mut bufs.per_obs, &mut bufs.sums)
+    else {
+        return Err("buffer missing".into());
+    };
+
+    let mut best = Best::default();
+    let mut active: Vec<(u32, crate::job::Params, EmState)> = Vec::with_capacity(job.starts as usize);
+    for s in 0..job.starts {
+        match initial_params(job.family, ds, k, job.seed, s) {
+            Some(init) => active.push((s, init, EmState::new(init))),
+            None => {
+                best.record(s, None, None);
+                progress.done.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let mut terms_host = vec![0.0; chunk * TERMS_PER_START];
+    let mut sums_host = vec![0.0; chunk * rows];
+    while !active.is_empty() {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(best);
+        }
+        let mut still = Vec::with_capacity(active.len());
+        for group in active.chunks(chunk) {
+            let a = group.len();
+            for (j, (_, _, state)) in group.iter().enumerate() {
+                let t = family::terms(job.family, &state.params);
+                let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
+                dst[..MAX_COMPONENTS].copy_from_slice(&t.c);
+                dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&t.k);
+                dst[2 * MAX_COMPONENTS..].copy_from_slice(&t.mu);
+            }
+            stream
+                .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
+                .map_err(|e| format!("uploading parameters: {e:?}"))?;
+            gpu.kernels.obs_terms(stream, x, g, n, k, invgauss, terms_dev, per_obs, a)?;
+            gpu.kernels.fused_sum(stream, per_obs, n, rows, sums_dev, a)?;
+            progress.kernel_launches.fetch_add(2, Ordering::Relaxed);
+            stream
+                .memcpy_dtoh(&sums_dev.slice(0..a * rows), &mut sums_host[..a * rows])
+                .map_err(|e| format!("downloading sums: {e:?}"))?;
+            stream.synchronize().map_err(|e| format!("running the EM kernels: {e:?}"))?;
+            progress.em_iterations.fetch_add(a, Ordering::Relaxed);
+            for (j, &(s, init, mut state)) in group.iter().enumerate() {
+                let stats = stats_from_sums(&sums_host[j * rows..(j + 1) * rows], k);
+                match state.advance(job.family, ds, &stats, job.max_iters, job.epsilon) {
+                    Some(fit) => {
+                        debug_assert!(fit.outcome != Outcome::Cancelled);
+                        best.record(s, Some(init), Some(fit));
+                        progress.done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => still.push((s, init, state)),
+                }
+            }
+        }
+        active = still;
+    }
+    Ok(best)
+}
+
+/// The sum kernel's row order: log-likelihood, then S0, S1, S2 by component.
+fn stats_from_sums(sums: &[f64], k: usize) -> Stats {
+    let mut st = Stats::zero();
+    st.ll = sums[0];
+    st.s0[..k].copy_from_slice(&sums[1..1 + k]);
+    st.s1[..k].copy_from_slice(&sums[1 + k..1 + 2 * k]);
+    st.s2[..k].copy_from_slice(&sums[1 + 2 * k..1 + 3 * k]);
+    st
+}

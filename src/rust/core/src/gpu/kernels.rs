@@ -1,0 +1,111 @@
+//! The CUDA C sources (kernels/*.cu, embedded in the binary), compiled once by
+//! NVRTC for the device's compute capability, and one typed launch function
+//! per kernel whose arguments mirror the kernel's signature.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+
+use super::{contained, fault_injected};
+
+/// Concatenated so NVRTC needs no include path.
+const SOURCE: &str = concat!(include_str!("../../kernels/em_common.cuh"), include_str!("../../kernels/em_streams.cu"));
+
+/// Threads per block of em_obs_terms.
+pub const OBS_THREADS: u32 = 256;
+/// Must equal SUM_THREADS in em_streams.cu.
+pub const SUM_THREADS: u32 = 256;
+
+pub struct Kernels {
+    obs_terms: CudaFunction,
+    fused_sum: CudaFunction,
+}
+
+impl Kernels {
+    pub fn compile(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<Kernels, String> {
+        let mut source = SOURCE.to_string();
+        if fault_injected("compile") {
+            source.push_str("\n#error fault injected by BULKEM_CUDA_FAULT=compile\n");
+        }
+        let opts = CompileOptions {
+            options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
+            name: Some("bulkem_kernels.cu".into()),
+            ..Default::default()
+        };
+        let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {
+            CompileError::CompileError { log, .. } => {
+                format!("NVRTC could not compile bulkem's kernels:\n{}", log.to_string_lossy())
+            }
+            other => format!("NVRTC failed: {other:?}"),
+        })?;
+        let module = ctx.load_module(ptx).map_err(|e| format!("loading the compiled kernels failed: {e:?}"))?;
+        let load = |name: &str| module.load_function(name).map_err(|e| format!("kernel {name} missing: {e:?}"));
+        Ok(Kernels { obs_terms: load("em_obs_terms")?, fused_sum: load("em_fused_sum")? })
+    }
+
+    /// em_obs_terms over `starts` active starts of a dataset of `n` observations.
+    #[allow(clippy::too_many_arguments)]
+    pub fn obs_terms(
+        &self,
+        stream: &CudaStream,
+        x: &CudaSlice<f64>,
+        g: &CudaSlice<f64>,
+        n: usize,
+        k: usize,
+        invgauss: bool,
+        terms: &CudaSlice<f64>,
+        per_obs: &mut CudaSlice<f64>,
+        starts: usize,
+    ) -> Result<(), String> {
+        let blocks = (n as u32).div_ceil(OBS_THREADS);
+        let cfg = LaunchConfig {
+            grid_dim: (if fault_injected("launch") { 0 } else { blocks }, starts as u32, 1),
+            block_dim: (OBS_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n, k, ig) = (n as i32, k as i32, invgauss as i32);
+        // SAFETY: arguments match em_obs_terms(x, g, n, k, invgauss, terms,
+        // per_obs) in order and type; x and g hold n values, terms holds
+        // 3 * MAX_COMPONENTS per start and per_obs (1 + 3k) * n per start, for
+        // `starts` starts (checked by the caller's buffer sizing).
+        let launched = contained("launching em_obs_terms", || {
+            unsafe {
+                stream
+                    .launch_builder(&self.obs_terms)
+                    .arg(x)
+                    .arg(g)
+                    .arg(&n)
+                    .arg(&k)
+                    .arg(&ig)
+                    .arg(terms)
+                    .arg(per_obs)
+                    .launch(cfg)
+            }
+            .map(|_| ())
+            .map_err(|e| format!("launching em_obs_terms failed: {e:?}"))
+        });
+        launched
+    }
+
+    /// em_fused_sum: all `rows` sums of `starts` starts in one launch.
+    pub fn fused_sum(
+        &self,
+        stream: &CudaStream,
+        per_obs: &CudaSlice<f64>,
+        n: usize,
+        rows: usize,
+        sums: &mut CudaSlice<f64>,
+        starts: usize,
+    ) -> Result<(), String> {
+        let cfg = LaunchConfig { grid_dim: (starts as u32, 1, 1), block_dim: (SUM_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let (n, rows) = (n as i32, rows as i32);
+        // SAFETY: arguments match em_fused_sum(per_obs, n, rows, sums); per_obs
+        // holds rows * n values per start and sums rows per start.
+        contained("launching em_fused_sum", || {
+            unsafe { stream.launch_builder(&self.fused_sum).arg(per_obs).arg(&n).arg(&rows).arg(sums).launch(cfg) }
+                .map(|_| ())
+                .map_err(|e| format!("launching em_fused_sum failed: {e:?}"))
+        })
+    }
+}

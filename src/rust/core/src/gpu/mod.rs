@@ -1,0 +1,130 @@
+//! CUDA at run time. Nothing here links CUDA: cudarc opens libcuda and
+//! libnvrtc with dlopen on first use, and panics if they are missing, so the
+//! libraries are probed first and every cudarc call runs inside
+//! `contained`, which turns a panic into an error. The context and the
+//! compiled kernels are made once per process and shared by every call.
+
+pub mod kernels;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::CudaContext;
+
+use crate::engine::pool::panic_message;
+pub use kernels::Kernels;
+
+/// Set `BULKEM_CUDA_FAULT` to one of these to make bulkem behave as if that
+/// part of CUDA failed, so the fallbacks can be tested on any machine.
+pub const FAULT_ENV: &str = "BULKEM_CUDA_FAULT";
+
+pub fn fault_injected(which: &str) -> bool {
+    std::env::var(FAULT_ENV).is_ok_and(|v| v.split(',').any(|f| f.trim() == which))
+}
+
+/// The GPU every CUDA engine uses: device 0, its context and the kernels.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: usize,
+    pub kernels: Kernels,
+}
+
+/// What `bulkem_gpu_info()` shows a user.
+#[derive(Clone, Debug)]
+pub struct GpuReport {
+    pub driver_found: bool,
+    pub nvrtc_found: bool,
+    pub devices: Vec<DeviceReport>,
+    /// `Ok` if bulkem can run its CUDA engines; otherwise why not.
+    pub usable: Result<(), String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct DeviceReport {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: usize,
+}
+
+static GPU: OnceLock<Result<Arc<Gpu>, String>> = OnceLock::new();
+
+/// The process's GPU, set up on first use (libraries probed, context made,
+/// kernels compiled by NVRTC for its compute capability); later calls reuse it.
+pub fn gpu() -> Result<Arc<Gpu>, String> {
+    GPU.get_or_init(|| contained("setting up CUDA", init).map(Arc::new)).clone()
+}
+
+/// Runs `f`, turning a panic inside cudarc into an error that says `what`
+/// was being done.
+pub fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(format!("{what}: {}", panic_message(p.as_ref()))))
+}
+
+fn driver_present() -> Result<(), String> {
+    // SAFETY: only attempts dlopen of the candidate library names.
+    if fault_injected("no-driver") || !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("the CUDA driver library (libcuda.so) was not found: no NVIDIA driver is installed \
+                    or it is not on the library path"
+            .into());
+    }
+    Ok(())
+}
+
+fn nvrtc_present() -> Result<(), String> {
+    // SAFETY: only attempts dlopen of the candidate library names.
+    if fault_injected("no-nvrtc") || !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err("the CUDA runtime compiler library (libnvrtc.so, CUDA 12 or 13) was not found: \
+                    install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH"
+            .into());
+    }
+    Ok(())
+}
+
+fn init() -> Result<Gpu, String> {
+    driver_present()?;
+    nvrtc_present()?;
+    let count = CudaContext::device_count().map_err(|e| format!("the CUDA driver failed to start: {e:?}"))?;
+    if count < 1 {
+        return Err("the CUDA driver found no GPU".into());
+    }
+    let ctx = CudaContext::new(0).map_err(|e| format!("could not open GPU 0: {e:?}"))?;
+    let compute_capability = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
+    let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+    let total_memory = ctx.total_mem().unwrap_or(0);
+    // Each worker thread uses its own stream and its own buffers, so cudarc's
+    // cross-stream event tracking is pure overhead.
+    // SAFETY: no buffer is ever shared between streams (see the engines).
+    unsafe { ctx.disable_event_tracking() };
+    let kernels = Kernels::compile(&ctx, compute_capability)?;
+    Ok(Gpu { ctx, name, compute_capability, total_memory, kernels })
+}
+
+/// Everything bulkem can tell about CUDA on this machine, without failing.
+pub fn report() -> GpuReport {
+    let mut r = GpuReport {
+        driver_found: driver_present().is_ok(),
+        nvrtc_found: nvrtc_present().is_ok(),
+        devices: Vec::new(),
+        usable: Ok(()),
+    };
+    if r.driver_found {
+        r.devices = contained("listing GPUs", || {
+            let n = CudaContext::device_count().map_err(|e| format!("{e:?}"))?;
+            Ok((0..n.max(0) as usize)
+                .filter_map(|i| {
+                    let ctx = CudaContext::new(i).ok()?;
+                    Some(DeviceReport {
+                        name: ctx.name().unwrap_or_default(),
+                        compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
+                        total_memory: ctx.total_mem().unwrap_or(0),
+                    })
+                })
+                .collect())
+        })
+        .unwrap_or_default();
+    }
+    r.usable = gpu().map(|_| ());
+    r
+}

@@ -1,0 +1,46 @@
+//! What bulkem sees of CUDA, for bulkem_gpu_info() and engine choice in R.
+
+use bulkem_core::gpu;
+use extendr_api::prelude::*;
+
+/// `list(usable, reason)`: whether the CUDA engines can run here, and if
+/// not, why (sets up the GPU on first call: probe, context, kernel compile).
+/// @noRd
+#[extendr]
+fn gpu_usable_() -> List {
+    let (usable, reason) = match gpu::gpu() {
+        Ok(_) => (true, String::new()),
+        Err(why) => (false, why),
+    };
+    list!(usable = usable, reason = reason)
+}
+
+/// Driver and NVRTC found or not, devices, and whether bulkem can use them.
+/// @noRd
+#[extendr]
+fn gpu_info_() -> List {
+    let r = gpu::report();
+    let names: Vec<String> = r.devices.iter().map(|d| d.name.clone()).collect();
+    let cc: Vec<String> =
+        r.devices.iter().map(|d| format!("{}.{}", d.compute_capability.0, d.compute_capability.1)).collect();
+    let mem: Vec<f64> = r.devices.iter().map(|d| d.total_memory as f64 / (1u64 << 30) as f64).collect();
+    let (usable, reason) = match &r.usable {
+        Ok(()) => (true, String::new()),
+        Err(why) => (false, why.clone()),
+    };
+    list!(
+        driver_found = r.driver_found,
+        nvrtc_found = r.nvrtc_found,
+        device_name = names,
+        compute_capability = cc,
+        memory_gib = mem,
+        usable = usable,
+        reason = reason
+    )
+}
+
+extendr_module! {
+    mod gpu;
+    fn gpu_usable_;
+    fn gpu_info_;
+}

@@ -1,0 +1,65 @@
+# GPU checks, run on the GPU machine (see ../../README.md and
+# ../shared/gpu/README.md):
+#   source .gpu/device-setup.sh && Rscript tests/gpu/run.R
+# 1. the testthat suite with the GPU present (GPU tests no longer skip);
+# 2. engine agreement on larger samples than the unit tests use: every GPU
+#    engine against the CPU engine on the same seeds, counting datasets whose
+#    status, winning start, parameters (1e-8 relative) or log-likelihood
+#    (1e-9 relative) differ.
+suppressPackageStartupMessages({
+  library(bulkem)
+  library(testthat)
+})
+info <- bulkem_gpu_info()
+cat("GPU:", if (nrow(info$devices)) paste(info$devices$name, "cc", info$devices$compute_capability,
+    sprintf("%.0f GiB", info$devices$memory_gib)) else "none", "| usable:", info$usable, info$reason, "\n")
+
+cat("\n== testthat (tests/testthat) ==\n")
+res <- as.data.frame(test_dir("tests/testthat", reporter = "summary", load_package = "none",
+                              stop_on_failure = FALSE))
+cat(sprintf("testthat: %d tests, %d failed, %d skipped, %d errors\n",
+            nrow(res), sum(res$failed), sum(res$skipped), sum(res$error)))
+
+source("inst/bench/workloads.R")
+compare <- function(cpu, gpu) {
+  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
+  worst_par <- 0
+  worst_ll <- 0
+  bad <- 0
+  for (i in seq_along(cpu)) {
+    a <- cpu[[i]]
+    b <- gpu[[i]]
+    same <- identical(a$status, b$status) && identical(a$best_start, b$best_start)
+    if (same && a$fit_success) {
+      rel <- max(unlist(lapply(c("mu", "alpha", shape), function(f) abs(b[[f]] - a[[f]]) / abs(a[[f]]))))
+      rll <- abs(b$loglik - a$loglik) / abs(a$loglik)
+      worst_par <- max(worst_par, rel)
+      worst_ll <- max(worst_ll, rll)
+      same <- rel < 1e-8 && rll < 1e-9
+    }
+    bad <- bad + !same
+  }
+  c(datasets = length(cpu), disagreeing = bad, worst_param_rel = worst_par, worst_loglik_rel = worst_ll)
+}
+
+cat("\n== engine agreement (cpu vs GPU engines, same seed) ==\n")
+cases <- list(
+  B1 = workload("B1"),
+  B2_sample = workload("B2", fraction = 0.02),
+  B3_sample = workload("B3", fraction = 0.02),
+  B4_sample = workload("B4", fraction = 0.02),
+  B5_sample = workload("B5", fraction = 0.005)
+)
+rows <- list()
+for (nm in names(cases)) {
+  w <- cases[[nm]]
+  d <- c(w$datasets, list(c(1, NA, 2, 3, 4, 5, 6, 7, 8, 9), rep(3, 50)))
+  cpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, use.gpu = FALSE)))
+  for (engine in setdiff(bulkem:::engine_names, c("auto", "cpu"))) {
+    gpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, control = list(engine = engine))))
+    rows[[length(rows) + 1]] <- data.frame(workload = nm, engine = engine, t(compare(cpu, gpu)))
+  }
+}
+agree <- do.call(rbind, rows)
+print(agree, row.names = FALSE)
+if (sum(res$failed) + sum(res$error) > 0) quit(status = 1)

@@ -1,0 +1,121 @@
+# CUDA: what bulkem reports, the choice of engine, faults turned into
+# errors or a CPU fallback, and agreement of the GPU engine with the CPU.
+
+test_that("bulkem_gpu_info() reports what it sees without failing", {
+  info <- bulkem_gpu_info()
+  expect_named(info, c("driver_found", "nvrtc_found", "devices", "usable", "reason"))
+  expect_type(info$driver_found, "logical")
+  expect_type(info$nvrtc_found, "logical")
+  expect_s3_class(info$devices, "data.frame")
+  expect_named(info$devices, c("name", "compute_capability", "memory_gib"))
+  expect_identical(nzchar(info$reason), !info$usable)
+  if (!info$driver_found) {
+    expect_false(info$usable)
+    expect_match(info$reason, "libcuda")
+  }
+})
+
+test_that("without a usable GPU, use.gpu = TRUE is an error and NA runs on the CPU", {
+  skip_if(gpu_usable())
+  x <- list(c(1, 2, 3, 4, 5, 6, 7.5))
+  expect_error(bulkem(x, use.gpu = TRUE), "`use.gpu = TRUE` needs a usable GPU")
+  expect_error(bulkem(x, control = list(engine = "cuda-streams")), "needs a usable GPU")
+  expect_identical(attr(bulkem(x), "engine"), "cpu")
+})
+
+test_that("conflicting use.gpu and control$engine are errors", {
+  x <- list(c(1, 2, 3, 4, 5, 6, 7.5))
+  expect_error(bulkem(x, use.gpu = TRUE, control = list(engine = "cpu")), "conflicts")
+  expect_error(bulkem(x, use.gpu = FALSE, control = list(engine = "cuda-streams")), "conflicts")
+  expect_identical(attr(bulkem(x, use.gpu = FALSE), "engine"), "cpu")
+})
+
+fault_code <- function(use_gpu) sprintf('
+  library(bulkem)
+  set.seed(1)
+  x <- list(c(rexp(200, 1), rexp(100, 0.2)))
+  r <- tryCatch({
+    f <- bulkem(x, random.inits = 3, seed = 7, use.gpu = %s)
+    cpu <- bulkem(x, random.inits = 3, seed = 7, use.gpu = FALSE)
+    cat("ENGINE", attr(f, "engine"), "SAME", identical(unclass(f[[1]]), unclass(cpu[[1]])), "\\n")
+  }, error = function(e) cat("ERROR", conditionMessage(e), "\\n"))
+  cat("ALIVE\\n")', use_gpu)
+
+test_that("a missing libcuda or libnvrtc gives an error or the CPU result, and R survives", {
+  for (fault in c("no-driver", "no-nvrtc")) {
+    na <- run_with_fault(fault, fault_code("NA"))
+    expect_match(na$output, "ENGINE cpu SAME TRUE", label = fault)
+    expect_match(na$output, "ALIVE")
+    req <- run_with_fault(fault, fault_code("TRUE"))
+    expect_match(req$output, "ERROR `use.gpu = TRUE` needs a usable GPU", label = fault)
+    expect_match(req$output, if (fault == "no-driver") "libcuda" else "libnvrtc|libcuda")
+    expect_match(req$output, "ALIVE")
+    info <- run_with_fault(fault, 'i <- bulkem::bulkem_gpu_info(); cat("USABLE", i$usable, "\\n")')
+    expect_match(info$output, "USABLE FALSE")
+  }
+})
+
+test_that("kernel compile, launch and memory failures fall back or fail cleanly", {
+  skip_if_no_gpu()
+  for (fault in c("compile", "launch", "oom")) {
+    na <- run_with_fault(fault, fault_code("NA"))
+    expect_match(na$output, "ENGINE cpu SAME TRUE", label = fault)
+    expect_match(na$output, "fitting on the CPU", label = fault)
+    req <- run_with_fault(fault, fault_code("TRUE"))
+    expect_match(req$output, "ERROR", label = fault)
+    expect_match(req$output, switch(fault, compile = "NVRTC could not compile",
+                                    launch = "launching em_obs_terms failed",
+                                    oom = "allocating"), label = fault)
+    expect_match(req$output, "ALIVE", label = fault)
+  }
+})
+
+# Parameters within 1e-8 relative, log-likelihoods within 1e-9 relative, same
+# winning start and status for every dataset.
+expect_engines_agree <- function(datasets, ...) {
+  cpu <- bulkem(datasets, seed = 11, use.gpu = FALSE, ...)
+  gpu <- bulkem(datasets, seed = 11, control = list(engine = "cuda-streams"), ...)
+  expect_identical(attr(gpu, "engine"), "cuda-streams")
+  expect_gt(attr(gpu, "kernel_launches"), 0)
+  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
+  for (i in seq_along(cpu)) {
+    a <- cpu[[i]]
+    b <- gpu[[i]]
+    expect_identical(b$status, a$status, label = paste("status of dataset", i))
+    expect_identical(b$best_start, a$best_start, label = paste("best start of dataset", i))
+    expect_identical(b$starts_ok, a$starts_ok)
+    if (a$fit_success) {
+      for (field in c("mu", "alpha", shape)) {
+        expect_lt(max(abs(b[[field]] - a[[field]]) / abs(a[[field]])), 1e-8,
+                  label = paste(field, "of dataset", i))
+      }
+      expect_lt(abs(b$loglik - a$loglik) / abs(a$loglik), 1e-9)
+    }
+  }
+}
+
+test_that("cuda-streams agrees with the CPU engine on B1-like IG data", {
+  skip_if_no_gpu()
+  set.seed(1)
+  expect_engines_agree(replicate(20, b1_dataset(2000), simplify = FALSE), random.inits = 10)
+})
+
+test_that("cuda-streams agrees on Normal, ragged, and bad datasets mixed in", {
+  skip_if_no_gpu()
+  set.seed(2)
+  d <- lapply(c(40, 300, 1200, 5000), function(n) rmix(n, c(0.3, 0.4, 0.3), c(0, 3, 7), c(1, 0.6, 1.5), "normal"))
+  d <- c(d, list(c(1, NA, 3), rep(2, 20)))
+  expect_engines_agree(d, num.components = 3, random.inits = 8, family = "normal")
+  set.seed(3)
+  ig <- c(lapply(c(60, 700, 9000), function(n) b1_dataset(n)), list(c(-1, 2, 3, 4, 5, 6)))
+  expect_engines_agree(ig, random.inits = 12)
+})
+
+test_that("a second GPU call reuses the compiled kernels and device memory is released", {
+  skip_if_no_gpu()
+  set.seed(4)
+  d <- replicate(5, b1_dataset(500), simplify = FALSE)
+  t1 <- system.time(bulkem(d, control = list(engine = "cuda-streams")))[["elapsed"]]
+  f <- bulkem(d, control = list(engine = "cuda-streams"))
+  expect_true(all(vapply(f, `[[`, TRUE, "fit_success")))
+})
