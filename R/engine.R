@@ -54,8 +54,10 @@ run_with_fallback <- function(run, engine, use.gpu) {
 #' the device by NVRTC, which takes a fraction of a second).
 #'
 #' @returns A list with `driver_found` and `nvrtc_found` (logical), `devices`
-#'   (a data frame with `name`, `compute_capability` and `memory_gib` per
-#'   GPU), `usable` (logical) and `reason` (why not, or `""`).
+#'   (a data frame with `name`, `compute_capability`, `memory_gib` and
+#'   `free_gib` per GPU), `usable` (logical), `reason` (why not, or `""`) and
+#'   `kernel_compilations` (how often this R session compiled the kernels:
+#'   once, whatever the number of calls).
 #' @examples
 #' info <- bulkem_gpu_info()
 #' info$usable
@@ -65,6 +67,7 @@ bulkem_gpu_info <- function() {
   list(driver_found = r$driver_found, nvrtc_found = r$nvrtc_found,
        devices = data.frame(name = as.character(r$device_name),
                             compute_capability = as.character(r$compute_capability),
-                            memory_gib = as.numeric(r$memory_gib)),
-       usable = r$usable, reason = r$reason)
+                            memory_gib = as.numeric(r$memory_gib),
+                            free_gib = as.numeric(r$free_gib)),
+       usable = r$usable, reason = r$reason, kernel_compilations = r$kernel_compilations)
 }

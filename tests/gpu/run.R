@@ -21,6 +21,22 @@ cat(sprintf("testthat: %d tests, %d failed, %d skipped, %d errors\n",
             nrow(res), sum(res$failed), sum(res$skipped), sum(res$error)))
 
 source("inst/bench/workloads.R")
+
+cat("\n== interrupting a long GPU run (setTimeLimit 1 s) ==\n")
+for (engine in setdiff(bulkem:::engine_names, c("auto", "cpu"))) {
+  big <- workload("B4", fraction = 0.02)$datasets
+  free0 <- bulkem_gpu_info()$devices$free_gib[1]
+  t0 <- proc.time()[["elapsed"]]
+  setTimeLimit(elapsed = 1, transient = TRUE)
+  msg <- tryCatch({
+    bulkem(big, num.components = 3, random.inits = 1000, max.iters = 5000, epsilon = 1e-300,
+           control = list(engine = engine))
+    "finished (not interrupted)"
+  }, error = function(e) conditionMessage(e))
+  setTimeLimit(elapsed = Inf)
+  cat(sprintf("%s: returned after %.2f s with \"%s\"; free GPU memory %.2f GiB before, %.2f GiB after\n",
+              engine, proc.time()[["elapsed"]] - t0, msg, free0, bulkem_gpu_info()$devices$free_gib[1]))
+}
 compare <- function(cpu, gpu) {
   shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
   worst_par <- 0

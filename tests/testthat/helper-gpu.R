@@ -5,7 +5,7 @@ skip_if_no_gpu <- function() skip_if_not(gpu_usable(), "no usable CUDA GPU")
 # with BULKEM_CUDA_FAULT set; returns its output lines and exit status.
 run_with_fault <- function(fault, code) {
   rscript <- file.path(R.home("bin"), "Rscript")
-  out <- suppressWarnings(system2(rscript, c("--vanilla", "-e", shQuote(code)),
+  out <- suppressWarnings(system2(rscript, c("-e", shQuote(code)),
                                   env = paste0("BULKEM_CUDA_FAULT=", fault),
                                   stdout = TRUE, stderr = TRUE))
   list(output = paste(out, collapse = "\n"), status = attr(out, "status") %||% 0L)

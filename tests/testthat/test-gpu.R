@@ -3,11 +3,13 @@
 
 test_that("bulkem_gpu_info() reports what it sees without failing", {
   info <- bulkem_gpu_info()
-  expect_named(info, c("driver_found", "nvrtc_found", "devices", "usable", "reason"))
+  expect_named(info, c("driver_found", "nvrtc_found", "devices", "usable", "reason",
+                       "kernel_compilations"))
   expect_type(info$driver_found, "logical")
   expect_type(info$nvrtc_found, "logical")
   expect_s3_class(info$devices, "data.frame")
-  expect_named(info$devices, c("name", "compute_capability", "memory_gib"))
+  expect_named(info$devices, c("name", "compute_capability", "memory_gib", "free_gib"))
+  expect_identical(info$kernel_compilations, as.integer(info$usable))
   expect_identical(nzchar(info$reason), !info$usable)
   if (!info$driver_found) {
     expect_false(info$usable)
@@ -111,11 +113,23 @@ test_that("cuda-streams agrees on Normal, ragged, and bad datasets mixed in", {
   expect_engines_agree(ig, random.inits = 12)
 })
 
-test_that("a second GPU call reuses the compiled kernels and device memory is released", {
+test_that("kernels are compiled once per session, and an interrupted GPU run stops and frees its memory", {
   skip_if_no_gpu()
   set.seed(4)
   d <- replicate(5, b1_dataset(500), simplify = FALSE)
-  t1 <- system.time(bulkem(d, control = list(engine = "cuda-streams")))[["elapsed"]]
+  bulkem(d, control = list(engine = "cuda-streams"))
   f <- bulkem(d, control = list(engine = "cuda-streams"))
   expect_true(all(vapply(f, `[[`, TRUE, "fit_success")))
+  expect_identical(bulkem_gpu_info()$kernel_compilations, 1L)
+
+  free_before <- bulkem_gpu_info()$devices$free_gib[1]
+  big <- replicate(100, b1_dataset(14000), simplify = FALSE)
+  setTimeLimit(elapsed = 2, transient = TRUE)
+  on.exit(setTimeLimit(elapsed = Inf), add = TRUE)
+  expect_error(bulkem(big, random.inits = 500, max.iters = 1000, epsilon = 1e-300,
+                      control = list(engine = "cuda-streams")))
+  setTimeLimit(elapsed = Inf)
+  free_after <- bulkem_gpu_info()$devices$free_gib[1]
+  expect_lt(free_before - free_after, 0.5)
+  expect_true(bulkem(d[1], control = list(engine = "cuda-streams"))[[1]]$fit_success)
 })

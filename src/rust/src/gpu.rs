@@ -23,7 +23,9 @@ fn gpu_info_() -> List {
     let names: Vec<String> = r.devices.iter().map(|d| d.name.clone()).collect();
     let cc: Vec<String> =
         r.devices.iter().map(|d| format!("{}.{}", d.compute_capability.0, d.compute_capability.1)).collect();
-    let mem: Vec<f64> = r.devices.iter().map(|d| d.total_memory as f64 / (1u64 << 30) as f64).collect();
+    let gib = |bytes: usize| bytes as f64 / (1u64 << 30) as f64;
+    let mem: Vec<f64> = r.devices.iter().map(|d| gib(d.total_memory)).collect();
+    let free: Vec<f64> = r.devices.iter().map(|d| gib(d.free_memory)).collect();
     let (usable, reason) = match &r.usable {
         Ok(()) => (true, String::new()),
         Err(why) => (false, why.clone()),
@@ -34,8 +36,10 @@ fn gpu_info_() -> List {
         device_name = names,
         compute_capability = cc,
         memory_gib = mem,
+        free_gib = free,
         usable = usable,
-        reason = reason
+        reason = reason,
+        kernel_compilations = gpu::compilations() as i32
     )
 }
 

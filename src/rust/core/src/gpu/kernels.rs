@@ -2,6 +2,7 @@
 //! NVRTC for the device's compute capability, and one typed launch function
 //! per kernel whose arguments mirror the kernel's signature.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -11,6 +12,8 @@ use super::{contained, fault_injected};
 
 /// Concatenated so NVRTC needs no include path.
 const SOURCE: &str = concat!(include_str!("../../kernels/em_common.cuh"), include_str!("../../kernels/em_streams.cu"));
+
+pub static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// Threads per block of em_obs_terms.
 pub const OBS_THREADS: u32 = 256;
@@ -33,6 +36,7 @@ impl Kernels {
             name: Some("bulkem_kernels.cu".into()),
             ..Default::default()
         };
+        COMPILATIONS.fetch_add(1, Ordering::Relaxed);
         let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {
             CompileError::CompileError { log, .. } => {
                 format!("NVRTC could not compile bulkem's kernels:\n{}", log.to_string_lossy())

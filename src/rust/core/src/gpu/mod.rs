@@ -46,6 +46,13 @@ pub struct DeviceReport {
     pub name: String,
     pub compute_capability: (i32, i32),
     pub total_memory: usize,
+    pub free_memory: usize,
+}
+
+/// How many times this process compiled the kernels (1 once a GPU engine ran:
+/// later calls reuse them).
+pub fn compilations() -> usize {
+    kernels::COMPILATIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 static GPU: OnceLock<Result<Arc<Gpu>, String>> = OnceLock::new();
@@ -119,6 +126,7 @@ pub fn report() -> GpuReport {
                         name: ctx.name().unwrap_or_default(),
                         compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
                         total_memory: ctx.total_mem().unwrap_or(0),
+                        free_memory: ctx.mem_get_info().map_or(0, |(free, _)| free),
                     })
                 })
                 .collect())
