@@ -48,11 +48,14 @@
 #' @param control A named list of further settings:
 #'   \describe{
 #'     \item{`threads`}{number of host threads (default: all cores): CPU
-#'       workers for the `cpu` engine, stream workers for `cuda-streams`.}
+#'       workers for the `cpu` engine, stream workers for `cuda-streams`,
+#'       threads preparing the work for `cuda-batched`.}
 #'     \item{`engine`}{`"auto"` (default: the GPU engine if `use.gpu` allows
-#'       and a GPU is usable, else `"cpu"`), `"cpu"`, or `"cuda-streams"` (the
+#'       and a GPU is usable, else `"cpu"`), `"cpu"`, `"cuda-streams"` (the
 #'       2015 bulkem CUDA design: one stream per host worker, two kernel
-#'       launches per EM iteration of a dataset).}
+#'       launches per EM iteration of a dataset) or `"cuda-batched"` (whole
+#'       fits on the GPU: one launch runs every start of a chunk of datasets
+#'       to its end).}
 #'   }
 #' @param ... Not used; any argument here is an error (it catches misspelt
 #'   argument names).

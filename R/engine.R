@@ -1,6 +1,6 @@
 # Which engine runs a call, and the fallback from a failing GPU to the CPU.
 
-engine_names <- c("auto", "cpu", "cuda-streams")
+engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-streams"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.

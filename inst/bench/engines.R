@@ -2,17 +2,22 @@
 # machine for GPU engines): wall time of the bulkem() call from R, start-fits
 # per second, EM iterations (E-step passes) and kernel launches.
 #
-#   Rscript inst/bench/engines.R [workload[:fraction] ...]
+#   Rscript inst/bench/engines.R [engines=e1,e2] [workload[:fraction] ...]
 #   e.g. Rscript inst/bench/engines.R B1 B2:0.1
+#        Rscript inst/bench/engines.R engines=cuda-batched B2 B3
 #
 # Prints a markdown table; record it with the command and the machine.
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 args <- commandArgs(trailingOnly = TRUE)
-if (!length(args)) args <- c("B1", "B2:0.1")
 info <- bulkem_gpu_info()
 engines <- c("cpu", if (info$usable) setdiff(bulkem:::engine_names, c("auto", "cpu")))
+pick <- grepl("^engines=", args)
+if (any(pick)) engines <- strsplit(sub("^engines=", "", args[pick][1]), ",")[[1]]
+cmd_args <- args
+args <- args[!pick]
+if (!length(args)) args <- c("B1", "B2:0.1")
 
 # warm-up: load the package, set up the GPU (compile the kernels) once
 invisible(bulkem(list(c(1, 2, 3, 4, 5, 6, 7.5)), use.gpu = info$usable))
@@ -40,6 +45,6 @@ cpu <- tryCatch(sub("^model name\\s*:\\s*", "", grep("^model name", readLines("/
                 error = function(e) "unknown CPU", warning = function(e) "unknown CPU")
 cat(sprintf("machine: %s, %d cores; GPU: %s\n", cpu, parallel::detectCores(),
             if (nrow(info$devices)) paste(info$devices$name[1], "cc", info$devices$compute_capability[1]) else "none"))
-cat(sprintf("command: Rscript inst/bench/engines.R %s\n\n", paste(args, collapse = " ")))
+cat(sprintf("command: Rscript inst/bench/engines.R %s\n\n", paste(cmd_args, collapse = " ")))
 cat("|", paste(names(tab), collapse = " | "), "|\n|", paste(rep("---", ncol(tab)), collapse = " | "), "|\n")
 for (i in seq_len(nrow(tab))) cat("|", paste(tab[i, ], collapse = " | "), "|\n")

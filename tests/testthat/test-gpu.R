@@ -66,7 +66,7 @@ test_that("kernel compile, launch and memory failures fall back or fail cleanly"
     req <- run_with_fault(fault, fault_code("TRUE"))
     expect_match(req$output, "ERROR", label = fault)
     expect_match(req$output, switch(fault, compile = "NVRTC could not compile",
-                                    launch = "launching em_obs_terms failed",
+                                    launch = "launching em_",
                                     oom = "allocating"), label = fault)
     expect_match(req$output, "ALIVE", label = fault)
   }
@@ -76,9 +76,15 @@ test_that("kernel compile, launch and memory failures fall back or fail cleanly"
 # winning start and status for every dataset.
 expect_engines_agree <- function(datasets, ...) {
   cpu <- bulkem(datasets, seed = 11, use.gpu = FALSE, ...)
-  gpu <- bulkem(datasets, seed = 11, control = list(engine = "cuda-streams"), ...)
-  expect_identical(attr(gpu, "engine"), "cuda-streams")
-  expect_gt(attr(gpu, "kernel_launches"), 0)
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    gpu <- bulkem(datasets, seed = 11, control = list(engine = engine), ...)
+    expect_identical(attr(gpu, "engine"), engine)
+    expect_gt(attr(gpu, "kernel_launches"), 0)
+    expect_fits_agree(cpu, gpu)
+  }
+}
+
+expect_fits_agree <- function(cpu, gpu) {
   shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
   for (i in seq_along(cpu)) {
     a <- cpu[[i]]
@@ -96,13 +102,13 @@ expect_engines_agree <- function(datasets, ...) {
   }
 }
 
-test_that("cuda-streams agrees with the CPU engine on B1-like IG data", {
+test_that("the GPU engines agree with the CPU engine on B1-like IG data", {
   skip_if_no_gpu()
   set.seed(1)
   expect_engines_agree(replicate(20, b1_dataset(2000), simplify = FALSE), random.inits = 10)
 })
 
-test_that("cuda-streams agrees on Normal, ragged, and bad datasets mixed in", {
+test_that("the GPU engines agree on Normal, ragged, and bad datasets mixed in", {
   skip_if_no_gpu()
   set.seed(2)
   d <- lapply(c(40, 300, 1200, 5000), function(n) rmix(n, c(0.3, 0.4, 0.3), c(0, 3, 7), c(1, 0.6, 1.5), "normal"))
@@ -117,10 +123,13 @@ test_that("kernels are compiled once per session, and an interrupted GPU run sto
   skip_if_no_gpu()
   set.seed(4)
   d <- replicate(5, b1_dataset(500), simplify = FALSE)
-  bulkem(d, control = list(engine = "cuda-streams"))
-  f <- bulkem(d, control = list(engine = "cuda-streams"))
-  expect_true(all(vapply(f, `[[`, TRUE, "fit_success")))
-  expect_identical(bulkem_gpu_info()$kernel_compilations, 1L)
+  for (engine in c("cuda-streams", "cuda-batched")) bulkem(d, control = list(engine = engine))
+  compiled <- bulkem_gpu_info()$kernel_compilations
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    f <- bulkem(d, control = list(engine = engine))
+    expect_true(all(vapply(f, `[[`, TRUE, "fit_success")))
+  }
+  expect_identical(bulkem_gpu_info()$kernel_compilations, compiled)
 
   free_before <- bulkem_gpu_info()$devices$free_gib[1]
   big <- replicate(100, b1_dataset(14000), simplify = FALSE)
@@ -129,7 +138,24 @@ test_that("kernels are compiled once per session, and an interrupted GPU run sto
   expect_error(bulkem(big, random.inits = 500, max.iters = 1000, epsilon = 1e-300,
                       control = list(engine = "cuda-streams")))
   setTimeLimit(elapsed = Inf)
+  setTimeLimit(elapsed = 2, transient = TRUE)
+  expect_error(bulkem(big, random.inits = 2000, max.iters = 100000, epsilon = 1e-300,
+                      control = list(engine = "cuda-batched")))
+  setTimeLimit(elapsed = Inf)
   free_after <- bulkem_gpu_info()$devices$free_gib[1]
   expect_lt(free_before - free_after, 0.5)
   expect_true(bulkem(d[1], control = list(engine = "cuda-streams"))[[1]]$fit_success)
+})
+
+test_that("cuda-batched results do not depend on chunking", {
+  skip_if_no_gpu()
+  set.seed(5)
+  d <- lapply(c(50, 120, 900, 3000, 60, 2000), function(n) b1_dataset(n))
+  one <- bulkem(d, random.inits = 7, seed = 3, control = list(engine = "cuda-batched"))
+  old <- Sys.getenv("BULKEM_CHUNK_BYTES")
+  Sys.setenv(BULKEM_CHUNK_BYTES = "20000")
+  on.exit(Sys.setenv(BULKEM_CHUNK_BYTES = old))
+  many <- bulkem(d, random.inits = 7, seed = 3, control = list(engine = "cuda-batched"))
+  expect_gt(attr(many, "kernel_launches"), attr(one, "kernel_launches"))
+  expect_identical(unclass(one)[seq_along(d)], unclass(many)[seq_along(d)])
 })

@@ -33,6 +33,7 @@ fn fit_(
     let engine = match engine {
         "cpu" => Engine::Cpu,
         "cuda-streams" => Engine::CudaStreams,
+        "cuda-batched" => Engine::CudaBatched,
         other => return Err(Error::Other(format!("unknown engine \"{other}\""))),
     };
     let family = match family {

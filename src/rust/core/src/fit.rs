@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::dataset::{prepare, Prepared};
-use crate::engine::{cpu, cuda_streams, pool, Best};
+use crate::engine::{cpu, cuda_batched, cuda_streams, pool, Best};
 use crate::error::Error;
 use crate::family;
 use crate::job::{Fit, Job, Status};
@@ -31,6 +31,7 @@ pub struct Progress {
 pub enum Engine {
     Cpu,
     CudaStreams,
+    CudaBatched,
 }
 
 impl Engine {
@@ -38,6 +39,7 @@ impl Engine {
         match self {
             Engine::Cpu => "cpu",
             Engine::CudaStreams => "cuda-streams",
+            Engine::CudaBatched => "cuda-batched",
         }
     }
 }
@@ -50,16 +52,17 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
     // Set up the GPU before any work, so an unusable one fails fast.
     let gpu = match engine {
         Engine::Cpu => None,
-        Engine::CudaStreams => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
+        Engine::CudaStreams | Engine::CudaBatched => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
     };
     let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {
         prepare(job.dataset(d), job.family, job.components)
     })?;
     let valid = prepared.iter().filter(|p| p.is_ok()).count();
     progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
-    let bests = match &gpu {
-        None => cpu::run(job, &prepared, threads, cancel, progress)?,
-        Some(gpu) => cuda_streams::run(job, &prepared, gpu, threads, cancel, progress)?,
+    let bests = match (engine, &gpu) {
+        (Engine::CudaStreams, Some(gpu)) => cuda_streams::run(job, &prepared, gpu, threads, cancel, progress)?,
+        (Engine::CudaBatched, Some(gpu)) => cuda_batched::run(job, &prepared, gpu, threads, cancel, progress)?,
+        _ => cpu::run(job, &prepared, threads, cancel, progress)?,
     };
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);

@@ -6,7 +6,7 @@ use crate::error::Error;
 /// parameters and sufficient statistics live on the stack.
 pub const MAX_COMPONENTS: usize = 8;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
     InvGauss,
     Normal,

@@ -16,6 +16,21 @@ pub enum Outcome {
     Cancelled,
 }
 
+impl Outcome {
+    /// The outcome codes of the CUDA kernels (OUTCOME_* in em_batched.cu).
+    pub fn from_code(code: i32) -> Option<Outcome> {
+        Some(match code {
+            0 => Outcome::Converged,
+            1 => Outcome::MaxIters,
+            2 => Outcome::Failed(Degenerate::WeightCollapsed),
+            3 => Outcome::Failed(Degenerate::SpreadCollapsed),
+            4 => Outcome::Failed(Degenerate::NotFinite),
+            5 => Outcome::Failed(Degenerate::LoglikFell),
+            _ => return None,
+        })
+    }
+}
+
 /// A start's end state, on the rescaled data.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StartFit {

@@ -2,6 +2,7 @@
 //! They share `Best` so every engine selects winners by the same rule.
 
 pub mod cpu;
+pub mod cuda_batched;
 pub mod cuda_streams;
 pub mod pool;
 

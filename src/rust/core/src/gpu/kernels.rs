@@ -2,16 +2,22 @@
 //! NVRTC for the device's compute capability, and one typed launch function
 //! per kernel whose arguments mirror the kernel's signature.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 
 use super::{contained, fault_injected};
+use crate::job::Family;
 
 /// Concatenated so NVRTC needs no include path.
-const SOURCE: &str = concat!(include_str!("../../kernels/em_common.cuh"), include_str!("../../kernels/em_streams.cu"));
+const COMMON: &str = include_str!("../../kernels/em_common.cuh");
+const STREAMS: &str = include_str!("../../kernels/em_streams.cu");
+/// Templates only: each (family, K) instance is compiled when first needed,
+/// since compiling all sixteen costs seconds.
+const BATCHED: &str = include_str!("../../kernels/em_batched.cu");
 
 pub static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
@@ -21,31 +27,61 @@ pub const OBS_THREADS: u32 = 256;
 pub const SUM_THREADS: u32 = 256;
 
 pub struct Kernels {
+    ctx: Arc<CudaContext>,
+    arch: String,
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
+    batched: Mutex<HashMap<(Family, usize), CudaFunction>>,
+}
+
+/// Compiles `source` with NVRTC for `arch` and loads the named kernels.
+fn build(ctx: &Arc<CudaContext>, arch: &str, source: String, names: &[&str]) -> Result<Vec<CudaFunction>, String> {
+    let mut source = source;
+    if fault_injected("compile") {
+        source.push_str("\n#error fault injected by BULKEM_CUDA_FAULT=compile\n");
+    }
+    let opts = CompileOptions {
+        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+        name: Some("bulkem_kernels.cu".into()),
+        ..Default::default()
+    };
+    COMPILATIONS.fetch_add(1, Ordering::Relaxed);
+    let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {
+        CompileError::CompileError { log, .. } => {
+            format!("NVRTC could not compile bulkem's kernels:\n{}", log.to_string_lossy())
+        }
+        other => format!("NVRTC failed: {other:?}"),
+    })?;
+    let module = ctx.load_module(ptx).map_err(|e| format!("loading the compiled kernels failed: {e:?}"))?;
+    names
+        .iter()
+        .map(|name| module.load_function(name).map_err(|e| format!("kernel {name} missing: {e:?}")))
+        .collect()
 }
 
 impl Kernels {
     pub fn compile(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<Kernels, String> {
-        let mut source = SOURCE.to_string();
-        if fault_injected("compile") {
-            source.push_str("\n#error fault injected by BULKEM_CUDA_FAULT=compile\n");
-        }
-        let opts = CompileOptions {
-            options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
-            name: Some("bulkem_kernels.cu".into()),
-            ..Default::default()
+        let arch = format!("compute_{major}{minor}");
+        let mut f = build(ctx, &arch, format!("{COMMON}{STREAMS}"), &["em_obs_terms", "em_fused_sum"])?.into_iter();
+        let (Some(obs_terms), Some(fused_sum)) = (f.next(), f.next()) else {
+            return Err("kernels missing after compilation".into());
         };
-        COMPILATIONS.fetch_add(1, Ordering::Relaxed);
-        let ptx = compile_ptx_with_opts(source, opts).map_err(|e| match e {
-            CompileError::CompileError { log, .. } => {
-                format!("NVRTC could not compile bulkem's kernels:\n{}", log.to_string_lossy())
-            }
-            other => format!("NVRTC failed: {other:?}"),
-        })?;
-        let module = ctx.load_module(ptx).map_err(|e| format!("loading the compiled kernels failed: {e:?}"))?;
-        let load = |name: &str| module.load_function(name).map_err(|e| format!("kernel {name} missing: {e:?}"));
-        Ok(Kernels { obs_terms: load("em_obs_terms")?, fused_sum: load("em_fused_sum")? })
+        Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
+    }
+
+    /// The em_batched instance for (family, k), compiled on first use.
+    pub fn batched(&self, family: Family, k: usize) -> Result<CudaFunction, String> {
+        let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = cache.get(&(family, k)) {
+            return Ok(f.clone());
+        }
+        let ig = (family == Family::InvGauss) as i32;
+        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED(em_batched, {k}, {ig})\n");
+        let f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &["em_batched"]))?
+            .pop()
+            .ok_or_else(|| "em_batched missing after compilation".to_string())?;
+        cache.insert((family, k), f.clone());
+        Ok(f)
     }
 
     /// em_obs_terms over `starts` active starts of a dataset of `n` observations.

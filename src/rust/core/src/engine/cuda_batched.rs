@@ -1,0 +1,298 @@
+//! The `cuda-batched` engine: whole EM fits on the device. One launch takes a
+//! chunk of datasets (packed end to end, longest first) and all their starts,
+//! and runs every (dataset, start) fit to its end inside the kernel
+//! (kernels/em_batched.cu): launches do not grow with iterations or starts.
+//! Starting values come from the CPU (the same generator as every engine);
+//! only each start's final parameters, log-likelihood, iterations and outcome
+//! come back, and the winner is chosen on the host by the shared `Best` rule.
+//! Two host workers with a stream each take chunks in turn, so one chunk's
+//! transfers overlap the other's compute.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use super::{pool, Best};
+use crate::dataset::Prepared;
+use crate::error::Error;
+use crate::fit::Progress;
+use crate::gpu::{contained, fault_injected, Gpu};
+use crate::init::initial_params;
+use crate::job::{Job, Params};
+use crate::start::{Outcome, StartFit};
+
+const THREADS_PER_BLOCK: u32 = 128; // = __launch_bounds__ in em_batched.cu
+const WORKERS: usize = 2;
+/// Most device memory one chunk may take (besides the free-memory bound), so
+/// that even a huge call is several chunks that overlap.
+const CHUNK_BYTES_MAX: usize = 2 << 30;
+
+/// One launch's worth of work: datasets (indices into the job) and their fits.
+struct Chunk {
+    datasets: Vec<usize>,
+    fits: usize,
+}
+
+pub fn run(
+    job: &Job,
+    prepared: &[Result<Prepared, String>],
+    gpu: &Arc<Gpu>,
+    threads: usize,
+    cancel: &AtomicBool,
+    progress: &Progress,
+) -> Result<Vec<Best>, Error> {
+    let k = job.components;
+    let starts = job.starts as usize;
+    // longest datasets first: lanes that take fits from the queue together
+    // then run passes of similar length
+    let mut order: Vec<usize> = (0..prepared.len()).filter(|&d| prepared[d].is_ok()).collect();
+    let len = |d: usize| prepared[d].as_ref().map_or(0, |p| p.x.len());
+    order.sort_by_key(|&d| std::cmp::Reverse(len(d)));
+
+    let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
+        .map_err(Error::Gpu)?
+        .0;
+    // BULKEM_CHUNK_BYTES lowers the bound, so tests can check that results do
+    // not depend on chunking
+    let limit = std::env::var("BULKEM_CHUNK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(CHUNK_BYTES_MAX);
+    let chunk_bytes = (free / (2 * WORKERS)).min(limit);
+    let fit_bytes = (6 * k + 4) * 8;
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let mut current = Chunk { datasets: Vec::new(), fits: 0 };
+    let mut bytes = 0;
+    for d in order {
+        let need = 16 * len(d) + 32 + starts * fit_bytes;
+        if !current.datasets.is_empty() && (bytes + need > chunk_bytes || current.fits + starts > i32::MAX as usize / 2) {
+            chunks.push(std::mem::replace(&mut current, Chunk { datasets: Vec::new(), fits: 0 }));
+            bytes = 0;
+        }
+        bytes += need;
+        current.fits += starts;
+        current.datasets.push(d);
+    }
+    if !current.datasets.is_empty() {
+        chunks.push(current);
+    }
+
+    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
+    let kernel = gpu.kernels.batched(job.family, k).map_err(Error::Gpu)?;
+    let next_chunk = AtomicUsize::new(0);
+    let host_threads = threads.max(1);
+    let worker = || -> Result<(), Error> {
+        let stream = contained("creating a CUDA stream", || {
+            gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+            gpu.ctx.new_stream().map_err(|e| format!("{e:?}"))
+        })
+        .map_err(Error::Gpu)?;
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let Some(chunk) = chunks.get(next_chunk.fetch_add(1, Ordering::Relaxed)) else { return Ok(()) };
+            run_chunk(job, prepared, chunk, gpu, &kernel, &stream, host_threads, &bests, cancel, progress)?;
+        }
+    };
+    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WORKERS.min(chunks.len().max(1))).map(|_| scope.spawn(worker)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a cuda-batched worker panicked".into()))))
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), Error>>()?;
+    Ok(bests.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect())
+}
+
+/// The chunk's inputs in the kernel's layout (see em_batched.cu).
+struct Packed {
+    obs: Vec<f64>, // x, g interleaved
+    ds_offset: Vec<i64>,
+    ds_n: Vec<i32>,
+    ds_hsum: Vec<f64>,
+    ds_spread: Vec<f64>,
+    fit_ds: Vec<i32>,
+    init: Vec<f64>,
+    /// (dataset in the job, start, initial parameters) of each fit sent
+    fits: Vec<(usize, u32, Params)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_chunk(
+    job: &Job,
+    prepared: &[Result<Prepared, String>],
+    chunk: &Chunk,
+    gpu: &Gpu,
+    kernel: &cudarc::driver::CudaFunction,
+    stream: &Arc<CudaStream>,
+    host_threads: usize,
+    bests: &[Mutex<Best>],
+    cancel: &AtomicBool,
+    progress: &Progress,
+) -> Result<(), Error> {
+    let k = job.components;
+    let starts = job.starts as usize;
+    // starting values, drawn on the CPU in parallel (the same for every engine)
+    let inits: Vec<Mutex<Vec<Option<Params>>>> = chunk.datasets.iter().map(|_| Mutex::new(Vec::new())).collect();
+    pool::for_each_index(chunk.datasets.len(), host_threads, cancel, |j| {
+        let Ok(ds) = &prepared[chunk.datasets[j]] else { return };
+        let drawn = (0..job.starts).map(|s| initial_params(job.family, ds, k, job.seed, s)).collect();
+        *inits[j].lock().unwrap_or_else(PoisonError::into_inner) = drawn;
+    })?;
+    let mut p = Packed {
+        obs: Vec::new(),
+        ds_offset: Vec::with_capacity(chunk.datasets.len()),
+        ds_n: Vec::with_capacity(chunk.datasets.len()),
+        ds_hsum: Vec::with_capacity(chunk.datasets.len()),
+        ds_spread: Vec::with_capacity(chunk.datasets.len()),
+        fit_ds: Vec::with_capacity(chunk.fits),
+        init: Vec::with_capacity(chunk.fits * 3 * k),
+        fits: Vec::with_capacity(chunk.fits),
+    };
+    for (j, &d) in chunk.datasets.iter().enumerate() {
+        let Ok(ds) = &prepared[d] else { continue };
+        p.ds_offset.push((p.obs.len() / 2) as i64);
+        p.ds_n.push(ds.x.len() as i32);
+        p.ds_hsum.push(ds.h_sum);
+        p.ds_spread.push(ds.spread);
+        for (x, g) in ds.x.iter().zip(&ds.g) {
+            p.obs.push(*x);
+            p.obs.push(*g);
+        }
+        let drawn = std::mem::take(&mut *inits[j].lock().unwrap_or_else(PoisonError::into_inner));
+        for (s, init) in drawn.into_iter().enumerate().take(starts) {
+            match init {
+                Some(init) => {
+                    p.fit_ds.push(j as i32);
+                    p.init.extend_from_slice(&init.alpha[..k]);
+                    p.init.extend_from_slice(&init.mu[..k]);
+                    p.init.extend_from_slice(&init.shape[..k]);
+                    p.fits.push((d, s as u32, init));
+                }
+                None => {
+                    bests[d].lock().unwrap_or_else(PoisonError::into_inner).record(s as u32, None, None);
+                    progress.done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    let n_fits = p.fits.len();
+    if n_fits == 0 {
+        return Ok(());
+    }
+    let (params, ll, info) = launch(gpu, kernel, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
+    if cancel.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    for (f, &(d, s, init)) in p.fits.iter().enumerate() {
+        let mut fitted = Params::zeroed(k);
+        fitted.alpha[..k].copy_from_slice(&params[f * 3 * k..f * 3 * k + k]);
+        fitted.mu[..k].copy_from_slice(&params[f * 3 * k + k..f * 3 * k + 2 * k]);
+        fitted.shape[..k].copy_from_slice(&params[f * 3 * k + 2 * k..f * 3 * k + 3 * k]);
+        let iterations = info[2 * f].max(0) as u32;
+        let outcome = Outcome::from_code(info[2 * f + 1])
+            .ok_or_else(|| Error::Gpu(format!("em_batched left fit {f} without a result (code {})", info[2 * f + 1])))?;
+        let fit = StartFit { params: fitted, loglik: ll[f], iterations, outcome };
+        progress.em_iterations.fetch_add(iterations as usize + 1, Ordering::Relaxed);
+        bests[d].lock().unwrap_or_else(PoisonError::into_inner).record(s, Some(init), Some(fit));
+    }
+    progress.done.fetch_add(n_fits, Ordering::Relaxed);
+    Ok(())
+}
+
+type Results = (Vec<f64>, Vec<f64>, Vec<i32>);
+
+/// Uploads a packed chunk, runs em_batched over it, downloads the results.
+/// While the kernel runs, the worker polls `cancel` and on an interrupt sets
+/// the kernel's stop flag through a second stream.
+fn launch(
+    gpu: &Gpu,
+    kernel: &cudarc::driver::CudaFunction,
+    stream: &Arc<CudaStream>,
+    p: &Packed,
+    job: &Job,
+    cancel: &AtomicBool,
+    progress: &Progress,
+) -> Result<Results, String> {
+    contained("running the cuda-batched engine", || {
+        let k = job.components;
+        let n_fits = p.fits.len();
+        let e = |what: &'static str| move |err: cudarc::driver::DriverError| format!("{what}: {err:?}");
+        let up = |v: &[f64]| stream.clone_htod(v).map_err(e("uploading a chunk"));
+        if fault_injected("oom") {
+            stream.alloc_zeros::<f64>(1 << 60).map_err(e("allocating GPU memory"))?;
+        }
+        let obs = up(&p.obs)?;
+        let ds_offset = stream.clone_htod(&p.ds_offset).map_err(e("uploading a chunk"))?;
+        let ds_n = stream.clone_htod(&p.ds_n).map_err(e("uploading a chunk"))?;
+        let ds_hsum = up(&p.ds_hsum)?;
+        let ds_spread = up(&p.ds_spread)?;
+        let fit_ds = stream.clone_htod(&p.fit_ds).map_err(e("uploading a chunk"))?;
+        let init = up(&p.init)?;
+        let mut out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(e("allocating GPU memory"))?;
+        let mut out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(e("allocating GPU memory"))?;
+        // -1 marks a fit the kernel never finished
+        let mut out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; 2 * n_fits]).map_err(e("allocating GPU memory"))?;
+        let mut stop: CudaSlice<i32> = stream.alloc_zeros(1).map_err(e("allocating GPU memory"))?;
+
+        let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("querying the GPU"))?;
+        let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(THREADS_PER_BLOCK, 0, None).map_err(e("querying occupancy"))?;
+        let blocks = (n_fits as u32).div_ceil(THREADS_PER_BLOCK).min(sms.max(1) as u32 * per_sm.max(1));
+        let lanes = blocks * THREADS_PER_BLOCK;
+        let mut next: CudaSlice<u32> = stream.clone_htod(&[lanes]).map_err(e("uploading a chunk"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (if fault_injected("launch") { 0 } else { blocks }, 1, 1),
+            block_dim: (THREADS_PER_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n_fits_i, max_iters, eps) = (n_fits as i32, job.max_iters.min(i32::MAX as u32) as i32, job.epsilon);
+        // SAFETY: arguments match em_batched(obs, ds_offset, ds_n, ds_hsum,
+        // ds_spread, fit_ds, init, out_params, out_ll, out_info, n_fits,
+        // max_iters, epsilon, next, stop) in order and type; obs holds the
+        // chunk's observations as (x, g) pairs, every per-dataset array one
+        // value per dataset, fit_ds n_fits indices below the dataset count,
+        // init and out_params 3k values per fit, out_info 2 per fit.
+        unsafe {
+            stream
+                .launch_builder(kernel)
+                .arg(&obs)
+                .arg(&ds_offset)
+                .arg(&ds_n)
+                .arg(&ds_hsum)
+                .arg(&ds_spread)
+                .arg(&fit_ds)
+                .arg(&init)
+                .arg(&mut out_params)
+                .arg(&mut out_ll)
+                .arg(&mut out_info)
+                .arg(&n_fits_i)
+                .arg(&max_iters)
+                .arg(&eps)
+                .arg(&mut next)
+                .arg(&stop)
+                .launch(cfg)
+        }
+        .map_err(e("launching em_batched"))?;
+        progress.kernel_launches.fetch_add(1, Ordering::Relaxed);
+
+        let done = stream.record_event(None).map_err(e("recording an event"))?;
+        let mut stopping = false;
+        while !done.try_is_complete().map_err(e("running em_batched"))? {
+            if cancel.load(Ordering::Relaxed) && !stopping {
+                // the compute stream is busy: raise the flag from another one
+                let side = gpu.ctx.new_stream().map_err(e("creating a CUDA stream"))?;
+                side.memcpy_htod(&[1i32], &mut stop).map_err(e("stopping em_batched"))?;
+                side.synchronize().map_err(e("stopping em_batched"))?;
+                stopping = true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let params = stream.clone_dtoh(&out_params).map_err(e("downloading results"))?;
+        let ll = stream.clone_dtoh(&out_ll).map_err(e("downloading results"))?;
+        let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;
+        stream.synchronize().map_err(e("running em_batched"))?;
+        Ok((params, ll, info))
+    })
+}
