@@ -84,8 +84,9 @@
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. The result's attributes `engine`, `threads`, `elapsed`
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
-#'   passes over a dataset, summed over all starts) and `kernel_launches`
-#'   (CUDA launches; 0 on the CPU) record the call.
+#'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
+#'   launches; 0 on the CPU) and `kernel_seconds` (time spent waiting on
+#'   `cuda-batched` kernels) record the call.
 #'
 #' @examples
 #' set.seed(1)
@@ -154,5 +155,6 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
             elapsed = elapsed, seed = seed, family = family,
             num.components = as.integer(num.components),
             em_iterations = res$em_iterations,
-            kernel_launches = res$kernel_launches)
+            kernel_launches = res$kernel_launches,
+            kernel_seconds = res$kernel_seconds)
 }

@@ -22,6 +22,19 @@ if (!length(args)) args <- c("B1", "B2:0.1")
 # warm-up: load the package, set up the GPU (compile the kernels) once
 invisible(bulkem(list(c(1, 2, 3, 4, 5, 6, 7.5)), use.gpu = info$usable))
 
+# Useful floating-point work: observations x E-step passes x the operations
+# of one observation's E-step for K components (q: 3 (IG) or 2, log-density
+# term: 2, max: 1, exponential: ~27, sum: 1, per-component responsibility
+# and the 3 sums: 7; then 1 division and 3 for the log-likelihood), the
+# M-step being negligible. An estimate of the work a fused E+M step must do,
+# not a count of instructions.
+useful_flops <- function(w, em_iterations) {
+  k <- w$args$num.components
+  per_obs <- k * ((if (w$args$family == "invgauss") 3 else 2) + 2 + 1 + 27 + 1 + 7) + 4
+  mean_n <- mean(lengths(w$datasets))
+  em_iterations * mean_n * per_obs
+}
+
 rows <- list()
 for (a in args) {
   parts <- strsplit(a, ":", fixed = TRUE)[[1]]
@@ -37,6 +50,8 @@ for (a in args) {
       engine = engine, threads = attr(f, "threads"), seconds = round(secs, 3),
       start_fits = fits_total, start_fits_per_s = round(fits_total / secs),
       em_iterations = attr(f, "em_iterations"), kernel_launches = attr(f, "kernel_launches"),
+      kernel_s = round(attr(f, "kernel_seconds"), 3),
+      fp64_tflops = round(useful_flops(w, attr(f, "em_iterations")) / secs / 1e12, 2),
       mean_loglik = round(mean(vapply(f, `[[`, 0, "loglik"), na.rm = TRUE), 4))
   }
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bulkem_core::{Engine, Family, Fit, Job, Params, Progress};
+use bulkem_core::{Engine, Family, Fit, Job, Progress};
 use extendr_api::prelude::*;
 
 use crate::interrupt::interrupt_pending;
@@ -64,15 +64,16 @@ fn fit_(
     };
     let progress = Progress::default();
     let fits = run_watched(&job, engine, threads, &progress)?;
-    let fits: Vec<Robj> = fits.iter().map(|f| fit_to_list(f, family, job.components)).collect::<extendr_api::Result<_>>()?;
+    let fits = crate::convert::fits_to_r(&fits, family, job.components);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     List::from_names_and_values(
-        ["fits", "threads", "em_iterations", "kernel_launches"],
+        ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds"],
         [
-            Robj::from(List::from_values(fits)),
+            fits,
             Robj::from(threads as i32),
             count(&progress.em_iterations),
             count(&progress.kernel_launches),
+            Robj::from(progress.kernel_ns.load(Ordering::Relaxed) as f64 * 1e-9),
         ],
     )
 }
@@ -102,64 +103,6 @@ fn run_watched(job: &Job, engine: Engine, threads: usize, progress: &Progress) -
         Ok(Err(e)) => Err(Error::Other(e.to_string())),
         Err(_) => Err(Error::Other(bulkem_core::Error::Internal("the engine thread panicked".into()).to_string())),
     }
-}
-
-/// One dataset's result as the R list of class `bulkem_fit` (field names and
-/// order are the 2015 bulkem's, then the additions; see ?bulkem).
-fn fit_to_list(f: &Fit, family: Family, k: usize) -> extendr_api::Result<Robj> {
-    let column = |p: &Option<Params>, pick: fn(&Params) -> &[f64; bulkem_core::MAX_COMPONENTS]| -> Robj {
-        match p {
-            Some(p) => Robj::from(&pick(p)[..k]),
-            None => Robj::from(vec![None::<f64>; k]),
-        }
-    };
-    let shape = if family == Family::InvGauss { "lambda" } else { "sigma" };
-    let (aic, bic) = f.information_criteria();
-    let fitted = f.params.is_some();
-    let names = [
-        shape.to_string(),
-        "mu".into(),
-        "alpha".into(),
-        format!("init_{shape}"),
-        "init_mu".into(),
-        "init_alpha".into(),
-        "loglik".into(),
-        "num_iterations".into(),
-        "fit_success".into(),
-        "family".into(),
-        "n".into(),
-        "converged".into(),
-        "status".into(),
-        "message".into(),
-        "best_start".into(),
-        "starts_ok".into(),
-        "aic".into(),
-        "bic".into(),
-    ];
-    let na_if_nan = |v: f64| if v.is_nan() { None } else { Some(v) };
-    let values: [Robj; 18] = [
-        column(&f.params, |p| &p.shape),
-        column(&f.params, |p| &p.mu),
-        column(&f.params, |p| &p.alpha),
-        column(&f.init, |p| &p.shape),
-        column(&f.init, |p| &p.mu),
-        column(&f.init, |p| &p.alpha),
-        Robj::from(na_if_nan(f.loglik)),
-        Robj::from(f.iterations as i32),
-        Robj::from(fitted),
-        Robj::from(family.name()),
-        Robj::from(i32::try_from(f.n).unwrap_or(i32::MAX)),
-        Robj::from(f.status == bulkem_core::Status::Converged),
-        Robj::from(f.status.name()),
-        Robj::from(f.message.as_str()),
-        Robj::from(f.best_start.map(|s| s as i32 + 1)),
-        Robj::from(f.starts_ok as i32),
-        Robj::from(na_if_nan(aic)),
-        Robj::from(na_if_nan(bic)),
-    ];
-    let mut list: Robj = List::from_names_and_values(names, values)?.into();
-    list.set_class(["bulkem_fit"])?;
-    Ok(list)
 }
 
 extendr_module! {

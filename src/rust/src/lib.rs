@@ -2,6 +2,7 @@
 
 use extendr_api::prelude::*;
 
+mod convert;
 mod fit;
 mod gpu;
 pub mod interrupt;

@@ -1,6 +1,7 @@
-// Kernels of the cuda-batched engine: whole EM fits on the device.
+// Kernels of the cuda-batched engine: whole EM fits on the device, in one of
+// two mappings chosen by the host (engine/cuda_batched.rs):
 //
-// Each thread (lane) owns one (dataset, start) fit at a time and runs it to
+// em_batched_lane: each thread (lane) owns one (dataset, start) fit at a time and runs it to
 // its end: E-step passes, M-step, convergence test and degeneracy checks,
 // iteration after iteration, mirroring src/start.rs (EmState::advance) and
 // src/mstep.rs (m_step, check_component). When its fit ends, the lane writes
@@ -18,6 +19,12 @@
 // with the product renormalised every step by moving its binary exponent into
 // an integer (no logarithm per observation, no overflow), as estep.rs does
 // with one logarithm per block.
+//
+// em_batched_warp: a warp owns one fit at a time; its lanes share the
+// observations of each pass and combine their sums by a butterfly of
+// shuffles, after which every lane holds the same totals and makes the same
+// decisions. For few fits on large datasets, where one lane per fit would
+// leave most of the GPU idle.
 //
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
 // a start of dataset fit_ds[f] beginning at init[f][3K] (alpha[K], mu[K],
@@ -84,78 +91,59 @@ __device__ __forceinline__ void terms(const double alpha[K], const double mu[K],
     }
 }
 
-template <int K, int IG>
-__device__ __forceinline__ void em_batched_body(
-    const double2* __restrict__ obs, const long long* __restrict__ ds_offset, const int* __restrict__ ds_n,
-    const double* __restrict__ ds_hsum, const double* __restrict__ ds_spread, const int* __restrict__ fit_ds,
-    const double* __restrict__ init, double* __restrict__ out_params, double* __restrict__ out_ll,
-    int* __restrict__ out_info, int n_fits, int max_iters, double epsilon, unsigned int* __restrict__ next,
-    const volatile int* stop) {
-    int fit = blockIdx.x * blockDim.x + threadIdx.x;
-    // per-fit state
-    double alpha[K], mu[K], shape[K], c[K], kk[K];
+// The per-pass accumulators of one lane.
+template <int K>
+struct Pass {
     double s0[K], s1[K], s2[K];
-    const double2* x = obs;
-    int n = 0, i = 0, iterations = 0;
-    double spread = 0.0, hsum = 0.0, prev = 0.0;
-    bool has_prev = false;
-    // per-pass accumulators
-    double ll_max = 0.0, prod = 1.0;
-    long long prod_exp = 0;
+    double ll_max, prod;
+    long long prod_exp;
 
-    // load fit `f`'s dataset and starting values; false when the queue is empty
-    auto take = [&](int f) -> bool {
-        if (f >= n_fits) return false;
-        const int d = fit_ds[f];
-        x = obs + ds_offset[d];
-        n = ds_n[d];
-        hsum = ds_hsum[d];
-        spread = ds_spread[d];
+    __device__ __forceinline__ void reset() {
 #pragma unroll
-        for (int m = 0; m < K; ++m) {
-            alpha[m] = init[(size_t)f * 3 * K + m];
-            mu[m] = init[(size_t)f * 3 * K + K + m];
-            shape[m] = init[(size_t)f * 3 * K + 2 * K + m];
-        }
-        terms<K, IG>(alpha, mu, shape, c, kk);
-        iterations = 0;
-        has_prev = false;
-        return true;
-    };
-    auto finish = [&](int f, double loglik, int outcome) {
-#pragma unroll
-        for (int m = 0; m < K; ++m) {
-            out_params[(size_t)f * 3 * K + m] = alpha[m];
-            out_params[(size_t)f * 3 * K + K + m] = mu[m];
-            out_params[(size_t)f * 3 * K + 2 * K + m] = shape[m];
-        }
-        out_ll[f] = loglik;
-        out_info[2 * f] = iterations;
-        out_info[2 * f + 1] = outcome;
-    };
-    auto reset_pass = [&]() {
-        i = 0;
+        for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = 0.0;
         ll_max = 0.0;
         prod = 1.0;
         prod_exp = 0;
-#pragma unroll
-        for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = 0.0;
-    };
+    }
 
-    bool alive = take(fit);
-    reset_pass();
-    while (alive) {
-        // one observation of the E-step (estep.rs / em_common.cuh)
-        const double2 xg = __ldg(x + i);
-        double l[K];
-        double mx = -1.0e308;
+    // sum(max) + log(prod): this lane's share of the pass's log-likelihood
+    __device__ __forceinline__ double loglik() const { return ll_max + ((double)prod_exp * LN_2 + log(prod)); }
+};
+
+// A fit's parameters and the per-component terms of family.rs::terms.
+template <int K>
+struct State {
+    double alpha[K], mu[K], shape[K], c[K], kk[K];
+    double prev;
+    int iterations;
+    bool has_prev;
+};
+
+// One observation of the E-step (estep.rs): responsibilities of the K
+// components, accumulated into the pass's sums. For K = 2 one exponential
+// serves: the larger term's is exp(0) = 1.
+template <int K, int IG>
+__device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st, Pass<K>& p) {
+    double l[K];
 #pragma unroll
-        for (int m = 0; m < K; ++m) {
-            const double q = IG ? q_invgauss(xg.x, xg.y, mu[m]) : q_normal(xg.x, xg.y, mu[m]);
-            l[m] = c[m] - kk[m] * q;
-            mx = l[m] > mx ? l[m] : mx;
-        }
-        double sum = 0.0;
+    for (int m = 0; m < K; ++m) {
+        const double q = IG ? q_invgauss(xg.x, xg.y, st.mu[m]) : q_normal(xg.x, xg.y, st.mu[m]);
+        l[m] = st.c[m] - st.kk[m] * q;
+    }
+    double mx, sum, r[K];
+    if (K == 2) {
+        const bool first = l[0] >= l[1];
+        mx = first ? l[0] : l[1];
+        const double e = exp_nonpos(first ? l[1] - l[0] : l[0] - l[1]);
+        sum = 1.0 + e;
+        const double inv = 1.0 / sum;
+        r[0] = first ? inv : e * inv;
+        r[K - 1] = first ? e * inv : inv;
+    } else {
+        mx = -1.0e308;
+#pragma unroll
+        for (int m = 0; m < K; ++m) mx = l[m] > mx ? l[m] : mx;
+        sum = 0.0;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
             l[m] = exp_nonpos(l[m] - mx);
@@ -163,71 +151,179 @@ __device__ __forceinline__ void em_batched_body(
         }
         const double inv = 1.0 / sum;
 #pragma unroll
-        for (int m = 0; m < K; ++m) {
-            const double r = l[m] * inv;
-            s0[m] += r;
-            s1[m] += r * xg.x;
-            s2[m] += r * xg.y;
-        }
-        ll_max += mx;
-        prod *= sum;
-        {
-            // move prod's binary exponent into prod_exp: prod stays in [1, 2)
-            const long long b = __double_as_longlong(prod);
-            prod_exp += ((b >> 52) & 0x7ff) - 1023;
-            prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
-        }
-        if (++i < n) continue;
-
-        // end of a pass: start.rs EmState::advance
-        const double loglik = ll_max + ((double)prod_exp * LN_2 + log(prod)) + hsum;
-        int outcome = -1;
-        if (!isfinite(loglik)) {
-            outcome = OUTCOME_NOT_FINITE;
-        } else if (has_prev && loglik < prev - 1e-10 * (fabs(prev) + (double)n)) {
-            outcome = OUTCOME_LOGLIK_FELL;
-        } else if (has_prev && loglik - prev < epsilon) {
-            outcome = OUTCOME_CONVERGED;
-        } else if (iterations >= max_iters) {
-            outcome = OUTCOME_MAX_ITERS;
-        } else {
-            double a2[K], m2[K], sh2[K];
-            const int bad = m_step<K, IG>(s0, s1, s2, n, spread, a2, m2, sh2);
-            if (bad) {
-                outcome = bad;
-            } else {
+        for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
+    }
 #pragma unroll
-                for (int m = 0; m < K; ++m) {
-                    alpha[m] = a2[m];
-                    mu[m] = m2[m];
-                    shape[m] = sh2[m];
-                }
-                terms<K, IG>(alpha, mu, shape, c, kk);
-                iterations += 1;
-                prev = loglik;
-                has_prev = true;
-            }
-        }
+    for (int m = 0; m < K; ++m) {
+        p.s0[m] += r[m];
+        p.s1[m] += r[m] * xg.x;
+        p.s2[m] += r[m] * xg.y;
+    }
+    p.ll_max += mx;
+    p.prod *= sum;
+    // move prod's binary exponent into prod_exp: prod stays in [1, 2)
+    const long long b = __double_as_longlong(p.prod);
+    p.prod_exp += ((b >> 52) & 0x7ff) - 1023;
+    p.prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
+}
+
+// start.rs EmState::advance: given the pass's log-likelihood and sums for
+// the current parameters, stop (returns the outcome code) or move to the
+// M-step's parameters (returns -1).
+template <int K, int IG>
+__device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
+                                       int max_iters, double epsilon) {
+    if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
+    if (st.has_prev && loglik < st.prev - 1e-10 * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
+    if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
+    if (st.iterations >= max_iters) return OUTCOME_MAX_ITERS;
+    double a2[K], m2[K], sh2[K];
+    const int bad = m_step<K, IG>(p.s0, p.s1, p.s2, n, spread, a2, m2, sh2);
+    if (bad) return bad;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        st.alpha[m] = a2[m];
+        st.mu[m] = m2[m];
+        st.shape[m] = sh2[m];
+    }
+    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
+    st.iterations += 1;
+    st.prev = loglik;
+    st.has_prev = true;
+    return -1;
+}
+
+// The kernels' shared arguments (see the layout above).
+struct Batch {
+    const double2* obs;
+    const long long* ds_offset;
+    const int* ds_n;
+    const double* ds_hsum;
+    const double* ds_spread;
+    const int* fit_ds;
+    const double* init;
+    double* out_params;
+    double* out_ll;
+    int* out_info;
+    int n_fits;
+    int max_iters;
+    double epsilon;
+    unsigned int* next;
+    const volatile int* stop;
+};
+
+template <int K, int IG>
+__device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        st.alpha[m] = b.init[(size_t)f * 3 * K + m];
+        st.mu[m] = b.init[(size_t)f * 3 * K + K + m];
+        st.shape[m] = b.init[(size_t)f * 3 * K + 2 * K + m];
+    }
+    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
+    st.iterations = 0;
+    st.has_prev = false;
+    st.prev = 0.0;
+}
+
+template <int K>
+__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome) {
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        b.out_params[(size_t)f * 3 * K + m] = st.alpha[m];
+        b.out_params[(size_t)f * 3 * K + K + m] = st.mu[m];
+        b.out_params[(size_t)f * 3 * K + 2 * K + m] = st.shape[m];
+    }
+    b.out_ll[f] = loglik;
+    b.out_info[2 * f] = st.iterations;
+    b.out_info[2 * f + 1] = outcome;
+}
+
+// One lane per fit, one observation per step (see the top of the file).
+template <int K, int IG>
+__device__ __forceinline__ void em_lane(const Batch& b) {
+    int fit = blockIdx.x * blockDim.x + threadIdx.x;
+    if (fit >= b.n_fits) return;
+    State<K> st;
+    Pass<K> p;
+    int d = b.fit_ds[fit];
+    const double2* x = b.obs + b.ds_offset[d];
+    int n = b.ds_n[d];
+    load_fit<K, IG>(b, fit, st);
+    p.reset();
+    int i = 0;
+    for (;;) {
+        accumulate<K, IG>(__ldg(x + i), st, p);
+        if (++i < n) continue;
+        // end of a pass
+        const double loglik = p.loglik() + b.ds_hsum[d];
+        const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
         if (outcome >= 0) {
-            finish(fit, loglik, outcome);
-            fit = (int)atomicAdd(next, 1u);
-            alive = take(fit);
+            store_fit<K>(b, fit, st, loglik, outcome);
+            fit = (int)atomicAdd(b.next, 1u);
+            if (fit >= b.n_fits) return;
+            d = b.fit_ds[fit];
+            x = b.obs + b.ds_offset[d];
+            n = b.ds_n[d];
+            load_fit<K, IG>(b, fit, st);
         }
         // the host sets *stop when the user interrupts; unfinished fits are discarded
-        if (*stop) break;
-        reset_pass();
+        if (*b.stop) return;
+        p.reset();
+        i = 0;
     }
 }
 
-#define EM_BATCHED(NAME, K, IG)                                                                              \
-    extern "C" __global__ void __launch_bounds__(128) NAME(                                               \
-        const double2* obs, const long long* ds_offset, const int* ds_n, const double* ds_hsum,            \
-        const double* ds_spread, const int* fit_ds, const double* init, double* out_params, double* out_ll, \
-        int* out_info, int n_fits, int max_iters, double epsilon, unsigned int* next,                       \
-        const volatile int* stop) {                                                                         \
-        em_batched_body<K, IG>(obs, ds_offset, ds_n, ds_hsum, ds_spread, fit_ds, init, out_params, out_ll,  \
-                               out_info, n_fits, max_iters, epsilon, next, stop);                          \
-    }
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
 
-// The host appends one instantiation, e.g. EM_BATCHED(em_batched, 2, 1), per
-// (family, K) it needs (gpu/kernels.rs).
+// One warp per fit: lanes stride over the observations of each pass.
+template <int K, int IG>
+__device__ __forceinline__ void em_warp(const Batch& b) {
+    const int lane = threadIdx.x & 31;
+    int fit = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    State<K> st;
+    Pass<K> p;
+    while (fit < b.n_fits) {
+        const int d = b.fit_ds[fit];
+        const double2* x = b.obs + b.ds_offset[d];
+        const int n = b.ds_n[d];
+        load_fit<K, IG>(b, fit, st);
+        for (;;) {
+            p.reset();
+            for (int i = lane; i < n; i += 32) accumulate<K, IG>(__ldg(x + i), st, p);
+            // lanes that saw no observation contribute log(1) = 0
+            const double loglik = warp_sum(p.loglik()) + b.ds_hsum[d];
+#pragma unroll
+            for (int m = 0; m < K; ++m) {
+                p.s0[m] = warp_sum(p.s0[m]);
+                p.s1[m] = warp_sum(p.s1[m]);
+                p.s2[m] = warp_sum(p.s2[m]);
+            }
+            const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
+            if (outcome >= 0) {
+                if (lane == 0) store_fit<K>(b, fit, st, loglik, outcome);
+                unsigned int next = 0;
+                if (lane == 0) next = atomicAdd(b.next, 1u);
+                fit = (int)__shfl_sync(0xffffffffu, next, 0);
+                break;
+            }
+            if (*b.stop) return;
+        }
+        if (*b.stop) return;
+    }
+}
+
+// The host appends one instantiation per (family, K) it needs
+// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1) for the 2-component inverse
+// Gaussian, which defines em_batched_lane and em_batched_warp.
+#define EM_BATCHED(K, IG)                                                                   \
+    extern "C" __global__ void __launch_bounds__(128) em_batched_lane(const Batch b) {    \
+        em_lane<K, IG>(b);                                                                 \
+    }                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) em_batched_warp(const Batch b) {    \
+        em_warp<K, IG>(b);                                                                 \
+    }

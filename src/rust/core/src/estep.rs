@@ -76,18 +76,32 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
                 l[m][j] = c - km * q::<IG>(xb[j], gb[j], mu);
             }
         }
-        let mut mx = l[0];
-        for lm in &l[1..k] {
-            for j in 0..BLOCK {
-                mx[j] = if lm[j] > mx[j] { lm[j] } else { mx[j] };
-            }
-        }
+        let mut mx = [0.0f64; BLOCK];
         let mut sum = [0.0f64; BLOCK];
-        for lm in &mut l[..k] {
+        if k == 2 {
+            // one exponential per observation: the larger term's is exp(0) = 1
+            let [l0, l1, ..] = &mut l;
             for j in 0..BLOCK {
-                let e = exp_nonpos(lm[j] - mx[j]);
-                lm[j] = e;
-                sum[j] += e;
+                let first = l0[j] >= l1[j];
+                mx[j] = if first { l0[j] } else { l1[j] };
+                let e = exp_nonpos(if first { l1[j] - l0[j] } else { l0[j] - l1[j] });
+                sum[j] = 1.0 + e;
+                l0[j] = if first { 1.0 } else { e };
+                l1[j] = if first { e } else { 1.0 };
+            }
+        } else {
+            mx = l[0];
+            for lm in &l[1..k] {
+                for j in 0..BLOCK {
+                    mx[j] = if lm[j] > mx[j] { lm[j] } else { mx[j] };
+                }
+            }
+            for lm in &mut l[..k] {
+                for j in 0..BLOCK {
+                    let e = exp_nonpos(lm[j] - mx[j]);
+                    lm[j] = e;
+                    sum[j] += e;
+                }
             }
         }
         let mut inv = [0.0f64; BLOCK];

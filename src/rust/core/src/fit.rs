@@ -24,6 +24,8 @@ pub struct Progress {
     pub em_iterations: AtomicUsize,
     /// CUDA kernel launches (GPU engines only).
     pub kernel_launches: AtomicUsize,
+    /// Wall time the host waited on em_batched kernels, in nanoseconds.
+    pub kernel_ns: AtomicUsize,
 }
 
 /// Which engine runs the starts; every engine gives the same answers.
@@ -87,7 +89,7 @@ fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best)
     let order = params.order_by_mu();
     let params = params.permuted(&order);
     let init = ds.unscale(&w.init).permuted(&order);
-    let loglik = family::log_likelihood(job.family, values, &params);
+    let loglik = original_loglik(job, values, ds, &params);
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit::without_params(n, Status::Failed, message, best.starts_ok);
@@ -110,6 +112,19 @@ fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best)
         best_start: Some(w.start),
         starts_ok: best.starts_ok,
     }
+}
+
+/// Log-likelihood of `params` (original units) on the original `values`,
+/// recomputed on the CPU whichever engine fitted them: one E-step pass, plus
+/// the parameter-free Σh, which follows from the rescaled data's (for the
+/// inverse Gaussian Σ −3/2 log x = Σ −3/2 log x' − 3/2 N log scale).
+fn original_loglik(job: &Job, values: &[f64], ds: &Prepared, params: &crate::job::Params) -> f64 {
+    let g: Vec<f64> = values.iter().map(|&x| family::aux(job.family, x)).collect();
+    let h_sum = match job.family {
+        crate::job::Family::InvGauss => ds.h_sum - 1.5 * values.len() as f64 * ds.scale.ln(),
+        crate::job::Family::Normal => 0.0,
+    };
+    crate::estep::e_step(job.family, values, &g, params).ll + h_sum
 }
 
 /// All the cores this process may use (cgroup and affinity limits included).

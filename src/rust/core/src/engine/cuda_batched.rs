@@ -13,18 +13,53 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::{pool, Best};
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::fit::Progress;
+use crate::gpu::kernels::Batched;
 use crate::gpu::{contained, fault_injected, Gpu};
 use crate::init::initial_params;
 use crate::job::{Job, Params};
 use crate::start::{Outcome, StartFit};
 
 const THREADS_PER_BLOCK: u32 = 128; // = __launch_bounds__ in em_batched.cu
+/// Below this mean dataset size one lane per fit always wins (a warp's
+/// shuffles would cost more than its share of a pass).
+const WARP_MIN_MEAN_N: usize = 256;
+
+/// The kernels' argument block: `struct Batch` of em_batched.cu, field for field.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BatchArgs {
+    obs: u64,
+    ds_offset: u64,
+    ds_n: u64,
+    ds_hsum: u64,
+    ds_spread: u64,
+    fit_ds: u64,
+    init: u64,
+    out_params: u64,
+    out_ll: u64,
+    out_info: u64,
+    n_fits: i32,
+    max_iters: i32,
+    epsilon: f64,
+    next: u64,
+    stop: u64,
+}
+
+// SAFETY: plain old data with the C layout of `struct Batch`.
+unsafe impl DeviceRepr for BatchArgs {}
+
+/// How fits map onto threads (em_batched.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mapping {
+    Lane,
+    Warp,
+}
 const WORKERS: usize = 2;
 /// Most device memory one chunk may take (besides the free-memory bound), so
 /// that even a huge call is several chunks that overlap.
@@ -115,8 +150,10 @@ struct Packed {
     ds_spread: Vec<f64>,
     fit_ds: Vec<i32>,
     init: Vec<f64>,
-    /// (dataset in the job, start, initial parameters) of each fit sent
-    fits: Vec<(usize, u32, Params)>,
+    /// (start, initial parameters) of each fit sent
+    fits: Vec<(u32, Params)>,
+    /// (dataset in the job, its first fit, one past its last fit)
+    ds_fits: Vec<(usize, usize, usize)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -125,7 +162,7 @@ fn run_chunk(
     prepared: &[Result<Prepared, String>],
     chunk: &Chunk,
     gpu: &Gpu,
-    kernel: &cudarc::driver::CudaFunction,
+    kernel: &Batched,
     stream: &Arc<CudaStream>,
     host_threads: usize,
     bests: &[Mutex<Best>],
@@ -141,27 +178,51 @@ fn run_chunk(
         let drawn = (0..job.starts).map(|s| initial_params(job.family, ds, k, job.seed, s)).collect();
         *inits[j].lock().unwrap_or_else(PoisonError::into_inner) = drawn;
     })?;
+    // pack observations in parallel: each thread fills whole datasets
+    let mut ds_offset = Vec::with_capacity(chunk.datasets.len());
+    let mut total = 0usize;
+    for &d in &chunk.datasets {
+        ds_offset.push(total as i64);
+        total += prepared[d].as_ref().map_or(0, |ds| ds.x.len());
+    }
+    let mut obs = vec![0.0f64; 2 * total];
+    {
+        let mut rest: &mut [f64] = &mut obs;
+        let mut pieces: Vec<Mutex<(&Prepared, &mut [f64])>> = Vec::with_capacity(chunk.datasets.len());
+        for &d in &chunk.datasets {
+            let Ok(ds) = &prepared[d] else { continue };
+            let (head, tail) = rest.split_at_mut(2 * ds.x.len());
+            pieces.push(Mutex::new((ds, head)));
+            rest = tail;
+        }
+        pool::for_each_index(pieces.len(), host_threads, cancel, |j| {
+            let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
+            let (ds, out) = &mut *piece;
+            for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
+                out[2 * i] = *x;
+                out[2 * i + 1] = *g;
+            }
+        })?;
+    }
     let mut p = Packed {
-        obs: Vec::new(),
-        ds_offset: Vec::with_capacity(chunk.datasets.len()),
+        obs,
         ds_n: Vec::with_capacity(chunk.datasets.len()),
         ds_hsum: Vec::with_capacity(chunk.datasets.len()),
         ds_spread: Vec::with_capacity(chunk.datasets.len()),
+        ds_offset,
         fit_ds: Vec::with_capacity(chunk.fits),
         init: Vec::with_capacity(chunk.fits * 3 * k),
         fits: Vec::with_capacity(chunk.fits),
+        ds_fits: Vec::with_capacity(chunk.datasets.len()),
     };
     for (j, &d) in chunk.datasets.iter().enumerate() {
         let Ok(ds) = &prepared[d] else { continue };
-        p.ds_offset.push((p.obs.len() / 2) as i64);
         p.ds_n.push(ds.x.len() as i32);
         p.ds_hsum.push(ds.h_sum);
         p.ds_spread.push(ds.spread);
-        for (x, g) in ds.x.iter().zip(&ds.g) {
-            p.obs.push(*x);
-            p.obs.push(*g);
-        }
+        let first = p.fits.len();
         let drawn = std::mem::take(&mut *inits[j].lock().unwrap_or_else(PoisonError::into_inner));
+        let mut best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
         for (s, init) in drawn.into_iter().enumerate().take(starts) {
             match init {
                 Some(init) => {
@@ -169,34 +230,46 @@ fn run_chunk(
                     p.init.extend_from_slice(&init.alpha[..k]);
                     p.init.extend_from_slice(&init.mu[..k]);
                     p.init.extend_from_slice(&init.shape[..k]);
-                    p.fits.push((d, s as u32, init));
+                    p.fits.push((s as u32, init));
                 }
                 None => {
-                    bests[d].lock().unwrap_or_else(PoisonError::into_inner).record(s as u32, None, None);
+                    best.record(s as u32, None, None);
                     progress.done.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
+        p.ds_fits.push((d, first, p.fits.len()));
     }
     let n_fits = p.fits.len();
-    if n_fits == 0 {
+    if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
     let (params, ll, info) = launch(gpu, kernel, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
     if cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
-    for (f, &(d, s, init)) in p.fits.iter().enumerate() {
-        let mut fitted = Params::zeroed(k);
-        fitted.alpha[..k].copy_from_slice(&params[f * 3 * k..f * 3 * k + k]);
-        fitted.mu[..k].copy_from_slice(&params[f * 3 * k + k..f * 3 * k + 2 * k]);
-        fitted.shape[..k].copy_from_slice(&params[f * 3 * k + 2 * k..f * 3 * k + 3 * k]);
-        let iterations = info[2 * f].max(0) as u32;
-        let outcome = Outcome::from_code(info[2 * f + 1])
-            .ok_or_else(|| Error::Gpu(format!("em_batched left fit {f} without a result (code {})", info[2 * f + 1])))?;
-        let fit = StartFit { params: fitted, loglik: ll[f], iterations, outcome };
-        progress.em_iterations.fetch_add(iterations as usize + 1, Ordering::Relaxed);
-        bests[d].lock().unwrap_or_else(PoisonError::into_inner).record(s, Some(init), Some(fit));
+    // each dataset's fits are contiguous: record them dataset by dataset, in parallel
+    let failed = AtomicBool::new(false);
+    pool::for_each_index(p.ds_fits.len(), host_threads, cancel, |j| {
+        let (d, first, end) = p.ds_fits[j];
+        let mut best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
+        for f in first..end {
+            let (s, init) = p.fits[f];
+            let mut fitted = Params::zeroed(k);
+            fitted.alpha[..k].copy_from_slice(&params[f * 3 * k..f * 3 * k + k]);
+            fitted.mu[..k].copy_from_slice(&params[f * 3 * k + k..f * 3 * k + 2 * k]);
+            fitted.shape[..k].copy_from_slice(&params[f * 3 * k + 2 * k..f * 3 * k + 3 * k]);
+            let iterations = info[2 * f].max(0) as u32;
+            let Some(outcome) = Outcome::from_code(info[2 * f + 1]) else {
+                failed.store(true, Ordering::Relaxed);
+                return;
+            };
+            progress.em_iterations.fetch_add(iterations as usize + 1, Ordering::Relaxed);
+            best.record(s, Some(init), Some(StartFit { params: fitted, loglik: ll[f], iterations, outcome }));
+        }
+    })?;
+    if failed.load(Ordering::Relaxed) {
+        return Err(Error::Gpu("em_batched left a fit without a result".into()));
     }
     progress.done.fetch_add(n_fits, Ordering::Relaxed);
     Ok(())
@@ -209,7 +282,7 @@ type Results = (Vec<f64>, Vec<f64>, Vec<i32>);
 /// the kernel's stop flag through a second stream.
 fn launch(
     gpu: &Gpu,
-    kernel: &cudarc::driver::CudaFunction,
+    kernels: &Batched,
     stream: &Arc<CudaStream>,
     p: &Packed,
     job: &Job,
@@ -231,51 +304,69 @@ fn launch(
         let ds_spread = up(&p.ds_spread)?;
         let fit_ds = stream.clone_htod(&p.fit_ds).map_err(e("uploading a chunk"))?;
         let init = up(&p.init)?;
-        let mut out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(e("allocating GPU memory"))?;
-        let mut out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(e("allocating GPU memory"))?;
+        let out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(e("allocating GPU memory"))?;
+        let out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(e("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
-        let mut out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; 2 * n_fits]).map_err(e("allocating GPU memory"))?;
+        let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; 2 * n_fits]).map_err(e("allocating GPU memory"))?;
         let mut stop: CudaSlice<i32> = stream.alloc_zeros(1).map_err(e("allocating GPU memory"))?;
 
         let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("querying the GPU"))?;
-        let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(THREADS_PER_BLOCK, 0, None).map_err(e("querying occupancy"))?;
-        let blocks = (n_fits as u32).div_ceil(THREADS_PER_BLOCK).min(sms.max(1) as u32 * per_sm.max(1));
-        let lanes = blocks * THREADS_PER_BLOCK;
-        let mut next: CudaSlice<u32> = stream.clone_htod(&[lanes]).map_err(e("uploading a chunk"))?;
+        let occupancy = |f: &cudarc::driver::CudaFunction| {
+            f.occupancy_max_active_blocks_per_multiprocessor(THREADS_PER_BLOCK, 0, None).map_err(e("querying occupancy"))
+        };
+        let resident_lanes = sms.max(1) as usize * occupancy(&kernels.lane)?.max(1) as usize * THREADS_PER_BLOCK as usize;
+        // One lane per fit unless that leaves most of the GPU idle and the
+        // datasets are large enough for a warp to share (measured: see
+        // inst/bench/results-batched-mapping.md); BULKEM_MAPPING forces one.
+        let mean_n = p.obs.len() / 2 / p.ds_n.len().max(1);
+        let mapping = match std::env::var("BULKEM_MAPPING").as_deref() {
+            Ok("lane") => Mapping::Lane,
+            Ok("warp") => Mapping::Warp,
+            _ if n_fits < resident_lanes && mean_n >= WARP_MIN_MEAN_N => Mapping::Warp,
+            _ => Mapping::Lane,
+        };
+        let (kernel, per_unit) = match mapping {
+            Mapping::Lane => (&kernels.lane, 1u32),
+            Mapping::Warp => (&kernels.warp, 32u32),
+        };
+        let units_per_block = THREADS_PER_BLOCK / per_unit;
+        let blocks = (n_fits as u32).div_ceil(units_per_block).min(sms.max(1) as u32 * occupancy(kernel)?.max(1));
+        let units = blocks * units_per_block;
+        let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(e("uploading a chunk"))?;
         let cfg = LaunchConfig {
             grid_dim: (if fault_injected("launch") { 0 } else { blocks }, 1, 1),
             block_dim: (THREADS_PER_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (n_fits_i, max_iters, eps) = (n_fits as i32, job.max_iters.min(i32::MAX as u32) as i32, job.epsilon);
-        // SAFETY: arguments match em_batched(obs, ds_offset, ds_n, ds_hsum,
-        // ds_spread, fit_ds, init, out_params, out_ll, out_info, n_fits,
-        // max_iters, epsilon, next, stop) in order and type; obs holds the
-        // chunk's observations as (x, g) pairs, every per-dataset array one
-        // value per dataset, fit_ds n_fits indices below the dataset count,
-        // init and out_params 3k values per fit, out_info 2 per fit.
-        unsafe {
-            stream
-                .launch_builder(kernel)
-                .arg(&obs)
-                .arg(&ds_offset)
-                .arg(&ds_n)
-                .arg(&ds_hsum)
-                .arg(&ds_spread)
-                .arg(&fit_ds)
-                .arg(&init)
-                .arg(&mut out_params)
-                .arg(&mut out_ll)
-                .arg(&mut out_info)
-                .arg(&n_fits_i)
-                .arg(&max_iters)
-                .arg(&eps)
-                .arg(&mut next)
-                .arg(&stop)
-                .launch(cfg)
-        }
-        .map_err(e("launching em_batched"))?;
+        let ptr = |p: (u64, _)| p.0;
+        let args = BatchArgs {
+            obs: ptr(obs.device_ptr(stream)),
+            ds_offset: ptr(ds_offset.device_ptr(stream)),
+            ds_n: ptr(ds_n.device_ptr(stream)),
+            ds_hsum: ptr(ds_hsum.device_ptr(stream)),
+            ds_spread: ptr(ds_spread.device_ptr(stream)),
+            fit_ds: ptr(fit_ds.device_ptr(stream)),
+            init: ptr(init.device_ptr(stream)),
+            out_params: ptr(out_params.device_ptr(stream)),
+            out_ll: ptr(out_ll.device_ptr(stream)),
+            out_info: ptr(out_info.device_ptr(stream)),
+            n_fits: n_fits as i32,
+            max_iters: job.max_iters.min(i32::MAX as u32) as i32,
+            epsilon: job.epsilon,
+            next: ptr(next.device_ptr(stream)),
+            stop: ptr(stop.device_ptr(stream)),
+        };
+        // SAFETY: `args` is em_batched's `struct Batch` (same fields, order
+        // and C layout); its pointers are live device buffers of this chunk
+        // (they outlive the kernel: all are dropped after the final
+        // synchronize): obs holds the chunk's observations as (x, g) pairs,
+        // every per-dataset array one value per dataset, fit_ds n_fits indices
+        // below the dataset count, init and out_params 3k values per fit,
+        // out_info 2 per fit; next starts at the number of lanes or warps
+        // launched.
+        unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(e("launching em_batched"))?;
         progress.kernel_launches.fetch_add(1, Ordering::Relaxed);
+        let launched = std::time::Instant::now();
 
         let done = stream.record_event(None).map_err(e("recording an event"))?;
         let mut stopping = false;
@@ -289,6 +380,7 @@ fn launch(
             }
             std::thread::sleep(Duration::from_micros(200));
         }
+        progress.kernel_ns.fetch_add(launched.elapsed().as_nanos() as usize, Ordering::Relaxed);
         let params = stream.clone_dtoh(&out_params).map_err(e("downloading results"))?;
         let ll = stream.clone_dtoh(&out_ll).map_err(e("downloading results"))?;
         let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;

@@ -31,7 +31,14 @@ pub struct Kernels {
     arch: String,
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
-    batched: Mutex<HashMap<(Family, usize), CudaFunction>>,
+    batched: Mutex<HashMap<(Family, usize), Batched>>,
+}
+
+/// The two mappings of em_batched.cu for one (family, K).
+#[derive(Clone)]
+pub struct Batched {
+    pub lane: CudaFunction,
+    pub warp: CudaFunction,
 }
 
 /// Compiles `source` with NVRTC for `arch` and loads the named kernels.
@@ -69,19 +76,22 @@ impl Kernels {
         Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
     }
 
-    /// The em_batched instance for (family, k), compiled on first use.
-    pub fn batched(&self, family: Family, k: usize) -> Result<CudaFunction, String> {
+    /// The em_batched kernels for (family, k), compiled on first use.
+    pub fn batched(&self, family: Family, k: usize) -> Result<Batched, String> {
         let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(f) = cache.get(&(family, k)) {
             return Ok(f.clone());
         }
         let ig = (family == Family::InvGauss) as i32;
-        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED(em_batched, {k}, {ig})\n");
-        let f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &["em_batched"]))?
-            .pop()
-            .ok_or_else(|| "em_batched missing after compilation".to_string())?;
-        cache.insert((family, k), f.clone());
-        Ok(f)
+        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig})\n");
+        let names = ["em_batched_lane", "em_batched_warp"];
+        let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
+        let (Some(lane), Some(warp)) = (f.next(), f.next()) else {
+            return Err("em_batched missing after compilation".into());
+        };
+        let b = Batched { lane, warp };
+        cache.insert((family, k), b.clone());
+        Ok(b)
     }
 
     /// em_obs_terms over `starts` active starts of a dataset of `n` observations.
