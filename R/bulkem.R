@@ -85,8 +85,10 @@
 #'   are `NA`. The result's attributes `engine`, `threads`, `elapsed`
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
 #'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
-#'   launches; 0 on the CPU) and `kernel_seconds` (time spent waiting on
-#'   `cuda-batched` kernels) record the call.
+#'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on
+#'   `cuda-batched` kernels) and `timings` (seconds spent checking arguments
+#'   in R, rescaling the datasets, in the engine, in its kernels, finishing the
+#'   fits, building the R result, and in all) record the call.
 #'
 #' @examples
 #' set.seed(1)
@@ -100,6 +102,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
                    random.inits = 1, use.gpu = NA, epsilon = 1e-6,
                    verbose = FALSE, family = c("invgauss", "normal"),
                    seed = NULL, control = list(), ...) {
+  started <- proc.time()[["elapsed"]]
   extra <- list(...)
   if (length(extra) > 0) {
     nms <- names(extra)
@@ -142,7 +145,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
       "bulkem: %d datasets, %s, %d component(s), %d start(s) each, on the %s engine",
       length(datasets), family, num.components, random.inits, engine))
   }
-  started <- proc.time()[["elapsed"]]
+  checked <- proc.time()[["elapsed"]]
   res <- run_with_fallback(run, engine, use.gpu)
   engine <- res$engine
   elapsed <- proc.time()[["elapsed"]] - started
@@ -151,10 +154,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   if (verbose) {
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
+  timings <- c(check_r = checked - started, res$timings, total = elapsed)
+  names(timings)[2:6] <- c("prepare", "engine", "kernel", "finish", "result_r")
   structure(fits, class = "bulkem", engine = engine, threads = res$threads,
             elapsed = elapsed, seed = seed, family = family,
             num.components = as.integer(num.components),
             em_iterations = res$em_iterations,
             kernel_launches = res$kernel_launches,
-            kernel_seconds = res$kernel_seconds)
+            kernel_seconds = res$kernel_seconds,
+            timings = timings)
 }

@@ -51,6 +51,8 @@ for (a in args) {
       start_fits = fits_total, start_fits_per_s = round(fits_total / secs),
       em_iterations = attr(f, "em_iterations"), kernel_launches = attr(f, "kernel_launches"),
       kernel_s = round(attr(f, "kernel_seconds"), 3),
+      host_s = paste(sprintf("%s %.3f", names(attr(f, "timings"))[c(1, 2, 3, 5, 6)],
+                             attr(f, "timings")[c(1, 2, 3, 5, 6)]), collapse = ", "),
       fp64_tflops = round(useful_flops(w, attr(f, "em_iterations")) / secs / 1e12, 2),
       mean_loglik = round(mean(vapply(f, `[[`, 0, "loglik"), na.rm = TRUE), 4))
   }

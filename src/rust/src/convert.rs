@@ -76,6 +76,9 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
             .map(|s| Rf_protect(strings(&[s.name()])))
             .collect();
         let empty = Rf_protect(strings(&[""]));
+        // shared scalars: R copies a shared object before changing it
+        let yes = Rf_protect(logical(true));
+        let no = Rf_protect(logical(false));
         let na_reals = vec![R_NaReal; k];
         for (i, f) in fits.iter().enumerate() {
             let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, FIELDS.len() as R_xlen_t));
@@ -101,10 +104,10 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
             set(5, column(&f.init, |p| &p.alpha));
             set(6, real(f.loglik));
             set(7, int(Some(f.iterations as i32)));
-            set(8, logical(f.params.is_some()));
+            set(8, if f.params.is_some() { yes } else { no });
             set(9, family_name);
             set(10, int(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
-            set(11, logical(f.status == Status::Converged));
+            set(11, if f.status == Status::Converged { yes } else { no });
             set(12, status);
             set(13, if f.message.is_empty() { empty } else { strings(&[f.message.as_str()]) });
             set(14, int(f.best_start.map(|s| s as i32 + 1)));
@@ -117,7 +120,7 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
             Rf_unprotect(1);
         }
         let robj = Robj::from_sexp(out);
-        Rf_unprotect(5 + status_names.len() as c_int);
+        Rf_unprotect(7 + status_names.len() as c_int);
         robj
     }
 }

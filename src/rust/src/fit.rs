@@ -64,16 +64,26 @@ fn fit_(
     };
     let progress = Progress::default();
     let fits = run_watched(&job, engine, threads, &progress)?;
+    let clock = std::time::Instant::now();
     let fits = crate::convert::fits_to_r(&fits, family, job.components);
+    let seconds = |c: &std::sync::atomic::AtomicUsize| c.load(Ordering::Relaxed) as f64 * 1e-9;
+    let timings = Robj::from([
+        seconds(&progress.prepare_ns),
+        seconds(&progress.engine_ns),
+        seconds(&progress.kernel_ns),
+        seconds(&progress.finish_ns),
+        clock.elapsed().as_secs_f64(),
+    ]);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     List::from_names_and_values(
-        ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds"],
+        ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
         [
             fits,
             Robj::from(threads as i32),
             count(&progress.em_iterations),
             count(&progress.kernel_launches),
             Robj::from(progress.kernel_ns.load(Ordering::Relaxed) as f64 * 1e-9),
+            timings,
         ],
     )
 }

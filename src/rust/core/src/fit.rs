@@ -26,6 +26,11 @@ pub struct Progress {
     pub kernel_launches: AtomicUsize,
     /// Wall time the host waited on em_batched kernels, in nanoseconds.
     pub kernel_ns: AtomicUsize,
+    /// Wall time of the call's phases, in nanoseconds: checking and
+    /// rescaling the datasets, the engine, turning best starts into fits.
+    pub prepare_ns: AtomicUsize,
+    pub engine_ns: AtomicUsize,
+    pub finish_ns: AtomicUsize,
 }
 
 /// Which engine runs the starts; every engine gives the same answers.
@@ -56,9 +61,15 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
         Engine::Cpu => None,
         Engine::CudaStreams | Engine::CudaBatched => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
     };
+    let clock = std::time::Instant::now();
+    let lap = |counter: &AtomicUsize, since: std::time::Instant| {
+        counter.store(since.elapsed().as_nanos() as usize, Ordering::Relaxed);
+        std::time::Instant::now()
+    };
     let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {
         prepare(job.dataset(d), job.family, job.components)
     })?;
+    let clock = lap(&progress.prepare_ns, clock);
     let valid = prepared.iter().filter(|p| p.is_ok()).count();
     progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
     let bests = match (engine, &gpu) {
@@ -69,7 +80,10 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }
-    parallel_map(bests.len(), threads, cancel, |d| finish(job, d, &prepared[d], &bests[d]))
+    let clock = lap(&progress.engine_ns, clock);
+    let fits = parallel_map(bests.len(), threads, cancel, |d| finish(job, d, &prepared[d], &bests[d]))?;
+    lap(&progress.finish_ns, clock);
+    Ok(fits)
 }
 
 /// One dataset's result from its best start.

@@ -26,8 +26,8 @@ use crate::job::{Job, Params};
 use crate::start::{Outcome, StartFit};
 
 const THREADS_PER_BLOCK: u32 = 128; // = __launch_bounds__ in em_batched.cu
-/// Below this mean dataset size one lane per fit always wins (a warp's
-/// shuffles would cost more than its share of a pass).
+/// From this mean dataset size on, a warp per fit beats a lane per fit (below
+/// it a warp's shuffles cost more than its share of a pass).
 const WARP_MIN_MEAN_N: usize = 256;
 
 /// The kernels' argument block: `struct Batch` of em_batched.cu, field for field.
@@ -114,6 +114,17 @@ pub fn run(
 
     let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
     let kernel = gpu.kernels.batched(job.family, k).map_err(Error::Gpu)?;
+    // One mapping for the whole call, so results do not depend on chunking.
+    // A warp per fit won wherever datasets are not tiny, a lane per fit on
+    // B5's 100-observation datasets (inst/bench/results-batched-mapping.md);
+    // BULKEM_MAPPING forces one, for that measurement.
+    let (valid, obs) = prepared.iter().flatten().fold((0, 0), |(v, o), ds| (v + 1, o + ds.x.len()));
+    let mapping = match std::env::var("BULKEM_MAPPING").as_deref() {
+        Ok("lane") => Mapping::Lane,
+        Ok("warp") => Mapping::Warp,
+        _ if obs >= WARP_MIN_MEAN_N * valid => Mapping::Warp,
+        _ => Mapping::Lane,
+    };
     let next_chunk = AtomicUsize::new(0);
     let host_threads = threads.max(1);
     let worker = || -> Result<(), Error> {
@@ -127,7 +138,7 @@ pub fn run(
                 return Ok(());
             }
             let Some(chunk) = chunks.get(next_chunk.fetch_add(1, Ordering::Relaxed)) else { return Ok(()) };
-            run_chunk(job, prepared, chunk, gpu, &kernel, &stream, host_threads, &bests, cancel, progress)?;
+            run_chunk(job, prepared, chunk, gpu, &kernel, mapping, &stream, host_threads, &bests, cancel, progress)?;
         }
     };
     let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
@@ -163,6 +174,7 @@ fn run_chunk(
     chunk: &Chunk,
     gpu: &Gpu,
     kernel: &Batched,
+    mapping: Mapping,
     stream: &Arc<CudaStream>,
     host_threads: usize,
     bests: &[Mutex<Best>],
@@ -244,7 +256,7 @@ fn run_chunk(
     if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let (params, ll, info) = launch(gpu, kernel, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
+    let (params, ll, info) = launch(gpu, kernel, mapping, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
     if cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -253,6 +265,7 @@ fn run_chunk(
     pool::for_each_index(p.ds_fits.len(), host_threads, cancel, |j| {
         let (d, first, end) = p.ds_fits[j];
         let mut best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
+        let mut passes = 0;
         for f in first..end {
             let (s, init) = p.fits[f];
             let mut fitted = Params::zeroed(k);
@@ -264,9 +277,10 @@ fn run_chunk(
                 failed.store(true, Ordering::Relaxed);
                 return;
             };
-            progress.em_iterations.fetch_add(iterations as usize + 1, Ordering::Relaxed);
+            passes += iterations as usize + 1;
             best.record(s, Some(init), Some(StartFit { params: fitted, loglik: ll[f], iterations, outcome }));
         }
+        progress.em_iterations.fetch_add(passes, Ordering::Relaxed);
     })?;
     if failed.load(Ordering::Relaxed) {
         return Err(Error::Gpu("em_batched left a fit without a result".into()));
@@ -280,9 +294,11 @@ type Results = (Vec<f64>, Vec<f64>, Vec<i32>);
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
 /// While the kernel runs, the worker polls `cancel` and on an interrupt sets
 /// the kernel's stop flag through a second stream.
+#[allow(clippy::too_many_arguments)]
 fn launch(
     gpu: &Gpu,
     kernels: &Batched,
+    mapping: Mapping,
     stream: &Arc<CudaStream>,
     p: &Packed,
     job: &Job,
@@ -313,17 +329,6 @@ fn launch(
         let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("querying the GPU"))?;
         let occupancy = |f: &cudarc::driver::CudaFunction| {
             f.occupancy_max_active_blocks_per_multiprocessor(THREADS_PER_BLOCK, 0, None).map_err(e("querying occupancy"))
-        };
-        let resident_lanes = sms.max(1) as usize * occupancy(&kernels.lane)?.max(1) as usize * THREADS_PER_BLOCK as usize;
-        // One lane per fit unless that leaves most of the GPU idle and the
-        // datasets are large enough for a warp to share (measured: see
-        // inst/bench/results-batched-mapping.md); BULKEM_MAPPING forces one.
-        let mean_n = p.obs.len() / 2 / p.ds_n.len().max(1);
-        let mapping = match std::env::var("BULKEM_MAPPING").as_deref() {
-            Ok("lane") => Mapping::Lane,
-            Ok("warp") => Mapping::Warp,
-            _ if n_fits < resident_lanes && mean_n >= WARP_MIN_MEAN_N => Mapping::Warp,
-            _ => Mapping::Lane,
         };
         let (kernel, per_unit) = match mapping {
             Mapping::Lane => (&kernels.lane, 1u32),
