@@ -86,9 +86,10 @@
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
 #'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
 #'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on
-#'   `cuda-batched` kernels) and `timings` (seconds spent checking arguments
-#'   in R, rescaling the datasets, in the engine, in its kernels, finishing the
-#'   fits, building the R result, and in all) record the call.
+#'   `cuda-batched` kernels) and `timings` (seconds by phase: checking the
+#'   arguments in R, rescaling the datasets, the engine (and, for
+#'   `cuda-batched`, its own phases), finishing the fits, building the R
+#'   result, and the total) record the call.
 #'
 #' @examples
 #' set.seed(1)
@@ -154,8 +155,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   if (verbose) {
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
-  timings <- c(check_r = checked - started, res$timings, total = elapsed)
-  names(timings)[2:6] <- c("prepare", "engine", "kernel", "finish", "result_r")
+  timings <- c(check = checked - started, res$timings, total = elapsed)
   structure(fits, class = "bulkem", engine = engine, threads = res$threads,
             elapsed = elapsed, seed = seed, family = family,
             num.components = as.integer(num.components),

@@ -139,7 +139,8 @@ test_that("kernels are compiled once per session, and an interrupted GPU run sto
                       control = list(engine = "cuda-streams")))
   setTimeLimit(elapsed = Inf)
   setTimeLimit(elapsed = 2, transient = TRUE)
-  expect_error(bulkem(big, random.inits = 2000, max.iters = 100000, epsilon = 1e-300,
+  # about a minute of work if it were not interrupted
+  expect_error(bulkem(big, random.inits = 20000, max.iters = 100000, epsilon = 1e-300,
                       control = list(engine = "cuda-batched")))
   setTimeLimit(elapsed = Inf)
   free_after <- bulkem_gpu_info()$devices$free_gib[1]

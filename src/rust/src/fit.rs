@@ -66,14 +66,10 @@ fn fit_(
     let fits = run_watched(&job, engine, threads, &progress)?;
     let clock = std::time::Instant::now();
     let fits = crate::convert::fits_to_r(&fits, family, job.components);
-    let seconds = |c: &std::sync::atomic::AtomicUsize| c.load(Ordering::Relaxed) as f64 * 1e-9;
-    let timings = Robj::from([
-        seconds(&progress.prepare_ns),
-        seconds(&progress.engine_ns),
-        seconds(&progress.kernel_ns),
-        seconds(&progress.finish_ns),
-        clock.elapsed().as_secs_f64(),
-    ]);
+    progress.lap("result", clock);
+    let phases = progress.phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
+    timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     List::from_names_and_values(
         ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],

@@ -26,11 +26,25 @@ pub struct Progress {
     pub kernel_launches: AtomicUsize,
     /// Wall time the host waited on em_batched kernels, in nanoseconds.
     pub kernel_ns: AtomicUsize,
-    /// Wall time of the call's phases, in nanoseconds: checking and
-    /// rescaling the datasets, the engine, turning best starts into fits.
-    pub prepare_ns: AtomicUsize,
-    pub engine_ns: AtomicUsize,
-    pub finish_ns: AtomicUsize,
+    /// Wall time of the call's phases, in seconds, in the order they first
+    /// ran (summed over chunks and workers where a phase repeats): checking
+    /// and rescaling the datasets, the engine and its own phases, turning the
+    /// best starts into fits.
+    pub phases: std::sync::Mutex<Vec<(&'static str, f64)>>,
+}
+
+impl Progress {
+    /// Adds the time since `since` to phase `name`; returns now.
+    pub fn lap(&self, name: &'static str, since: std::time::Instant) -> std::time::Instant {
+        let now = std::time::Instant::now();
+        let secs = now.duration_since(since).as_secs_f64();
+        let mut phases = self.phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match phases.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, total)) => *total += secs,
+            None => phases.push((name, secs)),
+        }
+        now
+    }
 }
 
 /// Which engine runs the starts; every engine gives the same answers.
@@ -62,14 +76,10 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
         Engine::CudaStreams | Engine::CudaBatched => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
     };
     let clock = std::time::Instant::now();
-    let lap = |counter: &AtomicUsize, since: std::time::Instant| {
-        counter.store(since.elapsed().as_nanos() as usize, Ordering::Relaxed);
-        std::time::Instant::now()
-    };
     let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {
         prepare(job.dataset(d), job.family, job.components)
     })?;
-    let clock = lap(&progress.prepare_ns, clock);
+    let clock = progress.lap("prepare", clock);
     let valid = prepared.iter().filter(|p| p.is_ok()).count();
     progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
     let bests = match (engine, &gpu) {
@@ -80,9 +90,9 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }
-    let clock = lap(&progress.engine_ns, clock);
+    let clock = progress.lap("engine", clock);
     let fits = parallel_map(bests.len(), threads, cancel, |d| finish(job, d, &prepared[d], &bests[d]))?;
-    lap(&progress.finish_ns, clock);
+    progress.lap("finish", clock);
     Ok(fits)
 }
 

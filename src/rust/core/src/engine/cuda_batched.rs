@@ -183,6 +183,7 @@ fn run_chunk(
 ) -> Result<(), Error> {
     let k = job.components;
     let starts = job.starts as usize;
+    let clock = std::time::Instant::now();
     // starting values, drawn on the CPU in parallel (the same for every engine)
     let inits: Vec<Mutex<Vec<Option<Params>>>> = chunk.datasets.iter().map(|_| Mutex::new(Vec::new())).collect();
     pool::for_each_index(chunk.datasets.len(), host_threads, cancel, |j| {
@@ -252,6 +253,7 @@ fn run_chunk(
         }
         p.ds_fits.push((d, first, p.fits.len()));
     }
+    progress.lap("batched: starts and packing", clock);
     let n_fits = p.fits.len();
     if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
@@ -260,6 +262,7 @@ fn run_chunk(
     if cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
+    let clock = std::time::Instant::now();
     // each dataset's fits are contiguous: record them dataset by dataset, in parallel
     let failed = AtomicBool::new(false);
     pool::for_each_index(p.ds_fits.len(), host_threads, cancel, |j| {
@@ -282,6 +285,7 @@ fn run_chunk(
         }
         progress.em_iterations.fetch_add(passes, Ordering::Relaxed);
     })?;
+    progress.lap("batched: recording", clock);
     if failed.load(Ordering::Relaxed) {
         return Err(Error::Gpu("em_batched left a fit without a result".into()));
     }
@@ -308,6 +312,7 @@ fn launch(
     contained("running the cuda-batched engine", || {
         let k = job.components;
         let n_fits = p.fits.len();
+        let clock = std::time::Instant::now();
         let e = |what: &'static str| move |err: cudarc::driver::DriverError| format!("{what}: {err:?}");
         let up = |v: &[f64]| stream.clone_htod(v).map_err(e("uploading a chunk"));
         if fault_injected("oom") {
@@ -361,6 +366,8 @@ fn launch(
             next: ptr(next.device_ptr(stream)),
             stop: ptr(stop.device_ptr(stream)),
         };
+        stream.synchronize().map_err(e("uploading a chunk"))?;
+        progress.lap("batched: upload", clock);
         // SAFETY: `args` is em_batched's `struct Batch` (same fields, order
         // and C layout); its pointers are live device buffers of this chunk
         // (they outlive the kernel: all are dropped after the final
@@ -386,10 +393,12 @@ fn launch(
             std::thread::sleep(Duration::from_micros(200));
         }
         progress.kernel_ns.fetch_add(launched.elapsed().as_nanos() as usize, Ordering::Relaxed);
+        let clock = progress.lap("batched: kernel", launched);
         let params = stream.clone_dtoh(&out_params).map_err(e("downloading results"))?;
         let ll = stream.clone_dtoh(&out_ll).map_err(e("downloading results"))?;
         let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;
         stream.synchronize().map_err(e("running em_batched"))?;
+        progress.lap("batched: download", clock);
         Ok((params, ll, info))
     })
 }
