@@ -127,10 +127,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   }
   control <- check_control(control)
   engine <- choose_engine(use.gpu, control$engine)
-  data <- unlist(datasets, use.names = FALSE)
   run <- function(engine) fit_(
-    data = if (is.null(data)) numeric(0) else data,
-    lengths = lengths(datasets, use.names = FALSE),
+    datasets = datasets,
     family = family,
     components = as.integer(num.components),
     max_iters = as.integer(max.iters),

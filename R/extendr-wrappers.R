@@ -8,11 +8,12 @@
 #' @noRd
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
-#' Fits every dataset; `data` holds them end to end, `lengths` their sizes.
+#' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
+#' checked by bulkem() in R; they are read in place, not copied.
 #' `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
 #' Arguments were checked by bulkem() in R.
 #' @noRd
-fit_ <- function(data, lengths, family, components, max_iters, epsilon, starts, seed, threads, engine) .Call(wrap__fit_, data, lengths, family, components, max_iters, epsilon, starts, seed, threads, engine)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine)
 
 #' `list(usable, reason)`: whether the CUDA engines can run here, and if
 #' not, why (sets up the GPU on first call: probe, context, kernel compile).

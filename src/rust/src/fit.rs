@@ -12,15 +12,15 @@ use crate::interrupt::interrupt_pending;
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
 
-/// Fits every dataset; `data` holds them end to end, `lengths` their sizes.
+/// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
+/// checked by bulkem() in R; they are read in place, not copied.
 /// `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
 /// Arguments were checked by bulkem() in R.
 /// @noRd
 #[extendr]
 #[allow(clippy::too_many_arguments)]
 fn fit_(
-    data: &[f64],
-    lengths: &[i32],
+    datasets: List,
     family: &str,
     components: i32,
     max_iters: i32,
@@ -41,16 +41,10 @@ fn fit_(
         "normal" => Family::Normal,
         other => return Err(Error::Other(format!("unknown family \"{other}\""))),
     };
-    let mut offsets = Vec::with_capacity(lengths.len() + 1);
-    offsets.push(0usize);
-    for &len in lengths {
-        let len = usize::try_from(len).map_err(|_| Error::Other("negative dataset length".into()))?;
-        offsets.push(offsets[offsets.len() - 1] + len);
-    }
+    let datasets = borrow_doubles(&datasets)?;
     let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
     let job = Job {
-        data,
-        offsets,
+        datasets,
         family,
         components: usize::try_from(components).unwrap_or(0),
         max_iters: as_count(max_iters, "max.iters")?,
@@ -82,6 +76,32 @@ fn fit_(
             timings,
         ],
     )
+}
+
+/// The list's vectors as slices of R's own memory, through R's C API: one
+/// extendr object per element would cost microseconds each, and calls hold
+/// hundreds of thousands of datasets.
+fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
+    use extendr_ffi::{Rf_xlength, TYPEOF, VECTOR_ELT, REAL, SEXPTYPE};
+    // SAFETY: `list` is a protected VECSXP (an argument of this .Call); its
+    // elements stay alive and unmodified for the whole call, which is what
+    // the returned slices borrow; empty vectors are not dereferenced.
+    unsafe {
+        let sexp = list.get();
+        (0..Rf_xlength(sexp))
+            .map(|i| {
+                let v = VECTOR_ELT(sexp, i);
+                match TYPEOF(v) {
+                    SEXPTYPE::NILSXP => Ok(&[][..]),
+                    SEXPTYPE::REALSXP => {
+                        let n = Rf_xlength(v) as usize;
+                        Ok(if n == 0 { &[][..] } else { std::slice::from_raw_parts(REAL(v), n) })
+                    }
+                    _ => Err(Error::Other(format!("datasets[[{}]] is not a double vector", i + 1))),
+                }
+            })
+            .collect()
+    }
 }
 
 /// Runs the engine on a worker thread; the calling (R main) thread sleeps,

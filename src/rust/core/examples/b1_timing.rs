@@ -10,9 +10,9 @@ fn main() {
     let threads: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2);
     let mut rng = rand_pcg::Pcg64::seed_from_u64(1);
     // IG(μ, λ) draws by Michael–Schucany–Haas, B1's mixture
-    let mut data = Vec::new();
-    let mut offsets = vec![0];
+    let mut sets: Vec<Vec<f64>> = Vec::new();
     for _ in 0..100 {
+        let mut data = Vec::new();
         for _ in 0..2000 {
             let (mu, lambda) = if rng.random::<f64>() < 0.3 { (1.0, 30.0) } else { (3.0, 0.2) };
             let u: f64 = 1.0 - rng.random::<f64>();
@@ -21,9 +21,9 @@ fn main() {
             let x = mu + mu * mu * y / (2.0 * lambda) - mu / (2.0 * lambda) * (4.0 * mu * lambda * y + mu * mu * y * y).sqrt();
             data.push(if rng.random::<f64>() <= mu / (mu + x) { x } else { mu * mu / x });
         }
-        offsets.push(data.len());
+        sets.push(data);
     }
-    let job = Job { data: &data, offsets, family: Family::InvGauss, components: 2, max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1 };
+    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: 2, max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1 };
     let t = Instant::now();
     let fits = fit(&job, bulkem_core::Engine::Cpu, threads, &AtomicBool::new(false), &Progress::default()).expect("fit");
     let secs = t.elapsed().as_secs_f64();

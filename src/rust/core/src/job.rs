@@ -56,13 +56,11 @@ impl Params {
     }
 }
 
-/// One call: the datasets, packed end to end, and how to fit them.
+/// One call: the datasets (borrowed, e.g. straight from R's vectors) and
+/// how to fit them.
 #[derive(Clone, Debug)]
 pub struct Job<'a> {
-    /// All observations of all datasets, one after the other.
-    pub data: &'a [f64],
-    /// Dataset `d` is `data[offsets[d]..offsets[d + 1]]`; `offsets[0] == 0`.
-    pub offsets: Vec<usize>,
+    pub datasets: Vec<&'a [f64]>,
     pub family: Family,
     pub components: usize,
     pub max_iters: u32,
@@ -73,11 +71,11 @@ pub struct Job<'a> {
 
 impl Job<'_> {
     pub fn num_datasets(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+        self.datasets.len()
     }
 
     pub fn dataset(&self, d: usize) -> &[f64] {
-        &self.data[self.offsets[d]..self.offsets[d + 1]]
+        self.datasets[d]
     }
 
     /// The core's own check of the settings; R validates first, with its
@@ -95,12 +93,6 @@ impl Job<'_> {
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon must be a positive finite number".into());
-        }
-        let offsets_ok = self.offsets.first() == Some(&0)
-            && self.offsets.windows(2).all(|w| w[0] <= w[1])
-            && self.offsets.last() == Some(&self.data.len());
-        if !offsets_ok {
-            return bad("dataset offsets do not match the data".into());
         }
         Ok(())
     }

@@ -161,10 +161,8 @@ struct Packed {
     ds_spread: Vec<f64>,
     fit_ds: Vec<i32>,
     init: Vec<f64>,
-    /// (start, initial parameters) of each fit sent
-    fits: Vec<(u32, Params)>,
-    /// (dataset in the job, its first fit, one past its last fit)
-    ds_fits: Vec<(usize, usize, usize)>,
+    /// whether each fit's start could be drawn
+    drawn: Vec<bool>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -184,77 +182,66 @@ fn run_chunk(
     let k = job.components;
     let starts = job.starts as usize;
     let clock = std::time::Instant::now();
-    // starting values, drawn on the CPU in parallel (the same for every engine)
-    let inits: Vec<Mutex<Vec<Option<Params>>>> = chunk.datasets.iter().map(|_| Mutex::new(Vec::new())).collect();
-    pool::for_each_index(chunk.datasets.len(), host_threads, cancel, |j| {
-        let Ok(ds) = &prepared[chunk.datasets[j]] else { return };
-        let drawn = (0..job.starts).map(|s| initial_params(job.family, ds, k, job.seed, s)).collect();
-        *inits[j].lock().unwrap_or_else(PoisonError::into_inner) = drawn;
-    })?;
-    // pack observations in parallel: each thread fills whole datasets
-    let mut ds_offset = Vec::with_capacity(chunk.datasets.len());
-    let mut total = 0usize;
-    for &d in &chunk.datasets {
-        ds_offset.push(total as i64);
-        total += prepared[d].as_ref().map_or(0, |ds| ds.x.len());
+    // Pack the chunk in parallel, dataset by dataset, straight into the
+    // kernel's arrays: observations as (x, g) pairs, and the starting values
+    // of fits j*S .. (j+1)*S of the chunk's dataset j, drawn on the CPU (the
+    // same generator as every engine). A start that could not be drawn keeps
+    // NaN parameters (the kernel fails it at once) and is recorded as such.
+    let nd = chunk.datasets.len();
+    let n_fits = nd * starts;
+    let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| prepared[d].as_ref().ok()).collect();
+    if sets.len() != nd {
+        return Err(Error::Internal("an invalid dataset reached cuda-batched".into()));
     }
-    let mut obs = vec![0.0f64; 2 * total];
+    let mut p = Packed {
+        obs: Vec::new(),
+        ds_offset: Vec::with_capacity(nd),
+        ds_n: sets.iter().map(|ds| ds.x.len() as i32).collect(),
+        ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
+        ds_spread: sets.iter().map(|ds| ds.spread).collect(),
+        fit_ds: vec![0; n_fits],
+        init: vec![f64::NAN; n_fits * 3 * k],
+        drawn: vec![false; n_fits],
+    };
+    let mut total = 0usize;
+    for ds in &sets {
+        p.ds_offset.push(total as i64);
+        total += ds.x.len();
+    }
+    p.obs = vec![0.0f64; 2 * total];
     {
-        let mut rest: &mut [f64] = &mut obs;
-        let mut pieces: Vec<Mutex<(&Prepared, &mut [f64])>> = Vec::with_capacity(chunk.datasets.len());
-        for &d in &chunk.datasets {
-            let Ok(ds) = &prepared[d] else { continue };
-            let (head, tail) = rest.split_at_mut(2 * ds.x.len());
-            pieces.push(Mutex::new((ds, head)));
-            rest = tail;
+        let (mut obs, mut fit_ds, mut init, mut drawn) =
+            (&mut p.obs[..], &mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
+        let mut pieces = Vec::with_capacity(nd);
+        for ds in &sets {
+            let (o, rest_o) = std::mem::take(&mut obs).split_at_mut(2 * ds.x.len());
+            let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
+            let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * 3 * k);
+            let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
+            pieces.push(Mutex::new((o, f, i, d)));
+            (obs, fit_ds, init, drawn) = (rest_o, rest_f, rest_i, rest_d);
         }
-        pool::for_each_index(pieces.len(), host_threads, cancel, |j| {
+        pool::for_each_index(nd, host_threads, cancel, |j| {
+            let ds = sets[j];
             let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
-            let (ds, out) = &mut *piece;
+            let (obs, fit_ds, init, drawn) = &mut *piece;
             for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
-                out[2 * i] = *x;
-                out[2 * i + 1] = *g;
+                obs[2 * i] = *x;
+                obs[2 * i + 1] = *g;
+            }
+            for s in 0..starts {
+                fit_ds[s] = j as i32;
+                if let Some(start) = initial_params(job.family, ds, k, job.seed, s as u32) {
+                    let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
+                    row[..k].copy_from_slice(&start.alpha[..k]);
+                    row[k..2 * k].copy_from_slice(&start.mu[..k]);
+                    row[2 * k..].copy_from_slice(&start.shape[..k]);
+                    drawn[s] = true;
+                }
             }
         })?;
     }
-    let mut p = Packed {
-        obs,
-        ds_n: Vec::with_capacity(chunk.datasets.len()),
-        ds_hsum: Vec::with_capacity(chunk.datasets.len()),
-        ds_spread: Vec::with_capacity(chunk.datasets.len()),
-        ds_offset,
-        fit_ds: Vec::with_capacity(chunk.fits),
-        init: Vec::with_capacity(chunk.fits * 3 * k),
-        fits: Vec::with_capacity(chunk.fits),
-        ds_fits: Vec::with_capacity(chunk.datasets.len()),
-    };
-    for (j, &d) in chunk.datasets.iter().enumerate() {
-        let Ok(ds) = &prepared[d] else { continue };
-        p.ds_n.push(ds.x.len() as i32);
-        p.ds_hsum.push(ds.h_sum);
-        p.ds_spread.push(ds.spread);
-        let first = p.fits.len();
-        let drawn = std::mem::take(&mut *inits[j].lock().unwrap_or_else(PoisonError::into_inner));
-        let mut best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
-        for (s, init) in drawn.into_iter().enumerate().take(starts) {
-            match init {
-                Some(init) => {
-                    p.fit_ds.push(j as i32);
-                    p.init.extend_from_slice(&init.alpha[..k]);
-                    p.init.extend_from_slice(&init.mu[..k]);
-                    p.init.extend_from_slice(&init.shape[..k]);
-                    p.fits.push((s as u32, init));
-                }
-                None => {
-                    best.record(s as u32, None, None);
-                    progress.done.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        p.ds_fits.push((d, first, p.fits.len()));
-    }
     progress.lap("batched: starts and packing", clock);
-    let n_fits = p.fits.len();
     if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -265,23 +252,30 @@ fn run_chunk(
     let clock = std::time::Instant::now();
     // each dataset's fits are contiguous: record them dataset by dataset, in parallel
     let failed = AtomicBool::new(false);
-    pool::for_each_index(p.ds_fits.len(), host_threads, cancel, |j| {
-        let (d, first, end) = p.ds_fits[j];
-        let mut best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
+    let params_of = |v: &[f64], f: usize| {
+        let mut out = Params::zeroed(k);
+        out.alpha[..k].copy_from_slice(&v[f * 3 * k..f * 3 * k + k]);
+        out.mu[..k].copy_from_slice(&v[f * 3 * k + k..f * 3 * k + 2 * k]);
+        out.shape[..k].copy_from_slice(&v[f * 3 * k + 2 * k..f * 3 * k + 3 * k]);
+        out
+    };
+    pool::for_each_index(nd, host_threads, cancel, |j| {
+        let mut best = bests[chunk.datasets[j]].lock().unwrap_or_else(PoisonError::into_inner);
         let mut passes = 0;
-        for f in first..end {
-            let (s, init) = p.fits[f];
-            let mut fitted = Params::zeroed(k);
-            fitted.alpha[..k].copy_from_slice(&params[f * 3 * k..f * 3 * k + k]);
-            fitted.mu[..k].copy_from_slice(&params[f * 3 * k + k..f * 3 * k + 2 * k]);
-            fitted.shape[..k].copy_from_slice(&params[f * 3 * k + 2 * k..f * 3 * k + 3 * k]);
+        for s in 0..starts {
+            let f = j * starts + s;
+            if !p.drawn[f] {
+                best.record(s as u32, None, None);
+                continue;
+            }
             let iterations = info[2 * f].max(0) as u32;
             let Some(outcome) = Outcome::from_code(info[2 * f + 1]) else {
                 failed.store(true, Ordering::Relaxed);
                 return;
             };
             passes += iterations as usize + 1;
-            best.record(s, Some(init), Some(StartFit { params: fitted, loglik: ll[f], iterations, outcome }));
+            let fit = StartFit { params: params_of(&params, f), loglik: ll[f], iterations, outcome };
+            best.record(s as u32, Some(params_of(&p.init, f)), Some(fit));
         }
         progress.em_iterations.fetch_add(passes, Ordering::Relaxed);
     })?;
@@ -311,7 +305,7 @@ fn launch(
 ) -> Result<Results, String> {
     contained("running the cuda-batched engine", || {
         let k = job.components;
-        let n_fits = p.fits.len();
+        let n_fits = p.fit_ds.len();
         let clock = std::time::Instant::now();
         let e = |what: &'static str| move |err: cudarc::driver::DriverError| format!("{what}: {err:?}");
         let up = |v: &[f64]| stream.clone_htod(v).map_err(e("uploading a chunk"));
