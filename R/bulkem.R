@@ -55,7 +55,13 @@
 #'       2015 bulkem CUDA design: one stream per host worker, two kernel
 #'       launches per EM iteration of a dataset) or `"cuda-batched"` (whole
 #'       fits on the GPU: one launch runs every start of a chunk of datasets
-#'       to its end).}
+#'       to its end; the default when a GPU is used).}
+#'     \item{`precision`}{`"double"` (default) or `"mixed"`: for
+#'       `cuda-batched` only, exponentials in single precision (sums stay in
+#'       double) until a start looks converged, then double precision to its
+#'       end; faster, with log-likelihoods that can differ from `"double"` by
+#'       about 1e-7 relative (see the performance results in `inst/bench/`).
+#'       Other engines always compute in double precision.}
 #'   }
 #' @param ... Not used; any argument here is an error (it catches misspelt
 #'   argument names).
@@ -136,7 +142,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     starts = as.integer(random.inits),
     seed = as.double(seed),
     threads = as.integer(control$threads),
-    engine = engine
+    engine = engine,
+    mixed_precision = control$precision == "mixed"
   )
 
   if (verbose) {

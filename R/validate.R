@@ -87,7 +87,7 @@ format_value <- function(x) {
   describe_type(x)
 }
 
-control_defaults <- function() list(threads = NULL, engine = "auto")
+control_defaults <- function() list(threads = NULL, engine = "auto", precision = "double")
 
 check_control <- function(control) {
   if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
@@ -112,5 +112,6 @@ check_control <- function(control) {
     as.integer(check_whole(out$threads, "control$threads", 1, 4096))
   }
   out$engine <- check_choice(out$engine, "control$engine", engine_names)
+  out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
   out
 }

@@ -33,6 +33,7 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(x, control = "fast"), "`control`")
   expect_error(bulkem(x, control = list(threads = 0)), "`control\\$threads`")
   expect_error(bulkem(x, control = list(engine = "gpu")), "`control\\$engine`")
+  expect_error(bulkem(x, control = list(precision = "single")), "`control\\$precision`")
   expect_error(bulkem(x, max.iter = 5, foo = 1), "foo")
 })
 

@@ -160,3 +160,21 @@ test_that("cuda-batched results do not depend on chunking", {
   expect_gt(attr(many, "kernel_launches"), attr(one, "kernel_launches"))
   expect_identical(unclass(one)[seq_along(d)], unclass(many)[seq_along(d)])
 })
+
+test_that("mixed precision stays close to double precision and ends every fit in fp64", {
+  skip_if_no_gpu()
+  set.seed(6)
+  d <- replicate(30, b1_dataset(1000), simplify = FALSE)
+  exact <- bulkem(d, random.inits = 10, seed = 2, control = list(engine = "cuda-batched"))
+  mixed <- bulkem(d, random.inits = 10, seed = 2,
+                  control = list(engine = "cuda-batched", precision = "mixed"))
+  rel <- abs(vapply(mixed, `[[`, 0, "loglik") - vapply(exact, `[[`, 0, "loglik")) /
+    abs(vapply(exact, `[[`, 0, "loglik"))
+  # the log-likelihood is recomputed exactly; a mixed fit may stop at a
+  # slightly different point or pick another start of the same optimum
+  expect_lt(max(rel), 1e-5)
+  expect_identical(vapply(mixed, `[[`, "", "status"), vapply(exact, `[[`, "", "status"))
+  # the CPU engine ignores the setting
+  cpu <- bulkem(d[1:3], random.inits = 3, seed = 2, use.gpu = FALSE, control = list(precision = "mixed"))
+  expect_identical(unclass(cpu)[1:3], unclass(bulkem(d[1:3], random.inits = 3, seed = 2, use.gpu = FALSE))[1:3])
+})

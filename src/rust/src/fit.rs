@@ -29,6 +29,7 @@ fn fit_(
     seed: f64,
     threads: i32,
     engine: &str,
+    mixed_precision: bool,
 ) -> extendr_api::Result<List> {
     let engine = match engine {
         "cpu" => Engine::Cpu,
@@ -51,6 +52,7 @@ fn fit_(
         epsilon,
         starts: as_count(starts, "random.inits")?,
         seed: seed as u64,
+        mixed_precision,
     };
     let threads = match usize::try_from(threads) {
         Ok(0) | Err(_) => bulkem_core::default_threads(),

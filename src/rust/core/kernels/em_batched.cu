@@ -20,6 +20,9 @@
 // an integer (no logarithm per observation, no overflow), as estep.rs does
 // with one logarithm per block.
 //
+// Mixed precision (MIXED = 1): fp32 exponentials, fp64 everything else; a
+// fit switches to fp64 for good once it looks converged (see advance).
+//
 // em_batched_warp: a warp owns one fit at a time; its lanes share the
 // observations of each pass and combine their sums by a butterfly of
 // shuffles, after which every lane holds the same totals and makes the same
@@ -117,12 +120,22 @@ struct State {
     double prev;
     int iterations;
     bool has_prev;
+    // false while a mixed-precision fit still runs on fp32 exponentials
+    bool exact;
 };
 
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. For K = 2 one exponential
 // serves: the larger term's is exp(0) = 1.
-template <int K, int IG>
+// Mixed precision (MIXED and not yet `exact`): the exponentials in fp32,
+// everything else, sums included, in fp64.
+template <int K, int IG, int MIXED>
+__device__ __forceinline__ double expo(double x, bool exact) {
+    if (MIXED && !exact) return (double)__expf((float)x);
+    return exp_nonpos(x);
+}
+
+template <int K, int IG, int MIXED>
 __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st, Pass<K>& p) {
     double l[K];
 #pragma unroll
@@ -134,7 +147,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     if (K == 2) {
         const bool first = l[0] >= l[1];
         mx = first ? l[0] : l[1];
-        const double e = exp_nonpos(first ? l[1] - l[0] : l[0] - l[1]);
+        const double e = expo<K, IG, MIXED>(first ? l[1] - l[0] : l[0] - l[1], st.exact);
         sum = 1.0 + e;
         const double inv = 1.0 / sum;
         r[0] = first ? inv : e * inv;
@@ -146,7 +159,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         sum = 0.0;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
-            l[m] = exp_nonpos(l[m] - mx);
+            l[m] = expo<K, IG, MIXED>(l[m] - mx, st.exact);
             sum += l[m];
         }
         const double inv = 1.0 / sum;
@@ -170,9 +183,18 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
 // start.rs EmState::advance: given the pass's log-likelihood and sums for
 // the current parameters, stop (returns the outcome code) or move to the
 // M-step's parameters (returns -1).
+//
+// In mixed precision a fit whose log-likelihood stops rising (converges or
+// falls, where fp32 rounding is as large as the steps) is suspect: it goes on
+// from the same parameters in fp64, which decides how it ends.
 template <int K, int IG>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
                                        int max_iters, double epsilon) {
+    if (!st.exact && (!isfinite(loglik) || (st.has_prev && loglik - st.prev < epsilon))) {
+        st.exact = true;
+        st.has_prev = false;
+        return -1;
+    }
     if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
     if (st.has_prev && loglik < st.prev - 1e-10 * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
     if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
@@ -212,7 +234,7 @@ struct Batch {
     const volatile int* stop;
 };
 
-template <int K, int IG>
+template <int K, int IG, int MIXED>
 __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -224,6 +246,7 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
     st.iterations = 0;
     st.has_prev = false;
     st.prev = 0.0;
+    st.exact = !MIXED;
 }
 
 template <int K>
@@ -240,7 +263,7 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
 }
 
 // One lane per fit, one observation per step (see the top of the file).
-template <int K, int IG>
+template <int K, int IG, int MIXED>
 __device__ __forceinline__ void em_lane(const Batch& b) {
     int fit = blockIdx.x * blockDim.x + threadIdx.x;
     if (fit >= b.n_fits) return;
@@ -249,11 +272,11 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     int d = b.fit_ds[fit];
     const double2* x = b.obs + b.ds_offset[d];
     int n = b.ds_n[d];
-    load_fit<K, IG>(b, fit, st);
+    load_fit<K, IG, MIXED>(b, fit, st);
     p.reset();
     int i = 0;
     for (;;) {
-        accumulate<K, IG>(__ldg(x + i), st, p);
+        accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
@@ -265,7 +288,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             d = b.fit_ds[fit];
             x = b.obs + b.ds_offset[d];
             n = b.ds_n[d];
-            load_fit<K, IG>(b, fit, st);
+            load_fit<K, IG, MIXED>(b, fit, st);
         }
         // the host sets *stop when the user interrupts; unfinished fits are discarded
         if (*b.stop) return;
@@ -281,7 +304,7 @@ __device__ __forceinline__ double warp_sum(double v) {
 }
 
 // One warp per fit: lanes stride over the observations of each pass.
-template <int K, int IG>
+template <int K, int IG, int MIXED>
 __device__ __forceinline__ void em_warp(const Batch& b) {
     const int lane = threadIdx.x & 31;
     int fit = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -291,10 +314,10 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
         const int d = b.fit_ds[fit];
         const double2* x = b.obs + b.ds_offset[d];
         const int n = b.ds_n[d];
-        load_fit<K, IG>(b, fit, st);
+        load_fit<K, IG, MIXED>(b, fit, st);
         for (;;) {
             p.reset();
-            for (int i = lane; i < n; i += 32) accumulate<K, IG>(__ldg(x + i), st, p);
+            for (int i = lane; i < n; i += 32) accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
             // lanes that saw no observation contribute log(1) = 0
             const double loglik = warp_sum(p.loglik()) + b.ds_hsum[d];
 #pragma unroll
@@ -317,13 +340,13 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
     }
 }
 
-// The host appends one instantiation per (family, K) it needs
-// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1) for the 2-component inverse
-// Gaussian, which defines em_batched_lane and em_batched_warp.
-#define EM_BATCHED(K, IG)                                                                   \
+// The host appends one instantiation per (family, K, precision) it needs
+// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0) for the 2-component inverse
+// Gaussian in fp64, which defines em_batched_lane and em_batched_warp.
+#define EM_BATCHED(K, IG, MIXED)                                                            \
     extern "C" __global__ void __launch_bounds__(128) em_batched_lane(const Batch b) {    \
-        em_lane<K, IG>(b);                                                                 \
+        em_lane<K, IG, MIXED>(b);                                                          \
     }                                                                                      \
     extern "C" __global__ void __launch_bounds__(128) em_batched_warp(const Batch b) {    \
-        em_warp<K, IG>(b);                                                                 \
+        em_warp<K, IG, MIXED>(b);                                                          \
     }

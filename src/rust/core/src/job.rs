@@ -67,6 +67,9 @@ pub struct Job<'a> {
     pub epsilon: f64,
     pub starts: u32,
     pub seed: u64,
+    /// cuda-batched only: fp32 exponentials until a fit looks converged,
+    /// then fp64 to its end (other engines are always fp64).
+    pub mixed_precision: bool,
 }
 
 impl Job<'_> {

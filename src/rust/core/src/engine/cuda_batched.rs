@@ -113,7 +113,7 @@ pub fn run(
     }
 
     let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
-    let kernel = gpu.kernels.batched(job.family, k).map_err(Error::Gpu)?;
+    let kernel = gpu.kernels.batched(job.family, k, job.mixed_precision).map_err(Error::Gpu)?;
     // One mapping for the whole call, so results do not depend on chunking.
     // A warp per fit won wherever datasets are not tiny, a lane per fit on
     // B5's 100-observation datasets (inst/bench/results-batched-mapping.md);

@@ -31,7 +31,7 @@ pub struct Kernels {
     arch: String,
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
-    batched: Mutex<HashMap<(Family, usize), Batched>>,
+    batched: Mutex<HashMap<(Family, usize, bool), Batched>>,
 }
 
 /// The two mappings of em_batched.cu for one (family, K).
@@ -76,21 +76,22 @@ impl Kernels {
         Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
     }
 
-    /// The em_batched kernels for (family, k), compiled on first use.
-    pub fn batched(&self, family: Family, k: usize) -> Result<Batched, String> {
+    /// The em_batched kernels for (family, k, mixed precision), compiled on
+    /// first use.
+    pub fn batched(&self, family: Family, k: usize, mixed: bool) -> Result<Batched, String> {
         let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(family, k)) {
+        if let Some(f) = cache.get(&(family, k, mixed)) {
             return Ok(f.clone());
         }
         let ig = (family == Family::InvGauss) as i32;
-        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig})\n");
+        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {})\n", mixed as i32);
         let names = ["em_batched_lane", "em_batched_warp"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
         let (Some(lane), Some(warp)) = (f.next(), f.next()) else {
             return Err("em_batched missing after compilation".into());
         };
         let b = Batched { lane, warp };
-        cache.insert((family, k), b.clone());
+        cache.insert((family, k, mixed), b.clone());
         Ok(b)
     }
 
