@@ -35,7 +35,7 @@ for (a in args) {
     fp64_kernel_s = round(dbl$kernel, 3), mixed_kernel_s = round(mix$kernel, 3),
     loglik_rel_err_median_p99_worst = q(rel_ll), param_rel_err_median_p99_worst = q(rel_par),
     same_winning_start = sprintf("%.1f%%", 100 * mean(vapply(dbl$fits, `[[`, 0L, "best_start")[ok] ==
-                                                    vapply(mix$fits, `[[`, 0L, "best_start")[ok]))))
+                                                    vapply(mix$fits, `[[`, 0L, "best_start")[ok])))
 }
 tab <- do.call(rbind, rows)
 cat("command: Rscript inst/bench/mixed-precision.R", args, "\n\n")

@@ -36,7 +36,7 @@ test_that("a 2015-style positional call returns every documented field", {
   expect_true(f$starts_ok >= 1 && f$starts_ok <= 3)
   expect_equal(f$aic, -2 * f$loglik + 2 * 5)
   expect_equal(f$bic, -2 * f$loglik + 5 * log(500))
-  expect_true(attr(fits, "engine") %in% c("cpu", "cuda-streams"))
+  expect_true(attr(fits, "engine") %in% c("cpu", "cuda-streams", "cuda-batched"))
   expect_true(attr(fits, "em_iterations") >= 2 * (f$num_iterations + 1))
   expect_true(attr(fits, "threads") >= 1)
   expect_true(attr(fits, "elapsed") >= 0)

@@ -9,7 +9,8 @@ test_that("bulkem_gpu_info() reports what it sees without failing", {
   expect_type(info$nvrtc_found, "logical")
   expect_s3_class(info$devices, "data.frame")
   expect_named(info$devices, c("name", "compute_capability", "memory_gib", "free_gib"))
-  expect_identical(info$kernel_compilations, as.integer(info$usable))
+  # the streams kernels when the GPU is set up, the batched ones per family and K used
+  expect_true(if (info$usable) info$kernel_compilations >= 1 else info$kernel_compilations == 0)
   expect_identical(nzchar(info$reason), !info$usable)
   if (!info$driver_found) {
     expect_false(info$usable)
