@@ -125,8 +125,8 @@ struct State {
 };
 
 // One observation of the E-step (estep.rs): responsibilities of the K
-// components, accumulated into the pass's sums. For K = 2 one exponential
-// serves: the larger term's is exp(0) = 1.
+// components, accumulated into the pass's sums. The largest term's
+// exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
 // Mixed precision (MIXED and not yet `exact`): the exponentials in fp32,
 // everything else, sums included, in fp64.
 template <int K, int IG, int MIXED>
@@ -152,19 +152,36 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         const double inv = 1.0 / sum;
         r[0] = first ? inv : e * inv;
         r[K - 1] = first ? e * inv : inv;
-    } else {
-        mx = -1.0e308;
+    } else if (K > 2) {
+        // The largest term's exponential is exp(0) = 1 (exp_nonpos(0) is
+        // exactly 1 too): only K - 1 are computed, over the other terms
+        // gathered with compile-time indices so they stay in registers.
+        int am = 0;
+        mx = l[0];
 #pragma unroll
-        for (int m = 0; m < K; ++m) mx = l[m] > mx ? l[m] : mx;
+        for (int m = 1; m < K; ++m) {
+            if (l[m] > mx) {
+                mx = l[m];
+                am = m;
+            }
+        }
+        double o[K > 1 ? K - 1 : 1];
+#pragma unroll
+        for (int j = 0; j < K - 1; ++j) o[j] = expo<K, IG, MIXED>((j < am ? l[j] : l[j + 1]) - mx, st.exact);
         sum = 0.0;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
-            l[m] = expo<K, IG, MIXED>(l[m] - mx, st.exact);
+            l[m] = m == am ? 1.0 : (m < am ? o[m < K - 1 ? m : 0] : o[m > 0 ? m - 1 : 0]);
             sum += l[m];
         }
         const double inv = 1.0 / sum;
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
+    } else {
+        // K = 1: the one responsibility is 1
+        mx = l[0];
+        sum = 1.0;
+        r[0] = 1.0;
     }
 #pragma unroll
     for (int m = 0; m < K; ++m) {
