@@ -245,12 +245,14 @@ fn run_chunk(
     if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let (params, ll, info) = launch(gpu, kernel, mapping, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
+    let (ll, info, out_params) = launch(gpu, kernel, mapping, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
     if cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
     let clock = std::time::Instant::now();
-    // each dataset's fits are contiguous: record them dataset by dataset, in parallel
+    // each dataset's fits are contiguous: record them dataset by dataset, in
+    // parallel; only log-likelihoods and outcomes came back, so the winners'
+    // parameters are fetched afterwards
     let failed = AtomicBool::new(false);
     let params_of = |v: &[f64], f: usize| {
         let mut out = Params::zeroed(k);
@@ -274,20 +276,70 @@ fn run_chunk(
                 return;
             };
             passes += iterations as usize + 1;
-            let fit = StartFit { params: params_of(&params, f), loglik: ll[f], iterations, outcome };
+            let fit = StartFit { params: Params::zeroed(k), loglik: ll[f], iterations, outcome };
             best.record(s as u32, Some(params_of(&p.init, f)), Some(fit));
         }
         progress.em_iterations.fetch_add(passes, Ordering::Relaxed);
     })?;
-    progress.lap("batched: recording", clock);
     if failed.load(Ordering::Relaxed) {
         return Err(Error::Gpu("em_batched left a fit without a result".into()));
     }
+    let winners: Vec<(usize, i32)> = chunk
+        .datasets
+        .iter()
+        .enumerate()
+        .filter_map(|(j, &d)| {
+            let best = bests[d].lock().unwrap_or_else(PoisonError::into_inner);
+            best.winner.as_ref().map(|w| (d, (j * starts + w.start as usize) as i32))
+        })
+        .collect();
+    let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
+    let rows = gather(progress, kernel, stream, &out_params, &idx, 3 * k).map_err(Error::Gpu)?;
+    for (i, &(d, _)) in winners.iter().enumerate() {
+        if let Some(w) = bests[d].lock().unwrap_or_else(PoisonError::into_inner).winner.as_mut() {
+            w.fit.params = params_of(&rows, i);
+        }
+    }
+    progress.lap("batched: recording", clock);
     progress.done.fetch_add(n_fits, Ordering::Relaxed);
     Ok(())
 }
 
-type Results = (Vec<f64>, Vec<f64>, Vec<i32>);
+/// Per fit: log-likelihood and (iterations, outcome) on the host, the
+/// parameters still on the device.
+type Results = (Vec<f64>, Vec<i32>, CudaSlice<f64>);
+
+/// The rows `idx` (of `width` values) of `src`, gathered on the device and
+/// copied back.
+fn gather(
+    progress: &Progress,
+    kernels: &Batched,
+    stream: &Arc<CudaStream>,
+    src: &CudaSlice<f64>,
+    idx: &[i32],
+    width: usize,
+) -> Result<Vec<f64>, String> {
+    if idx.is_empty() {
+        return Ok(Vec::new());
+    }
+    contained("gathering the winning starts", || {
+        let e = |what: &'static str| move |err: cudarc::driver::DriverError| format!("{what}: {err:?}");
+        let idx_dev = stream.clone_htod(idx).map_err(e("uploading winners"))?;
+        let total = idx.len() * width;
+        let mut dst: CudaSlice<f64> = stream.alloc_zeros(total).map_err(e("allocating GPU memory"))?;
+        let cfg = LaunchConfig { grid_dim: ((total as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (n, w) = (idx.len() as i32, width as i32);
+        // SAFETY: arguments match gather_rows(src, idx, n, width, dst); every
+        // idx is a fit of this chunk, so below src's row count; dst holds
+        // n * width values.
+        unsafe { stream.launch_builder(&kernels.gather).arg(src).arg(&idx_dev).arg(&n).arg(&w).arg(&mut dst).launch(cfg) }
+            .map_err(e("launching gather_rows"))?;
+        progress.kernel_launches.fetch_add(1, Ordering::Relaxed);
+        let rows = stream.clone_dtoh(&dst).map_err(e("downloading winners"))?;
+        stream.synchronize().map_err(e("gathering winners"))?;
+        Ok(rows)
+    })
+}
 
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
 /// While the kernel runs, the worker polls `cancel` and on an interrupt sets
@@ -388,11 +440,10 @@ fn launch(
         }
         progress.kernel_ns.fetch_add(launched.elapsed().as_nanos() as usize, Ordering::Relaxed);
         let clock = progress.lap("batched: kernel", launched);
-        let params = stream.clone_dtoh(&out_params).map_err(e("downloading results"))?;
         let ll = stream.clone_dtoh(&out_ll).map_err(e("downloading results"))?;
         let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;
         stream.synchronize().map_err(e("running em_batched"))?;
         progress.lap("batched: download", clock);
-        Ok((params, ll, info))
+        Ok((ll, info, out_params))
     })
 }

@@ -39,6 +39,7 @@ pub struct Kernels {
 pub struct Batched {
     pub lane: CudaFunction,
     pub warp: CudaFunction,
+    pub gather: CudaFunction,
 }
 
 /// Compiles `source` with NVRTC for `arch` and loads the named kernels.
@@ -85,12 +86,12 @@ impl Kernels {
         }
         let ig = (family == Family::InvGauss) as i32;
         let source = format!("{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {})\n", mixed as i32);
-        let names = ["em_batched_lane", "em_batched_warp"];
+        let names = ["em_batched_lane", "em_batched_warp", "gather_rows"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
-        let (Some(lane), Some(warp)) = (f.next(), f.next()) else {
+        let (Some(lane), Some(warp), Some(gather)) = (f.next(), f.next(), f.next()) else {
             return Err("em_batched missing after compilation".into());
         };
-        let b = Batched { lane, warp };
+        let b = Batched { lane, warp, gather };
         cache.insert((family, k, mixed), b.clone());
         Ok(b)
     }
