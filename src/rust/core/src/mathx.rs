@@ -12,45 +12,75 @@ pub fn log_sum_exp(l: &[f64]) -> f64 {
     mx + l.iter().map(|&v| (v - mx).exp()).sum::<f64>().ln()
 }
 
-const LOG2E: f64 = std::f64::consts::LOG2_E;
-// ln 2 split so that k·LN2_HI is exact for |k| < 2^11.
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+/// 32 / ln 2
+const LOG2E_32: f64 = 32.0 * std::f64::consts::LOG2_E;
+// ln 2 / 32 split so that k·LN2_32_HI is exact for |k| < 2^16 (the fdlibm
+// split of ln 2, divided by 32, which is exact).
+const LN2_32_HI: f64 = 6.931_471_803_691_238_2e-1 / 32.0;
+const LN2_32_LO: f64 = 1.908_214_929_270_587_7e-10 / 32.0;
 // Adding 1.5·2^52 rounds to an integer and leaves it in the low mantissa bits.
 const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
 /// Below this, e^x is under 2^-1021 and treated as that (a responsibility of
 /// 1e-307 and one of 0 are the same to EM).
 const EXP_FLOOR: f64 = -708.0;
+/// 2^(j/32), j = 0..31, correctly rounded.
+pub const EXP2_TABLE: [f64; 32] = [
+    1.0,
+    1.0218971486541166,
+    1.0442737824274138,
+    1.0671404006768237,
+    1.0905077326652577,
+    1.1143867425958924,
+    1.1387886347566916,
+    1.1637248587775775,
+    1.189207115002721,
+    1.215247359980469,
+    1.241857812073484,
+    1.2690509571917332,
+    1.2968395546510096,
+    1.3252366431597413,
+    1.3542555469368927,
+    1.383909881963832,
+    1.4142135623730951,
+    1.4451808069770467,
+    1.4768261459394993,
+    1.5091644275934228,
+    1.5422108254079407,
+    1.5759808451078865,
+    1.6104903319492543,
+    1.645755478153965,
+    1.681792830507429,
+    1.718619298122478,
+    1.7562521603732995,
+    1.7947090750031072,
+    1.8340080864093424,
+    1.8741676341103,
+    1.9152065613971474,
+    1.9571441241754002
+];
 
 /// e^x for x ≤ 0, to within 2 ulp, branch-free so loops over it vectorise.
+/// x = (32m + j) ln2/32 + r with |r| ≤ ln2/64, so e^x = 2^m · 2^(j/32) · e^r,
+/// e^r by its Taylor series to r^6 (truncation error < 4e-18).
 /// Inputs below −708 return about 3e-308 instead of a subnormal or zero;
 /// NaN returns NaN.
 #[inline(always)]
 pub fn exp_nonpos(x: f64) -> f64 {
     let x = if x < EXP_FLOOR { EXP_FLOOR } else { x };
-    // x = k ln2 + r, |r| ≤ ln2/2
-    let t = x * LOG2E + ROUND_SHIFT;
+    let t = x * LOG2E_32 + ROUND_SHIFT;
     let kf = t - ROUND_SHIFT;
-    let r = (x - kf * LN2_HI) - kf * LN2_LO;
-    // e^r by its Taylor series to r^13 (truncation error < 4e-18 on |r| ≤ 0.347)
-    let mut p = 1.0 / 6_227_020_800.0;
-    p = p * r + 1.0 / 479_001_600.0;
-    p = p * r + 1.0 / 39_916_800.0;
-    p = p * r + 1.0 / 3_628_800.0;
-    p = p * r + 1.0 / 362_880.0;
-    p = p * r + 1.0 / 40_320.0;
-    p = p * r + 1.0 / 5_040.0;
-    p = p * r + 1.0 / 720.0;
+    let r = (x - kf * LN2_32_HI) - kf * LN2_32_LO;
+    let mut p = 1.0 / 720.0;
     p = p * r + 1.0 / 120.0;
     p = p * r + 1.0 / 24.0;
     p = p * r + 1.0 / 6.0;
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    // 2^k from the integer left in t's mantissa; k ∈ [-1022, 0] here
+    // k = 32m + j from the integer left in t's mantissa; m ∈ [-1022, 0] here
     let k = (t.to_bits() as i64).wrapping_sub(ROUND_SHIFT.to_bits() as i64);
-    let scale = f64::from_bits(((k + 1023) as u64) << 52);
-    p * scale
+    let scale = f64::from_bits((((k >> 5) + 1023) as u64) << 52);
+    p * EXP2_TABLE[(k & 31) as usize] * scale
 }
 
 #[cfg(test)]
