@@ -16,6 +16,7 @@ pub fn log_sum_exp(l: &[f64]) -> f64 {
 const LOG2E_32: f64 = 32.0 * std::f64::consts::LOG2_E;
 // ln 2 / 32 split so that k·LN2_32_HI is exact for |k| < 2^16 (the fdlibm
 // split of ln 2, divided by 32, which is exact).
+#[allow(clippy::excessive_precision)]
 const LN2_32_HI: f64 = 6.931_471_803_691_238_2e-1 / 32.0;
 const LN2_32_LO: f64 = 1.908_214_929_270_587_7e-10 / 32.0;
 // Adding 1.5·2^52 rounds to an integer and leaves it in the low mantissa bits.
@@ -23,7 +24,9 @@ const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
 /// Below this, e^x is under 2^-1021 and treated as that (a responsibility of
 /// 1e-307 and one of 0 are the same to EM).
 const EXP_FLOOR: f64 = -708.0;
-/// 2^(j/32), j = 0..31, correctly rounded.
+/// 2^(j/32), j = 0..31, correctly rounded (generated, hence the exact
+/// literals clippy would replace by named constants).
+#[allow(clippy::approx_constant, clippy::excessive_precision)]
 pub const EXP2_TABLE: [f64; 32] = [
     1.0,
     1.0218971486541166,

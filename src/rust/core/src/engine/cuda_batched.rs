@@ -141,14 +141,7 @@ pub fn run(
             run_chunk(job, prepared, chunk, gpu, &kernel, mapping, &stream, host_threads, &bests, cancel, progress)?;
         }
     };
-    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..WORKERS.min(chunks.len().max(1))).map(|_| scope.spawn(worker)).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a cuda-batched worker panicked".into()))))
-            .collect()
-    });
-    results.into_iter().collect::<Result<(), Error>>()?;
+    pool::run_workers(WORKERS.min(chunks.len().max(1)), "cuda-batched", worker)?;
     Ok(bests.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect())
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use super::Best;
+use super::{pool, Best};
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::family;
@@ -64,14 +64,7 @@ pub fn run(
             Error::Gpu(e)
         })
     };
-    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers).map(|_| scope.spawn(worker)).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a cuda-streams worker panicked".into()))))
-            .collect()
-    });
-    results.into_iter().collect::<Result<(), Error>>()?;
+    pool::run_workers(workers, "cuda-streams", worker)?;
     Ok(bests.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect())
 }
 
@@ -90,7 +83,7 @@ fn ensure<'a>(slot: &'a mut Option<CudaSlice<f64>>, stream: &Arc<CudaStream>, le
     if slot.as_ref().is_none_or(|b| b.len() < len) {
         *slot = None; // free the old buffer first
         let len = if fault_injected("oom") { 1 << 60 } else { len.max(1) };
-        *slot = Some(stream.alloc_zeros::<f64>(len).map_err(|e| format!("allocating {} MB on the GPU: {e:?}", len * 8 >> 20))?);
+        *slot = Some(stream.alloc_zeros::<f64>(len).map_err(|e| format!("allocating {} MB on the GPU: {e:?}", (len * 8) >> 20))?);
     }
     slot.as_mut().ok_or_else(|| "buffer missing".to_string())
 }

@@ -45,6 +45,23 @@ where
     results.into_iter().collect()
 }
 
+/// Runs `worker` on `n` scoped threads and returns the first error, a
+/// panic becoming `Error::Internal` named after `what`.
+pub fn run_workers<F>(n: usize, what: &str, worker: F) -> Result<(), Error>
+where
+    F: Fn() -> Result<(), Error> + Sync,
+{
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n).map(|_| scope.spawn(&worker)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal(format!("a {what} worker panicked")))))
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .collect()
+}
+
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
