@@ -62,6 +62,8 @@
 #'       end; faster, with log-likelihoods that can differ from `"double"` by
 #'       about 1e-7 relative (see the performance results in `inst/bench/`).
 #'       Other engines always compute in double precision.}
+#'     \item{`keep.data`}{`TRUE` keeps each dataset in its fit (field
+#'       `data`), for [plot.bulkem_fit()]; default `FALSE`.}
 #'   }
 #' @param ... Not used; any argument here is an error (it catches misspelt
 #'   argument names).
@@ -88,7 +90,9 @@
 #'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
-#'   are `NA`. The result's attributes `engine`, `threads`, `elapsed`
+#'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],
+#'   [coef.bulkem()], [logLik.bulkem_fit()], [predict.bulkem_fit()],
+#'   [plot.bulkem_fit()], and `print`. The result's attributes `engine`, `threads`, `elapsed`
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
 #'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
 #'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on
@@ -156,6 +160,12 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   engine <- res$engine
   elapsed <- proc.time()[["elapsed"]] - started
   fits <- res$fits
+  if (control$keep.data) {
+    fits <- Map(function(f, d) {
+      f$data <- d
+      f
+    }, fits, datasets)
+  }
   names(fits) <- names(datasets)
   if (verbose) {
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))

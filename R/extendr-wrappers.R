@@ -24,4 +24,14 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 #' @noRd
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
+#' Posterior probability of each component at each x (length(x) × K,
+#' column-major); NA outside the family's support.
+#' @noRd
+posterior_ <- function(x, family, alpha, mu, shape) .Call(wrap__posterior_, x, family, alpha, mu, shape)
+
+#' alpha_m p_m(x) for each x and component (length(x) × K, column-major);
+#' 0 outside the support.
+#' @noRd
+weighted_densities_ <- function(x, family, alpha, mu, shape) .Call(wrap__weighted_densities_, x, family, alpha, mu, shape)
+
 # nolint end

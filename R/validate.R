@@ -87,7 +87,8 @@ format_value <- function(x) {
   describe_type(x)
 }
 
-control_defaults <- function() list(threads = NULL, engine = "auto", precision = "double")
+control_defaults <- function() list(threads = NULL, engine = "auto", precision = "double",
+                                    keep.data = FALSE)
 
 check_control <- function(control) {
   if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
@@ -113,5 +114,6 @@ check_control <- function(control) {
   }
   out$engine <- check_choice(out$engine, "control$engine", engine_names)
   out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
+  check_flag(out$keep.data, "control$keep.data")
   out
 }

@@ -5,6 +5,7 @@ use extendr_api::prelude::*;
 mod convert;
 mod fit;
 mod gpu;
+mod mixture;
 pub mod interrupt;
 
 /// Version of the glue crate (placeholder until bulkem-core exposes its own).
@@ -36,4 +37,5 @@ extendr_module! {
     fn bulkem_core_version_;
     use fit;
     use gpu;
+    use mixture;
 }

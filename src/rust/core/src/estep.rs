@@ -146,6 +146,36 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
     st
 }
 
+/// Posterior probabilities of the components for each observation (N × K,
+/// column-major, as R stores a matrix), by the E-step's arithmetic: the
+/// responsibilities r_m = exp(l_m − max) / Σ exp(l_m' − max). NaN for an
+/// observation outside the family's support or not finite.
+pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
+    let k = p.k;
+    let t = family::terms(family, p);
+    let mut out = vec![f64::NAN; xs.len() * k];
+    let mut l = [0.0f64; MAX_COMPONENTS];
+    for (i, &x) in xs.iter().enumerate() {
+        if !x.is_finite() || (family == Family::InvGauss && x <= 0.0) {
+            continue;
+        }
+        let g = family::aux(family, x);
+        for m in 0..k {
+            let q = match family {
+                Family::InvGauss => q::<true>(x, g, t.mu[m]),
+                Family::Normal => q::<false>(x, g, t.mu[m]),
+            };
+            l[m] = t.c[m] - t.k[m] * q;
+        }
+        let mx = l[..k].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = l[..k].iter().map(|&v| exp_nonpos(v - mx)).sum();
+        for m in 0..k {
+            out[m * xs.len() + i] = exp_nonpos(l[m] - mx) / sum;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +239,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn posteriors_are_the_reference_responsibilities() {
+        let p = params(&[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]);
+        let xs = [0.5, 1.0, 2.0, 9.0, -1.0];
+        let post = posterior(Family::InvGauss, &xs, &p);
+        for (i, &x) in xs.iter().enumerate().take(4) {
+            let l: Vec<f64> = (0..2).map(|m| p.alpha[m].ln() + family::log_density(Family::InvGauss, x, p.mu[m], p.shape[m])).collect();
+            let lse = log_sum_exp(&l);
+            for m in 0..2 {
+                assert!((post[m * 5 + i] - (l[m] - lse).exp()).abs() < 1e-14);
+            }
+        }
+        assert!(post[4].is_nan() && post[9].is_nan());
     }
 
     #[test]

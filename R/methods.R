@@ -1,0 +1,209 @@
+# S3 methods for bulkem results: many fits (`bulkem`) and one (`bulkem_fit`).
+
+shape_name <- function(family) if (identical(family, "normal")) "sigma" else "lambda"
+
+dataset_names <- function(x) {
+  nm <- names(x)
+  if (is.null(nm)) nm <- as.character(seq_along(x))
+  nm
+}
+
+#' Summaries and tables of bulkem fits
+#'
+#' `summary()` gives one row per dataset; `as.data.frame()` one row per
+#' dataset and component (or, with `what = "datasets"`, the summary); `coef()`
+#' the fitted parameters. `[` keeps the class, so a subset of fits is still a
+#' `bulkem` object.
+#'
+#' @param object,x A `bulkem` result (or, for `coef()`, a single `bulkem_fit`).
+#' @param what `"components"` (default): a long table with columns `dataset`,
+#'   `component`, `alpha`, `mu` and `lambda` or `sigma`; `"datasets"`: the
+#'   one-row-per-dataset summary.
+#' @param row.names,optional Ignored (for the generic).
+#' @param i Which fits to keep.
+#' @param ... Not used.
+#' @returns `summary()`: a data frame with `dataset`, `n`, `status`,
+#'   `converged`, `iterations`, `loglik`, `aic`, `bic`, `starts_ok`,
+#'   `best_start`. `as.data.frame()`: a data frame as described under `what`.
+#'   `coef()`: for one fit, a matrix with one row per component and columns
+#'   `alpha`, `mu`, `lambda` (or `sigma`); for a `bulkem` result, the long
+#'   table of `as.data.frame()`.
+#' @examples
+#' set.seed(1)
+#' d <- list(a = c(rnorm(200), rnorm(100, 4)), b = c(rnorm(150), rnorm(150, 3)))
+#' fits <- bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE)
+#' summary(fits)
+#' as.data.frame(fits)
+#' coef(fits$a)
+#' fits["b"]
+#' @name bulkem-methods
+NULL
+
+#' @rdname bulkem-methods
+#' @export
+summary.bulkem <- function(object, ...) {
+  get <- function(field, type) vapply(object, function(f) f[[field]], type, USE.NAMES = FALSE)
+  data.frame(
+    dataset = dataset_names(object), n = get("n", 0L), status = get("status", ""),
+    converged = get("converged", NA), iterations = get("num_iterations", 0L),
+    loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0),
+    starts_ok = get("starts_ok", 0L), best_start = get("best_start", 0L),
+    stringsAsFactors = FALSE)
+}
+
+#' @rdname bulkem-methods
+#' @export
+as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
+                                 what = c("components", "datasets")) {
+  what <- match.arg(what)
+  if (what == "datasets") return(summary.bulkem(x))
+  shape <- shape_name(attr(x, "family"))
+  k <- attr(x, "num.components")
+  nm <- dataset_names(x)
+  pick <- function(field) unlist(lapply(x, function(f) f[[field]]), use.names = FALSE)
+  out <- data.frame(dataset = rep(nm, each = k), component = rep(seq_len(k), length(x)),
+                    alpha = pick("alpha"), mu = pick("mu"), shape = pick(shape),
+                    stringsAsFactors = FALSE)
+  names(out)[5] <- shape
+  out
+}
+
+#' @rdname bulkem-methods
+#' @export
+coef.bulkem_fit <- function(object, ...) {
+  shape <- shape_name(object$family)
+  m <- cbind(alpha = object$alpha, mu = object$mu, object[[shape]])
+  colnames(m)[3] <- shape
+  rownames(m) <- paste0("comp", seq_len(nrow(m)))
+  m
+}
+
+#' @rdname bulkem-methods
+#' @export
+coef.bulkem <- function(object, ...) as.data.frame.bulkem(object)
+
+#' @rdname bulkem-methods
+#' @export
+`[.bulkem` <- function(x, i) {
+  out <- unclass(x)[i]
+  a <- attributes(x)
+  a$names <- names(out)
+  attributes(out) <- a
+  out
+}
+
+#' Log-likelihood, AIC and BIC of one fit
+#'
+#' `logLik()` returns the fit's log-likelihood with its degrees of freedom
+#' (`3 * K - 1`) and number of observations, so [stats::AIC()] and
+#' [stats::BIC()] work on a `bulkem_fit`.
+#'
+#' @param object A `bulkem_fit` (one element of a `bulkem` result).
+#' @param ... Not used.
+#' @returns `logLik()`: an object of class `logLik`; `nobs()`: the number of
+#'   observations.
+#' @examples
+#' set.seed(2)
+#' fit <- bulkem(c(rnorm(100), rnorm(100, 5)), family = "normal", use.gpu = FALSE)[[1]]
+#' logLik(fit)
+#' AIC(fit)
+#' BIC(fit)
+#' @name bulkem-loglik
+NULL
+
+#' @rdname bulkem-loglik
+#' @importFrom stats logLik
+#' @export
+logLik.bulkem_fit <- function(object, ...) {
+  structure(object$loglik, df = 3L * length(object$mu) - 1L, nobs = object$n, class = "logLik")
+}
+
+#' @rdname bulkem-loglik
+#' @importFrom stats nobs
+#' @export
+nobs.bulkem_fit <- function(object, ...) object$n
+
+#' @export
+print.bulkem <- function(x, n = 5, ...) {
+  k <- attr(x, "num.components")
+  cat(sprintf("bulkem: %d dataset%s, %s mixture%s of %d component%s\n", length(x),
+              if (length(x) == 1) "" else "s", attr(x, "family"),
+              if (length(x) == 1) "" else "s", k, if (k == 1) "" else "s"))
+  if (!is.null(attr(x, "engine"))) {
+    cat(sprintf("engine: %s (%d thread%s), %.3f s\n", attr(x, "engine"), attr(x, "threads"),
+                if (identical(attr(x, "threads"), 1L)) "" else "s", attr(x, "elapsed")))
+  }
+  status <- table(vapply(x, `[[`, "", "status"))
+  cat("status:", paste(names(status), status, sep = ": ", collapse = ", "), "\n")
+  if (length(x) > 0) {
+    s <- summary.bulkem(x)
+    cat("\n")
+    print(utils::head(s, n), row.names = FALSE)
+    if (length(x) > n) cat(sprintf("... and %d more (summary() lists all)\n", length(x) - n))
+  }
+  invisible(x)
+}
+
+#' @export
+print.bulkem_fit <- function(x, ...) {
+  k <- length(x$mu)
+  cat(sprintf("bulkem fit: %s mixture of %d component%s, n = %d, status %s\n", x$family, k,
+              if (k == 1) "" else "s", x$n, x$status))
+  if (nzchar(x$message)) cat(x$message, "\n")
+  if (isTRUE(x$fit_success)) {
+    cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",
+                x$loglik, x$aic, x$bic, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
+    print(coef.bulkem_fit(x))
+  }
+  invisible(x)
+}
+
+#' Posterior component probabilities for new observations
+#'
+#' For each observation, the posterior probability of each component of a
+#' fitted mixture and the most likely component, computed by the package's
+#' own E-step.
+#'
+#' @param object A `bulkem_fit`, or a `bulkem` result.
+#' @param newdata For a `bulkem_fit`, a numeric vector; for a `bulkem`
+#'   result, a list of numeric vectors, one per dataset, in the same order.
+#' @param ... Not used.
+#' @returns For a `bulkem_fit`, a data frame with columns `x`, `comp1` ..
+#'   `compK` (posterior probabilities, `NA` where `x` is outside the family's
+#'   support or the dataset has no fit) and `component` (the most likely
+#'   one); for a `bulkem` result, a list of such data frames, named like the
+#'   datasets.
+#' @examples
+#' set.seed(3)
+#' fits <- bulkem(list(c(rnorm(200), rnorm(200, 6))), family = "normal", use.gpu = FALSE)
+#' predict(fits[[1]], c(-1, 3, 7))
+#' @export
+predict.bulkem_fit <- function(object, newdata, ...) {
+  if (!is.numeric(newdata)) stop_arg("`newdata` must be a numeric vector")
+  x <- as.double(newdata)
+  k <- length(object$mu)
+  post <- if (isTRUE(object$fit_success)) {
+    posterior_(x, object$family, object$alpha, object$mu, object[[shape_name(object$family)]])
+  } else {
+    rep(NA_real_, length(x) * k)
+  }
+  post <- matrix(post, nrow = length(x), ncol = k)
+  out <- data.frame(x = x, post)
+  names(out) <- c("x", paste0("comp", seq_len(k)))
+  best <- max.col(replace(post, is.na(post), -Inf), ties.method = "first")
+  best[rowSums(is.na(post)) > 0] <- NA_integer_
+  out$component <- best
+  out
+}
+
+#' @rdname predict.bulkem_fit
+#' @export
+predict.bulkem <- function(object, newdata, ...) {
+  if (!is.list(newdata) || length(newdata) != length(object)) {
+    stop_arg("`newdata` must be a list with one numeric vector per dataset (",
+             length(object), ")")
+  }
+  out <- Map(predict.bulkem_fit, unclass(object), newdata)
+  names(out) <- names(object)
+  out
+}

@@ -1,0 +1,94 @@
+# S3 methods, each against an independent computation.
+
+method_fits <- function() {
+  set.seed(11)
+  d <- list(a = c(rnorm(200), rnorm(100, 4)), b = c(rnorm(150, 1), rnorm(150, 6, 2)), bad = c(1, NA))
+  list(d = d, fits = bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
+                            control = list(keep.data = TRUE)))
+}
+
+test_that("summary and as.data.frame tabulate every fit", {
+  m <- method_fits()
+  s <- summary(m$fits)
+  expect_s3_class(s, "data.frame")
+  expect_identical(s$dataset, c("a", "b", "bad"))
+  expect_identical(s$status, vapply(m$fits, `[[`, "", "status", USE.NAMES = FALSE))
+  expect_identical(s$loglik, vapply(m$fits, `[[`, 0, "loglik", USE.NAMES = FALSE))
+  expect_identical(s$n, c(300L, 300L, 2L))
+  long <- as.data.frame(m$fits)
+  expect_named(long, c("dataset", "component", "alpha", "mu", "sigma"))
+  expect_identical(nrow(long), 6L)
+  expect_identical(long$mu[long$dataset == "b"], m$fits$b$mu)
+  expect_identical(as.data.frame(m$fits, what = "datasets"), s)
+  expect_identical(coef(m$fits), long)
+  cf <- coef(m$fits$a)
+  expect_identical(dim(cf), c(2L, 3L))
+  expect_identical(unname(cf[, "sigma"]), m$fits$a$sigma)
+})
+
+test_that("[ keeps the class and the call's attributes", {
+  m <- method_fits()
+  sub <- m$fits[c("b", "a")]
+  expect_s3_class(sub, "bulkem")
+  expect_named(sub, c("b", "a"))
+  expect_identical(attr(sub, "engine"), attr(m$fits, "engine"))
+  expect_identical(unclass(sub$a), unclass(m$fits$a))
+  expect_length(m$fits, 3)
+})
+
+test_that("logLik, AIC, BIC and nobs agree with a brute-force computation", {
+  skip_if_not_installed("statmod")
+  m <- method_fits()
+  f <- m$fits$a
+  ll <- logLik(f)
+  expect_equal(as.numeric(ll), reference_loglik(m$d$a, f), tolerance = 1e-10)
+  expect_identical(attr(ll, "df"), 5L)
+  expect_identical(nobs(f), 300L)
+  expect_equal(AIC(f), -2 * reference_loglik(m$d$a, f) + 2 * 5, tolerance = 1e-10)
+  expect_equal(BIC(f), -2 * reference_loglik(m$d$a, f) + 5 * log(300), tolerance = 1e-10)
+  set.seed(12)
+  x <- b1_dataset(500)
+  g <- bulkem(list(x), random.inits = 3, use.gpu = FALSE)[[1]]
+  expect_equal(as.numeric(logLik(g)), reference_loglik(x, g), tolerance = 1e-10)
+})
+
+test_that("predict gives the posterior probabilities of a direct R computation", {
+  skip_if_not_installed("statmod")
+  m <- method_fits()
+  f <- m$fits$b
+  x <- c(-2, 0.5, 3, 6, 12)
+  p <- predict(f, x)
+  dens <- sapply(1:2, function(k) f$alpha[k] * dnorm(x, f$mu[k], f$sigma[k]))
+  expect_equal(as.matrix(p[, c("comp1", "comp2")]), dens / rowSums(dens), tolerance = 1e-12,
+               ignore_attr = TRUE)
+  expect_identical(p$component, unname(max.col(dens, ties.method = "first")))
+  set.seed(13)
+  g <- bulkem(list(b1_dataset(400)), random.inits = 3, use.gpu = FALSE)[[1]]
+  y <- c(0.5, 1, 2, 8, -1)
+  q <- predict(g, y)
+  dens <- sapply(1:2, function(k) g$alpha[k] * statmod::dinvgauss(y[1:4], g$mu[k], shape = g$lambda[k]))
+  expect_equal(as.matrix(q[1:4, c("comp1", "comp2")]), dens / rowSums(dens), tolerance = 1e-12,
+               ignore_attr = TRUE)
+  expect_true(all(is.na(q[5, c("comp1", "comp2", "component")])))
+  all <- predict(m$fits, list(1, 2, 3))
+  expect_named(all, c("a", "b", "bad"))
+  expect_true(is.na(all$bad$comp1))
+  expect_error(predict(m$fits, list(1)), "`newdata`")
+  expect_error(predict(f, "a"), "`newdata`")
+})
+
+test_that("print and plot methods run", {
+  m <- method_fits()
+  expect_output(print(m$fits), "3 datasets, normal mixtures of 2 components")
+  expect_output(print(m$fits$a), "normal mixture of 2 components, n = 300")
+  expect_output(print(m$fits$bad), "invalid")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_silent(plot(m$fits$a))
+  expect_silent(plot(m$fits$a, data = NULL))
+  expect_silent(plot(m$fits))
+  expect_error(plot(m$fits$bad), "no fit")
+  expect_identical(m$fits$a$data, m$d$a)
+  expect_null(bulkem(m$d["a"], family = "normal", use.gpu = FALSE)$a$data)
+  expect_error(bulkem(m$d["a"], control = list(keep.data = NA)), "`control\\$keep.data`")
+})
