@@ -39,7 +39,10 @@
 #' @param epsilon Convergence threshold: a start stops when an update raises
 #'   the log-likelihood by less than this.
 #' @param verbose If `TRUE`, reports the engine, threads and timing with
-#'   [message()].
+#'   [message()]. Calls that run longer than about two seconds show a progress
+#'   bar with an estimated time to completion (through [message()], so
+#'   [suppressMessages()] hides it) when `verbose` is `TRUE` or the session is
+#'   interactive.
 #' @param family Component family: `"invgauss"` (inverse Gaussian, positive
 #'   data) or `"normal"`.
 #' @param seed A whole number from 0 to 2^53 that fixes the random starts.
@@ -147,7 +150,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     seed = as.double(seed),
     threads = as.integer(control$threads),
     engine = engine,
-    mixed_precision = control$precision == "mixed"
+    mixed_precision = control$precision == "mixed",
+    report = if (is.null(reporter)) NULL else reporter$update
   )
 
   if (verbose) {
@@ -156,7 +160,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
       length(datasets), family, num.components, random.inits, engine))
   }
   checked <- proc.time()[["elapsed"]]
+  reporter <- progress_reporter(verbose || interactive())
   res <- run_with_fallback(run, engine, use.gpu)
+  if (!is.null(reporter)) reporter$finish()
   engine <- res$engine
   elapsed <- proc.time()[["elapsed"]] - started
   fits <- res$fits

@@ -11,6 +11,8 @@ use crate::interrupt::interrupt_pending;
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
+/// How often the progress callback runs.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
 
 /// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
 /// checked by bulkem() in R; they are read in place, not copied.
@@ -30,6 +32,7 @@ fn fit_(
     threads: i32,
     engine: &str,
     mixed_precision: bool,
+    report: Robj,
 ) -> extendr_api::Result<List> {
     let engine = match engine {
         "cpu" => Engine::Cpu,
@@ -59,7 +62,8 @@ fn fit_(
         Ok(t) => t,
     };
     let progress = Progress::default();
-    let fits = run_watched(&job, engine, threads, &progress)?;
+    let report = Function::try_from(report).ok();
+    let fits = run_watched(&job, engine, threads, &progress, report.as_ref())?;
     let clock = std::time::Instant::now();
     let fits = crate::convert::fits_to_r(&fits, family, job.components);
     progress.lap("result", clock);
@@ -108,8 +112,16 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
 
 /// Runs the engine on a worker thread; the calling (R main) thread sleeps,
 /// polling for interrupts, and on one sets the cancel flag and waits for the
-/// workers to stop before returning the error. No R API is used off this thread.
-fn run_watched(job: &Job, engine: Engine, threads: usize, progress: &Progress) -> extendr_api::Result<Vec<Fit>> {
+/// workers to stop before returning the error. Every REPORT_EVERY it calls
+/// `report(done, total)` (an R function that draws the progress bar). No R
+/// API is used off this thread.
+fn run_watched(
+    job: &Job,
+    engine: Engine,
+    threads: usize,
+    progress: &Progress,
+    report: Option<&Function>,
+) -> extendr_api::Result<Vec<Fit>> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
     let outcome = std::thread::scope(|scope| {
@@ -118,10 +130,20 @@ fn run_watched(job: &Job, engine: Engine, threads: usize, progress: &Progress) -
             main.unpark();
             result
         });
+        let mut reported = std::time::Instant::now();
         while !worker.is_finished() {
             std::thread::park_timeout(POLL);
             if !cancel.load(Ordering::Relaxed) && interrupt_pending() {
                 cancel.store(true, Ordering::Relaxed);
+            }
+            if let Some(f) = report {
+                if reported.elapsed() >= REPORT_EVERY && !cancel.load(Ordering::Relaxed) {
+                    let done = progress.done.load(Ordering::Relaxed) as f64;
+                    let total = progress.total.load(Ordering::Relaxed) as f64;
+                    // an error in the callback is R's to print; the fit goes on
+                    let _ = f.call(pairlist!(done, total));
+                    reported = std::time::Instant::now();
+                }
             }
         }
         worker.join()
