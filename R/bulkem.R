@@ -28,7 +28,11 @@
 #' @param datasets A list of numeric vectors, one per dataset (lengths may
 #'   differ; names are kept), or a single numeric vector.
 #' @param num.components Number of mixture components, a whole number from 1
-#'   to 8.
+#'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
+#'   them in the same call and its fit with the lowest BIC is returned, with
+#'   `num_components` (the K chosen) and `by_k` (a data frame of `K`,
+#'   `loglik`, `aic`, `bic` and `status` for every K) added. `K = 1` has a
+#'   closed form, reached from one start.
 #' @param max.iters Maximum number of EM updates per start.
 #' @param random.inits Number of random starts per dataset.
 #' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
@@ -126,7 +130,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
          call. = FALSE)
   }
   datasets <- check_datasets(datasets)
-  num.components <- check_whole(num.components, "num.components", 1, 8)
+  num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
   check_flag(use.gpu, "use.gpu", na_ok = TRUE)
@@ -156,8 +160,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
 
   if (verbose) {
     message(sprintf(
-      "bulkem: %d datasets, %s, %d component(s), %d start(s) each, on the %s engine",
-      length(datasets), family, num.components, random.inits, engine))
+      "bulkem: %d datasets, %s, %s component(s), %d start(s) each, on the %s engine",
+      length(datasets), family, paste(num.components, collapse = ", "), random.inits, engine))
   }
   checked <- proc.time()[["elapsed"]]
   reporter <- progress_reporter(verbose || interactive())
@@ -165,7 +169,11 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   if (!is.null(reporter)) reporter$finish()
   engine <- res$engine
   elapsed <- proc.time()[["elapsed"]] - started
-  fits <- res$fits
+  fits <- if (length(num.components) > 1) {
+    choose_by_bic(res$fits, num.components)
+  } else {
+    res$fits
+  }
   if (control$keep.data) {
     fits <- Map(function(f, d) {
       f$data <- d

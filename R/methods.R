@@ -58,10 +58,10 @@ as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
   what <- match.arg(what)
   if (what == "datasets") return(summary.bulkem(x))
   shape <- shape_name(attr(x, "family"))
-  k <- attr(x, "num.components")
+  k <- vapply(x, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
   nm <- dataset_names(x)
   pick <- function(field) unlist(lapply(x, function(f) f[[field]]), use.names = FALSE)
-  out <- data.frame(dataset = rep(nm, each = k), component = rep(seq_len(k), length(x)),
+  out <- data.frame(dataset = rep(nm, k), component = sequence(k),
                     alpha = pick("alpha"), mu = pick("mu"), shape = pick(shape),
                     stringsAsFactors = FALSE)
   names(out)[5] <- shape
@@ -126,9 +126,11 @@ nobs.bulkem_fit <- function(object, ...) object$n
 #' @export
 print.bulkem <- function(x, n = 5, ...) {
   k <- attr(x, "num.components")
-  cat(sprintf("bulkem: %d dataset%s, %s mixture%s of %d component%s\n", length(x),
+  cat(sprintf("bulkem: %d dataset%s, %s mixture%s of %s\n", length(x),
               if (length(x) == 1) "" else "s", attr(x, "family"),
-              if (length(x) == 1) "" else "s", k, if (k == 1) "" else "s"))
+              if (length(x) == 1) "" else "s",
+              if (length(k) > 1) paste0(paste(k, collapse = ", "), " components (chosen by BIC)")
+              else paste0(k, " component", if (k == 1) "" else "s")))
   if (!is.null(attr(x, "engine"))) {
     cat(sprintf("engine: %s (%d thread%s), %.3f s\n", attr(x, "engine"), attr(x, "threads"),
                 if (identical(attr(x, "threads"), 1L)) "" else "s", attr(x, "elapsed")))

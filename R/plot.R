@@ -55,7 +55,8 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL, ...) {
 #' @export
 plot.bulkem <- function(x, main = NULL, ...) {
   tab <- as.data.frame.bulkem(x)
-  status <- rep(vapply(x, `[[`, "", "status"), each = attr(x, "num.components"))
+  status <- rep(vapply(x, `[[`, "", "status"), vapply(x, function(f) length(f$mu), 0L))
+  kmax <- max(tab$component)
   ig <- identical(attr(x, "family"), "invgauss")
   ok <- is.finite(tab$mu) & is.finite(tab[[5]]) & tab[[5]] > 0 & (!ig | tab$mu > 0)
   if (!any(ok)) stop_arg("none of these datasets has a fit to plot")
@@ -64,12 +65,12 @@ plot.bulkem <- function(x, main = NULL, ...) {
     main <- sprintf("%d fits (%d without a fit)", sum(vapply(x, `[[`, NA, "fit_success")),
                     sum(!vapply(x, `[[`, NA, "fit_success")))
   }
-  cols <- grDevices::hcl.colors(max(3, attr(x, "num.components")), "Dark 3")
+  cols <- grDevices::hcl.colors(max(3, kmax), "Dark 3")
   plot(tab$mu[ok], tab[[5]][ok], log = if (ig) "xy" else "y", col = cols[tab$component[ok]],
        pch = ifelse(status[ok] == "converged", 19, 1), xlab = "mu", ylab = shape, main = main, ...)
   graphics::legend("topright", bty = "n", cex = 0.8,
-                   legend = c(paste("component", seq_len(attr(x, "num.components"))), "stopped at max.iters"),
-                   col = c(cols[seq_len(attr(x, "num.components"))], "black"),
-                   pch = c(rep(19, attr(x, "num.components")), 1))
+                   legend = c(paste("component", seq_len(kmax)), "stopped at max.iters"),
+                   col = c(cols[seq_len(kmax)], "black"),
+                   pch = c(rep(19, kmax), 1))
   invisible(x)
 }

@@ -53,6 +53,16 @@ check_whole <- function(x, arg, lower, upper) {
   x
 }
 
+check_components <- function(x) {
+  ok <- is.numeric(x) && length(x) >= 1 && !anyNA(x) && all(is.finite(x)) &&
+    all(x == round(x)) && all(x >= 1 & x <= 8) && !anyDuplicated(x)
+  if (!ok) {
+    stop_arg("`num.components` must be a whole number from 1 to 8, or several distinct ",
+             "ones (e.g. 1:4), not ", format_value(x))
+  }
+  sort(as.integer(x))
+}
+
 check_positive <- function(x, arg) {
   if (!is.numeric(x) || length(x) != 1 || is.na(x) || !is.finite(x) || x <= 0) {
     stop_arg("`", arg, "` must be a single positive finite number, not ",

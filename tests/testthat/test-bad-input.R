@@ -10,7 +10,7 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(list(x, factor(1:6))), "factor")
   expect_error(bulkem(list(x, list(1, 2))), "`datasets\\[\\[2\\]\\]`")
   expect_error(bulkem(data.frame(x = x)), "data frame")
-  for (k in list(0, 9, 2.5, NA, "2", c(2, 3), -1, Inf)) {
+  for (k in list(0, 9, 2.5, NA, "2", c(2, 2), c(1, 9), -1, Inf, numeric(0))) {
     expect_error(bulkem(x, num.components = k), "`num.components`")
   }
   for (v in list(0, -1, 1.5, NA, "10", Inf)) {

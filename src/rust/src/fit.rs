@@ -24,7 +24,7 @@ const REPORT_EVERY: Duration = Duration::from_millis(250);
 fn fit_(
     datasets: List,
     family: &str,
-    components: i32,
+    components: &[i32],
     max_iters: i32,
     epsilon: f64,
     starts: i32,
@@ -50,7 +50,7 @@ fn fit_(
     let job = Job {
         datasets,
         family,
-        components: usize::try_from(components).unwrap_or(0),
+        components: 0,
         max_iters: as_count(max_iters, "max.iters")?,
         epsilon,
         starts: as_count(starts, "random.inits")?,
@@ -63,9 +63,18 @@ fn fit_(
     };
     let progress = Progress::default();
     let report = Function::try_from(report).ok();
-    let fits = run_watched(&job, engine, threads, &progress, report.as_ref())?;
+    // Every K of the call, one after the other, each on every core or the
+    // whole GPU; K = 1 has a closed form, which EM reaches from any start in
+    // one update, so it needs one start only.
+    let mut by_k = Vec::with_capacity(components.len());
+    for &k in components {
+        let k = usize::try_from(k).unwrap_or(0);
+        let job = Job { components: k, starts: if k == 1 { 1 } else { job.starts }, ..job.clone() };
+        by_k.push((k, run_watched(&job, engine, threads, &progress, report.as_ref())?));
+    }
     let clock = std::time::Instant::now();
-    let fits = crate::convert::fits_to_r(&fits, family, job.components);
+    let lists: Vec<Robj> = by_k.iter().map(|(k, fits)| crate::convert::fits_to_r(fits, family, *k)).collect();
+    let fits = if lists.len() == 1 { lists.into_iter().next().unwrap_or_default() } else { List::from_values(lists).into() };
     progress.lap("result", clock);
     let phases = progress.phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());

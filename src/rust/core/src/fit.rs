@@ -81,7 +81,8 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
     })?;
     let clock = progress.lap("prepare", clock);
     let valid = prepared.iter().filter(|p| p.is_ok()).count();
-    progress.total.store(valid * job.starts as usize, Ordering::Relaxed);
+    // added, not stored: one call may run several jobs (one per K)
+    progress.total.fetch_add(valid * job.starts as usize, Ordering::Relaxed);
     let bests = match (engine, &gpu) {
         (Engine::CudaStreams, Some(gpu)) => cuda_streams::run(job, &prepared, gpu, threads, cancel, progress)?,
         (Engine::CudaBatched, Some(gpu)) => cuda_batched::run(job, &prepared, gpu, threads, cancel, progress)?,
