@@ -26,7 +26,9 @@
 #' `datasets` and the other datasets in the call.
 #'
 #' @param datasets A list of numeric vectors, one per dataset (lengths may
-#'   differ; names are kept), or a single numeric vector.
+#'   differ; names are kept), or a single numeric vector; or a data frame in
+#'   long form with `value` and `group` (or `formula = value ~ group`) given:
+#'   one dataset per group, named by it, in the order of `split()`.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest BIC is returned, with
@@ -72,8 +74,9 @@
 #'     \item{`keep.data`}{`TRUE` keeps each dataset in its fit (field
 #'       `data`), for [plot.bulkem_fit()]; default `FALSE`.}
 #'   }
-#' @param ... Not used; any argument here is an error (it catches misspelt
-#'   argument names).
+#' @param ... For a data frame `datasets`: `value` and `group`, the names of
+#'   its value and grouping columns, or `formula = value ~ group`. Any other
+#'   argument is an error (it catches misspelt argument names).
 #'
 #' @returns A list of class `bulkem` with one element of class `bulkem_fit`
 #'   per dataset, named as `datasets` was. Each fit is a list with
@@ -115,20 +118,20 @@
 #'                random.inits = 5, family = "normal", control = list(threads = 1))
 #' fits$a$mu
 #' fits$b$sigma
+#'
+#' # one dataset per subject, from a long data frame
+#' df <- data.frame(subject = rep(c("s1", "s2"), each = 200),
+#'                  rt = c(rnorm(200, 0.5, 0.1), rnorm(200, 0.7, 0.15)))
+#' by_subject <- bulkem(df, value = "rt", group = "subject", num.components = 1,
+#'                      family = "normal", control = list(threads = 1))
+#' names(by_subject)
 #' @export
 bulkem <- function(datasets, num.components = 2, max.iters = 100,
                    random.inits = 1, use.gpu = NA, epsilon = 1e-6,
                    verbose = FALSE, family = c("invgauss", "normal"),
                    seed = NULL, control = list(), ...) {
   started <- proc.time()[["elapsed"]]
-  extra <- list(...)
-  if (length(extra) > 0) {
-    nms <- names(extra)
-    nms <- if (is.null(nms)) rep("", length(extra)) else nms
-    shown <- ifelse(nzchar(nms), nms, "<unnamed>")
-    stop("unknown argument(s) to bulkem(): ", paste(shown, collapse = ", "),
-         call. = FALSE)
-  }
+  datasets <- datasets_from_frame(datasets, list(...))
   datasets <- check_datasets(datasets)
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)

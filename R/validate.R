@@ -4,10 +4,45 @@
 
 stop_arg <- function(...) stop(..., call. = FALSE)
 
+# A long data frame, with `value` and `group` or a formula `value ~ group`,
+# becomes a list of datasets named by group; anything else in `extra`
+# (bulkem()'s ...) is an error. (A formula cannot come first with `data =`:
+# R would match `data` to `datasets`.)
+datasets_from_frame <- function(datasets, extra) {
+  allowed <- if (is.data.frame(datasets)) c("value", "group", "formula") else character(0)
+  nms <- names(extra)
+  if (is.null(nms)) nms <- rep("", length(extra))
+  unknown <- !nzchar(nms) | !(nms %in% allowed)
+  if (any(unknown)) {
+    stop_arg("unknown argument(s) to bulkem(): ",
+             paste(ifelse(nzchar(nms[unknown]), nms[unknown], "<unnamed>"), collapse = ", "))
+  }
+  if (!is.null(extra$formula)) {
+    f <- extra$formula
+    vars <- if (inherits(f, "formula")) all.vars(f) else character(0)
+    if (!inherits(f, "formula") || length(f) != 3 || length(vars) != 2) {
+      stop_arg("`formula` must be `value ~ group`, naming two columns of `datasets`")
+    }
+    extra <- list(value = vars[1], group = vars[2])
+  }
+  if (!is.data.frame(datasets)) return(datasets)
+  for (arg in c("value", "group")) {
+    col <- extra[[arg]]
+    if (!is.character(col) || length(col) != 1 || !(col %in% names(datasets))) {
+      stop_arg("a data frame `datasets` needs `", arg, "`, the name of one of its columns")
+    }
+  }
+  values <- datasets[[extra$value]]
+  if (!is.numeric(values) || is.factor(values)) {
+    stop_arg("column `", extra$value, "` of `datasets` must be numeric")
+  }
+  split(as.double(values), datasets[[extra$group]], drop = TRUE)
+}
+
 check_datasets <- function(datasets) {
   if (is.data.frame(datasets)) {
-    stop_arg("`datasets` is a data frame; give a list of numeric vectors, ",
-             "one per dataset (e.g. split(df$value, df$group))")
+    stop_arg("`datasets` is a data frame: say which columns hold the values and ",
+             "the groups, e.g. bulkem(df, value = \"rt\", group = \"subject\")")
   }
   if (is.numeric(datasets) && !is.object(datasets)) {
     datasets <- list(datasets)

@@ -9,7 +9,12 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(list(x, letters)), "`datasets\\[\\[2\\]\\]` must be a numeric vector")
   expect_error(bulkem(list(x, factor(1:6))), "factor")
   expect_error(bulkem(list(x, list(1, 2))), "`datasets\\[\\[2\\]\\]`")
-  expect_error(bulkem(data.frame(x = x)), "data frame")
+  expect_error(bulkem(data.frame(x = x)), "`value`")
+  expect_error(bulkem(data.frame(x = x), value = "x", group = "g"), "`group`")
+  expect_error(bulkem(data.frame(x = letters[1:7], g = 1), value = "x", group = "g"), "must be numeric")
+  expect_error(bulkem(data.frame(g = 1), formula = ~ g), "value ~ group")
+  expect_error(bulkem(data.frame(g = 1), formula = "g"), "`formula`")
+  expect_error(bulkem(x, formula = x ~ g), "formula")
   for (k in list(0, 9, 2.5, NA, "2", c(2, 2), c(1, 9), -1, Inf, numeric(0))) {
     expect_error(bulkem(x, num.components = k), "`num.components`")
   }

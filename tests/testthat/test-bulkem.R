@@ -154,3 +154,16 @@ test_that("the engine reports progress to R while it works", {
   expect_true(all(dones <= totals))
   expect_length(res$fits, 60)
 })
+
+test_that("a long data frame or a formula gives one dataset per group, as a list would", {
+  set.seed(31)
+  df <- data.frame(subject = rep(c("s2", "s1", "s3"), times = c(200, 150, 100)),
+                   rt = c(b1_dataset(200), b1_dataset(150), b1_dataset(100)))
+  by_df <- bulkem(df, value = "rt", group = "subject", random.inits = 3, seed = 8)
+  by_list <- bulkem(split(df$rt, df$subject), random.inits = 3, seed = 8)
+  by_formula <- bulkem(df, formula = rt ~ subject, random.inits = 3, seed = 8)
+  expect_named(by_df, c("s1", "s2", "s3"))
+  expect_identical(unclass(by_df)[1:3], unclass(by_list)[1:3])
+  expect_identical(unclass(by_formula)[1:3], unclass(by_list)[1:3])
+  expect_identical(by_df$s3$n, 100L)
+})
