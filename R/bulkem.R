@@ -28,7 +28,8 @@
 #' @param datasets A list of numeric vectors, one per dataset (lengths may
 #'   differ; names are kept), or a single numeric vector; or a data frame in
 #'   long form with `value` and `group` (or `formula = value ~ group`) given:
-#'   one dataset per group, named by it, in the order of `split()`.
+#'   one dataset per group (or per combination of several grouping columns,
+#'   named `"a:b"`), in the order of `split()`.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest BIC is returned, with

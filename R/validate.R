@@ -20,23 +20,28 @@ datasets_from_frame <- function(datasets, extra) {
   if (!is.null(extra$formula)) {
     f <- extra$formula
     vars <- if (inherits(f, "formula")) all.vars(f) else character(0)
-    if (!inherits(f, "formula") || length(f) != 3 || length(vars) != 2) {
-      stop_arg("`formula` must be `value ~ group`, naming two columns of `datasets`")
+    if (!inherits(f, "formula") || length(f) != 3 || length(vars) < 2 ||
+        length(all.vars(f[[2]])) != 1) {
+      stop_arg("`formula` must be `value ~ group` (or `value ~ group1 + group2`), ",
+               "naming columns of `datasets`")
     }
-    extra <- list(value = vars[1], group = vars[2])
+    extra <- list(value = vars[1], group = vars[-1])
   }
   if (!is.data.frame(datasets)) return(datasets)
   for (arg in c("value", "group")) {
     col <- extra[[arg]]
-    if (!is.character(col) || length(col) != 1 || !(col %in% names(datasets))) {
-      stop_arg("a data frame `datasets` needs `", arg, "`, the name of one of its columns")
+    if (!is.character(col) || length(col) < 1 || (arg == "value" && length(col) != 1) ||
+        !all(col %in% names(datasets))) {
+      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ",
+               if (arg == "value") "one of its columns" else "one or more of its columns")
     }
   }
   values <- datasets[[extra$value]]
   if (!is.numeric(values) || is.factor(values)) {
     stop_arg("column `", extra$value, "` of `datasets` must be numeric")
   }
-  split(as.double(values), datasets[[extra$group]], drop = TRUE)
+  # several grouping columns: one dataset per combination, named "a:b"
+  split(as.double(values), as.list(datasets[extra$group]), drop = TRUE, sep = ":")
 }
 
 check_datasets <- function(datasets) {

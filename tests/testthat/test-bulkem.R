@@ -166,4 +166,8 @@ test_that("a long data frame or a formula gives one dataset per group, as a list
   expect_identical(unclass(by_df)[1:3], unclass(by_list)[1:3])
   expect_identical(unclass(by_formula)[1:3], unclass(by_list)[1:3])
   expect_identical(by_df$s3$n, 100L)
+  df$block <- rep(c("x", "y"), length.out = nrow(df))
+  two <- bulkem(df, formula = rt ~ subject + block, random.inits = 3, seed = 8)
+  expect_named(two, c("s1:x", "s2:x", "s3:x", "s1:y", "s2:y", "s3:y"))
+  expect_identical(two[["s2:y"]]$n, 100L)
 })
