@@ -74,6 +74,13 @@
 #'       Other engines always compute in double precision.}
 #'     \item{`keep.data`}{`TRUE` keeps each dataset in its fit (field
 #'       `data`), for [plot.bulkem_fit()]; default `FALSE`.}
+#'     \item{`keep.starts`}{`TRUE` adds to each fit a data frame `starts`
+#'       with one row per random start: `start`, its final `loglik` (as the
+#'       engine computed it), `iterations`, `status` (`"converged"`,
+#'       `"max_iters"` or `"failed"`) and the failure's `reason`, and its
+#'       initial values `init_alpha_1` .. `init_mu_K` (components in the order
+#'       drawn); so one can see how many starts reached the best optimum.
+#'       Default `FALSE`.}
 #'   }
 #' @param ... For a data frame `datasets`: `value` and `group`, the names of
 #'   its value and grouping columns, or `formula = value ~ group`. Any other
@@ -159,6 +166,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     threads = as.integer(control$threads),
     engine = engine,
     mixed_precision = control$precision == "mixed",
+    keep_starts = control$keep.starts,
     report = if (is.null(reporter)) NULL else reporter$update
   )
 
@@ -178,6 +186,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   } else {
     res$fits
   }
+  if (control$keep.starts) fits <- attach_starts(fits, res$starts, num.components, family)
   if (control$keep.data) {
     fits <- Map(function(f, d) {
       f$data <- d

@@ -13,7 +13,7 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 #' `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
 #' Arguments were checked by bulkem() in R.
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, report)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report)
 
 #' `list(usable, reason)`: whether the CUDA engines can run here, and if
 #' not, why (sets up the GPU on first call: probe, context, kernel compile).

@@ -138,7 +138,7 @@ format_value <- function(x) {
 }
 
 control_defaults <- function() list(threads = NULL, engine = "auto", precision = "double",
-                                    keep.data = FALSE)
+                                    keep.data = FALSE, keep.starts = FALSE)
 
 check_control <- function(control) {
   if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
@@ -165,5 +165,6 @@ check_control <- function(control) {
   out$engine <- check_choice(out$engine, "control$engine", engine_names)
   out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
   check_flag(out$keep.data, "control$keep.data")
+  check_flag(out$keep.starts, "control$keep.starts")
   out
 }

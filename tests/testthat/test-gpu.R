@@ -179,3 +179,21 @@ test_that("mixed precision stays close to double precision and ends every fit in
   cpu <- bulkem(d[1:3], random.inits = 3, seed = 2, use.gpu = FALSE, control = list(precision = "mixed"))
   expect_identical(unclass(cpu)[1:3], unclass(bulkem(d[1:3], random.inits = 3, seed = 2, use.gpu = FALSE))[1:3])
 })
+
+test_that("keep.starts gives the same per-start outcomes on every engine", {
+  skip_if_no_gpu()
+  set.seed(7)
+  d <- replicate(4, b1_dataset(600), simplify = FALSE)
+  cpu <- bulkem(d, random.inits = 6, seed = 3, use.gpu = FALSE, control = list(keep.starts = TRUE))
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    gpu <- bulkem(d, random.inits = 6, seed = 3, control = list(engine = engine, keep.starts = TRUE))
+    for (i in seq_along(d)) {
+      a <- cpu[[i]]$starts
+      b <- gpu[[i]]$starts
+      expect_identical(b$status, a$status)
+      expect_identical(b[, 6:11], a[, 6:11])
+      ok <- a$status != "failed"
+      expect_lt(max(abs(b$loglik[ok] - a$loglik[ok]) / abs(a$loglik[ok])), 1e-9)
+    }
+  }
+})

@@ -92,3 +92,27 @@ test_that("print and plot methods run", {
   expect_null(bulkem(m$d["a"], family = "normal", use.gpu = FALSE)$a$data)
   expect_error(bulkem(m$d["a"], control = list(keep.data = NA)), "`control\\$keep.data`")
 })
+
+test_that("keep.starts gives every start's outcome, log-likelihood and initial values", {
+  set.seed(14)
+  d <- list(a = b1_dataset(800), b = c(1, 1, 1))
+  fits <- bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE, control = list(keep.starts = TRUE))
+  s <- fits$a$starts
+  expect_s3_class(s, "data.frame")
+  expect_identical(s$start, 1:12)
+  expect_named(s, c("start", "loglik", "iterations", "status", "reason", "init_alpha_1", "init_alpha_2",
+                    "init_mu_1", "init_mu_2", "init_lambda_1", "init_lambda_2"))
+  expect_identical(sum(s$status != "failed"), fits$a$starts_ok)
+  best <- s[s$start == fits$a$best_start, ]
+  expect_equal(best$loglik, fits$a$loglik, tolerance = 1e-10)
+  expect_identical(best$iterations, fits$a$num_iterations)
+  expect_equal(sort(c(best$init_mu_1, best$init_mu_2)), sort(fits$a$init_mu))
+  expect_true(all(s$loglik[s$status != "failed"] <= fits$a$loglik + 1e-8))
+  # the same starts as without keep.starts
+  plain <- bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE)
+  expect_identical(unclass(plain$a)[1:18], unclass(fits$a)[1:18])
+  expect_identical(nrow(fits$b$starts), 0L)
+  multi <- bulkem(d["a"], num.components = 1:2, random.inits = 4, seed = 5, use.gpu = FALSE,
+                  control = list(keep.starts = TRUE))
+  expect_identical(nrow(multi$a$starts), if (multi$a$num_components == 1) 1L else 4L)
+})

@@ -124,3 +124,45 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
         robj
     }
 }
+
+/// Every start of every fit (control$keep.starts), one list of columns per
+/// dataset (a data frame is made of it in R): start (from 1), loglik,
+/// iterations, status, reason, and the initial alpha, mu and shape as
+/// start-major vectors of K values per start.
+pub fn starts_to_r(fits: &[Fit], k: usize) -> Robj {
+    use bulkem_core::start::Outcome;
+    let per_dataset: Vec<Robj> = fits
+        .iter()
+        .map(|f| {
+            let records = f.starts.as_deref().unwrap_or(&[]);
+            let init = |pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| -> Vec<Option<f64>> {
+                records
+                    .iter()
+                    .flat_map(|r| (0..k).map(move |m| r.init.map(|p| pick(&p)[m])))
+                    .collect()
+            };
+            let (status, reason): (Vec<&str>, Vec<&str>) = records
+                .iter()
+                .map(|r| match r.outcome {
+                    Some(Outcome::Converged) => ("converged", ""),
+                    Some(Outcome::MaxIters) => ("max_iters", ""),
+                    Some(Outcome::Failed(why)) => ("failed", why.describe()),
+                    Some(Outcome::Cancelled) | None => ("failed", "no non-degenerate random start could be drawn"),
+                })
+                .unzip();
+            let loglik: Vec<Option<f64>> = records.iter().map(|r| (!r.loglik.is_nan()).then_some(r.loglik)).collect();
+            extendr_api::list!(
+                start = records.iter().map(|r| r.start as i32 + 1).collect::<Vec<i32>>(),
+                loglik = loglik,
+                iterations = records.iter().map(|r| r.iterations as i32).collect::<Vec<i32>>(),
+                status = status,
+                reason = reason,
+                init_alpha = init(|p| &p.alpha),
+                init_mu = init(|p| &p.mu),
+                init_shape = init(|p| &p.shape)
+            )
+            .into()
+        })
+        .collect();
+    extendr_api::List::from_values(per_dataset).into()
+}

@@ -32,6 +32,7 @@ fn fit_(
     threads: i32,
     engine: &str,
     mixed_precision: bool,
+    keep_starts: bool,
     report: Robj,
 ) -> extendr_api::Result<List> {
     let engine = match engine {
@@ -56,6 +57,7 @@ fn fit_(
         starts: as_count(starts, "random.inits")?,
         seed: seed as u64,
         mixed_precision,
+        keep_starts,
     };
     let threads = match usize::try_from(threads) {
         Ok(0) | Err(_) => bulkem_core::default_threads(),
@@ -75,15 +77,22 @@ fn fit_(
     let clock = std::time::Instant::now();
     let lists: Vec<Robj> = by_k.iter().map(|(k, fits)| crate::convert::fits_to_r(fits, family, *k)).collect();
     let fits = if lists.len() == 1 { lists.into_iter().next().unwrap_or_default() } else { List::from_values(lists).into() };
+    let starts: Robj = if keep_starts {
+        let per_k: Vec<Robj> = by_k.iter().map(|(k, fits)| crate::convert::starts_to_r(fits, *k)).collect();
+        if per_k.len() == 1 { per_k.into_iter().next().unwrap_or_default() } else { List::from_values(per_k).into() }
+    } else {
+        Robj::default()
+    };
     progress.lap("result", clock);
     let phases = progress.phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
     timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     List::from_names_and_values(
-        ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
+        ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
         [
             fits,
+            starts,
             Robj::from(threads as i32),
             count(&progress.em_iterations),
             count(&progress.kernel_launches),

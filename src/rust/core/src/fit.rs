@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::dataset::{prepare, Prepared};
-use crate::engine::{cpu, cuda_batched, cuda_streams, pool, Best};
+use crate::engine::{cpu, cuda_batched, cuda_streams, pool, Best, StartRecord};
 use crate::error::Error;
 use crate::family;
 use crate::job::{Fit, Job, Status};
@@ -105,10 +105,24 @@ fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best)
         Ok(ds) => ds,
         Err(why) => return Fit::without_params(n, Status::Invalid, format!("dataset {why}"), 0),
     };
+    // every start in the data's units: parameters mapped back, and the
+    // log-likelihood shifted by the rescaling's Jacobian (−N log scale)
+    let starts = best.starts.as_ref().map(|records| {
+        let mut out: Vec<_> = records
+            .iter()
+            .map(|r| StartRecord {
+                init: r.init.map(|p| ds.unscale(&p)),
+                loglik: r.loglik - n as f64 * ds.scale.ln(),
+                ..*r
+            })
+            .collect();
+        out.sort_by_key(|r| r.start);
+        out
+    });
     let Some(w) = &best.winner else {
         let reason = best.first_failure.map_or("", |(_, why)| why.describe());
         let message = format!("all {} random starts failed (the first because {reason})", job.starts);
-        return Fit::without_params(n, Status::Failed, message, best.starts_ok);
+        return Fit { starts, ..Fit::without_params(n, Status::Failed, message, best.starts_ok) };
     };
     let params = ds.unscale(&w.fit.params);
     let order = params.order_by_mu();
@@ -136,6 +150,7 @@ fn finish(job: &Job, d: usize, prepared: &Result<Prepared, String>, best: &Best)
         iterations: w.fit.iterations,
         best_start: Some(w.start),
         starts_ok: best.starts_ok,
+        starts,
     }
 }
 

@@ -70,6 +70,8 @@ pub struct Job<'a> {
     /// cuda-batched only: fp32 exponentials until a fit looks converged,
     /// then fp64 to its end (other engines are always fp64).
     pub mixed_precision: bool,
+    /// Keep every start's summary in the fits (control$keep.starts).
+    pub keep_starts: bool,
 }
 
 impl Job<'_> {
@@ -144,6 +146,8 @@ pub struct Fit {
     pub best_start: Option<u32>,
     /// Starts that ended without degenerating.
     pub starts_ok: u32,
+    /// Every start, by start index, in the data's units, when kept.
+    pub starts: Option<Vec<crate::engine::StartRecord>>,
 }
 
 impl Fit {
@@ -156,6 +160,6 @@ impl Fit {
     }
 
     pub fn without_params(n: usize, status: Status, message: String, starts_ok: u32) -> Fit {
-        Fit { n, status, message, params: None, init: None, loglik: f64::NAN, iterations: 0, best_start: None, starts_ok }
+        Fit { n, status, message, params: None, init: None, loglik: f64::NAN, iterations: 0, best_start: None, starts_ok, starts: None }
     }
 }

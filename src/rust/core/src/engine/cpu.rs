@@ -23,7 +23,7 @@ pub fn run(
 ) -> Result<Vec<Best>, Error> {
     let valid: Vec<usize> = (0..prepared.len()).filter(|&d| prepared[d].is_ok()).collect();
     let starts = job.starts as usize;
-    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
+    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::new(job.keep_starts))).collect();
     pool::for_each_index(valid.len() * starts, threads, cancel, |item| {
         let d = valid[item / starts];
         let start = (item % starts) as u32;

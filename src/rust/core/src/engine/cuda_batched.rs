@@ -112,7 +112,7 @@ pub fn run(
         chunks.push(current);
     }
 
-    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
+    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::new(job.keep_starts))).collect();
     let kernel = gpu.kernels.batched(job.family, k, job.mixed_precision).map_err(Error::Gpu)?;
     // One mapping for the whole call, so results do not depend on chunking.
     // A warp per fit won wherever datasets are not tiny, a lane per fit on

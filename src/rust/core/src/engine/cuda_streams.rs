@@ -36,7 +36,7 @@ pub fn run(
     progress: &Progress,
 ) -> Result<Vec<Best>, Error> {
     let valid: Vec<usize> = (0..prepared.len()).filter(|&d| prepared[d].is_ok()).collect();
-    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::default())).collect();
+    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::new(job.keep_starts))).collect();
     let next = AtomicUsize::new(0);
     let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
         .map(|(free, _)| free)
@@ -118,7 +118,7 @@ fn fit_dataset(
         return Err("buffer missing".into());
     };
 
-    let mut best = Best::default();
+    let mut best = Best::new(job.keep_starts);
     let mut active: Vec<(u32, crate::job::Params, EmState)> = Vec::with_capacity(job.starts as usize);
     for s in 0..job.starts {
         match initial_params(job.family, ds, k, job.seed, s) {

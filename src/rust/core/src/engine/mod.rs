@@ -19,6 +19,20 @@ pub struct Best {
     pub winner: Option<Winner>,
     pub starts_ok: u32,
     pub first_failure: Option<(u32, Degenerate)>,
+    /// Every start, when the call keeps them (control$keep.starts); in the
+    /// order recorded, sorted by start when the fit is finished.
+    pub starts: Option<Vec<StartRecord>>,
+}
+
+/// One start's summary, on the rescaled data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StartRecord {
+    pub start: u32,
+    pub init: Option<Params>,
+    pub loglik: f64,
+    pub iterations: u32,
+    /// `None` if no starting point could be drawn.
+    pub outcome: Option<Outcome>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -29,8 +43,24 @@ pub struct Winner {
 }
 
 impl Best {
+    /// An empty summary; `keep_starts` keeps every start's record.
+    pub fn new(keep_starts: bool) -> Best {
+        Best { starts: keep_starts.then(Vec::new), ..Best::default() }
+    }
+
     /// Records start `start` (begun at `init`; `None` if no start could be drawn).
     pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>) {
+        if let Some(starts) = &mut self.starts {
+            if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
+                starts.push(StartRecord {
+                    start,
+                    init,
+                    loglik: fit.map_or(f64::NAN, |f| f.loglik),
+                    iterations: fit.map_or(0, |f| f.iterations),
+                    outcome: fit.map(|f| f.outcome),
+                });
+            }
+        }
         let (init, fit) = match (init, fit) {
             (Some(init), Some(fit)) => (init, fit),
             _ => return self.record_failure(start, Degenerate::NoStart),
