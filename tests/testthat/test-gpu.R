@@ -197,3 +197,17 @@ test_that("keep.starts gives the same per-start outcomes on every engine", {
     }
   }
 })
+
+test_that("cuda-batched reports progress while its kernel runs", {
+  skip_if_no_gpu()
+  set.seed(8)
+  d <- replicate(4000, b1_dataset(2000), simplify = FALSE)
+  calls <- list()
+  report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
+  res <- bulkem:::fit_(d, "invgauss", 2L, 500L, 1e-12, 100L, 1, 0L, "cuda-batched", FALSE, FALSE, report)
+  dones <- vapply(calls, `[`, 0, 1)
+  totals <- vapply(calls, `[`, 0, 2)
+  expect_true(any(dones > 0 & dones < totals))
+  expect_false(is.unsorted(dones))
+  expect_true(all(dones <= totals))
+})

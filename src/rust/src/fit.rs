@@ -156,7 +156,7 @@ fn run_watched(
             }
             if let Some(f) = report {
                 if reported.elapsed() >= REPORT_EVERY && !cancel.load(Ordering::Relaxed) {
-                    let done = progress.done.load(Ordering::Relaxed) as f64;
+                    let done = (progress.done.load(Ordering::Relaxed) + progress.in_flight.load(Ordering::Relaxed)) as f64;
                     let total = progress.total.load(Ordering::Relaxed) as f64;
                     // an error in the callback is R's to print; the fit goes on
                     let _ = f.call(pairlist!(done, total));

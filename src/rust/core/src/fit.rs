@@ -20,6 +20,8 @@ pub struct Progress {
     pub total: AtomicUsize,
     /// Start-fits finished.
     pub done: AtomicUsize,
+    /// Start-fits a running GPU kernel has finished, about (not yet in `done`).
+    pub in_flight: AtomicUsize,
     /// E-step passes over a dataset, summed over all starts.
     pub em_iterations: AtomicUsize,
     /// CUDA kernel launches (GPU engines only).

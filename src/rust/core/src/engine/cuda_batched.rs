@@ -61,6 +61,8 @@ enum Mapping {
     Warp,
 }
 const WORKERS: usize = 2;
+/// How often a running kernel's progress is read back.
+const PROGRESS_POLL: Duration = Duration::from_millis(200);
 /// Most device memory one chunk may take (besides the free-memory bound), so
 /// that even a huge call is several chunks that overlap.
 const CHUNK_BYTES_MAX: usize = 2 << 30;
@@ -238,7 +240,7 @@ fn run_chunk(
     if n_fits == 0 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let (ll, info, out_params) = launch(gpu, kernel, mapping, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
+    let (ll, info, out_params, in_flight) = launch(gpu, kernel, mapping, stream, &p, job, cancel, progress).map_err(Error::Gpu)?;
     if cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -294,13 +296,16 @@ fn run_chunk(
         }
     }
     progress.lap("batched: recording", clock);
+    // done first, then the estimate out: the bar never steps back
     progress.done.fetch_add(n_fits, Ordering::Relaxed);
+    progress.in_flight.fetch_sub(in_flight, Ordering::Relaxed);
     Ok(())
 }
 
 /// Per fit: log-likelihood and (iterations, outcome) on the host, the
-/// parameters still on the device.
-type Results = (Vec<f64>, Vec<i32>, CudaSlice<f64>);
+/// parameters still on the device; and the fits counted in
+/// `progress.in_flight` while the kernel ran.
+type Results = (Vec<f64>, Vec<i32>, CudaSlice<f64>, usize);
 
 /// The rows `idx` (of `width` values) of `src`, gathered on the device and
 /// copied back.
@@ -420,14 +425,29 @@ fn launch(
         let launched = std::time::Instant::now();
 
         let done = stream.record_event(None).map_err(e("recording an event"))?;
+        // a second stream: the compute stream is busy until the kernel ends
+        let side = gpu.ctx.new_stream().map_err(e("creating a CUDA stream"))?;
         let mut stopping = false;
+        let mut polled = std::time::Instant::now();
+        let mut taken = [0u32];
+        let mut reported = 0usize;
         while !done.try_is_complete().map_err(e("running em_batched"))? {
             if cancel.load(Ordering::Relaxed) && !stopping {
-                // the compute stream is busy: raise the flag from another one
-                let side = gpu.ctx.new_stream().map_err(e("creating a CUDA stream"))?;
                 side.memcpy_htod(&[1i32], &mut stop).map_err(e("stopping em_batched"))?;
                 side.synchronize().map_err(e("stopping em_batched"))?;
                 stopping = true;
+            }
+            if polled.elapsed() >= PROGRESS_POLL {
+                // fits taken from the queue beyond the first `units`: about as
+                // many have finished, which is what the progress bar shows
+                side.memcpy_dtoh(&next, &mut taken).map_err(e("reading progress"))?;
+                side.synchronize().map_err(e("reading progress"))?;
+                let finished = (taken[0].saturating_sub(units) as usize).min(n_fits);
+                if finished > reported {
+                    progress.in_flight.fetch_add(finished - reported, Ordering::Relaxed);
+                    reported = finished;
+                }
+                polled = std::time::Instant::now();
             }
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -437,6 +457,6 @@ fn launch(
         let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;
         stream.synchronize().map_err(e("running em_batched"))?;
         progress.lap("batched: download", clock);
-        Ok((ll, info, out_params))
+        Ok((ll, info, out_params, reported))
     })
 }
