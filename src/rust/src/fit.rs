@@ -35,17 +35,8 @@ fn fit_(
     keep_starts: bool,
     report: Robj,
 ) -> extendr_api::Result<List> {
-    let engine = match engine {
-        "cpu" => Engine::Cpu,
-        "cuda-streams" => Engine::CudaStreams,
-        "cuda-batched" => Engine::CudaBatched,
-        other => return Err(Error::Other(format!("unknown engine \"{other}\""))),
-    };
-    let family = match family {
-        "invgauss" => Family::InvGauss,
-        "normal" => Family::Normal,
-        other => return Err(Error::Other(format!("unknown family \"{other}\""))),
-    };
+    let engine = Engine::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
+    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
     let datasets = borrow_doubles(&datasets)?;
     let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
     let job = Job {
@@ -96,7 +87,8 @@ fn fit_(
             Robj::from(threads as i32),
             count(&progress.em_iterations),
             count(&progress.kernel_launches),
-            Robj::from(progress.kernel_ns.load(Ordering::Relaxed) as f64 * 1e-9),
+            // the phase that waits on em_batched, 0 for other engines
+            Robj::from(phases.iter().find(|p| p.0 == "batched: kernel").map_or(0.0, |p| p.1)),
             timings,
         ],
     )

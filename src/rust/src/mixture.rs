@@ -5,11 +5,7 @@ use bulkem_core::{estep, family, Family, Params, MAX_COMPONENTS};
 use extendr_api::prelude::*;
 
 fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> extendr_api::Result<(Family, Params)> {
-    let family = match family {
-        "invgauss" => Family::InvGauss,
-        "normal" => Family::Normal,
-        other => return Err(Error::Other(format!("unknown family \"{other}\""))),
-    };
+    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
     let k = alpha.len();
     if k == 0 || k > MAX_COMPONENTS || mu.len() != k || shape.len() != k {
         return Err(Error::Other("a fit's alpha, mu and shape must have the same length, 1 to 8".into()));

@@ -26,8 +26,6 @@ pub struct Progress {
     pub em_iterations: AtomicUsize,
     /// CUDA kernel launches (GPU engines only).
     pub kernel_launches: AtomicUsize,
-    /// Wall time the host waited on em_batched kernels, in nanoseconds.
-    pub kernel_ns: AtomicUsize,
     /// Wall time of the call's phases, in seconds, in the order they first
     /// ran (summed over chunks and workers where a phase repeats): checking
     /// and rescaling the datasets, the engine and its own phases, turning the
@@ -58,6 +56,13 @@ pub enum Engine {
 }
 
 impl Engine {
+    pub const ALL: [Engine; 3] = [Engine::Cpu, Engine::CudaStreams, Engine::CudaBatched];
+
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The name R uses for the engine (control$engine).
     pub fn name(self) -> &'static str {
         match self {
             Engine::Cpu => "cpu",

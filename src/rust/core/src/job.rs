@@ -13,11 +13,18 @@ pub enum Family {
 }
 
 impl Family {
+    pub const ALL: [Family; 2] = [Family::InvGauss, Family::Normal];
+
+    /// The name R uses for the family (bulkem()'s `family`).
     pub fn name(self) -> &'static str {
         match self {
             Family::InvGauss => "invgauss",
             Family::Normal => "normal",
         }
+    }
+
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
     }
 }
 

@@ -451,7 +451,6 @@ fn launch(
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        progress.kernel_ns.fetch_add(launched.elapsed().as_nanos() as usize, Ordering::Relaxed);
         let clock = progress.lap("batched: kernel", launched);
         let ll = stream.clone_dtoh(&out_ll).map_err(e("downloading results"))?;
         let info = stream.clone_dtoh(&out_info).map_err(e("downloading results"))?;
