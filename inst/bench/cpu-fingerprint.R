@@ -1,0 +1,57 @@
+# Bitwise record of CPU-engine results, for refactors that must not change a
+# single fit: run it before and after, on the same machine, and compare.
+#   Rscript inst/bench/cpu-fingerprint.R save before.rds
+#   Rscript inst/bench/cpu-fingerprint.R compare before.rds
+# Covers B1 and samples of B2-B5 (bad datasets mixed in), several Ks in one
+# call and control$keep.starts. Only the fits are compared (timings differ).
+suppressPackageStartupMessages(library(bulkem))
+args <- commandArgs(TRUE)
+if (length(args) != 2 || !(args[1] %in% c("save", "compare"))) {
+  stop("usage: cpu-fingerprint.R save|compare FILE")
+}
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
+
+bad <- list(c(1, NA, 3, 4, 5, 6, 7), c(2, 2, 2, 2, 2, 2, 2), c(1, 2), c(-1, 1:10), numeric(0))
+run <- function(name, fraction, ...) {
+  w <- workload(name, fraction)
+  extra <- list(...)
+  args <- utils::modifyList(w$args, extra)
+  fits <- do.call(bulkem, c(list(c(w$datasets, bad)), args,
+                            list(seed = 7, use.gpu = FALSE, control = list(threads = 2))))
+  fits <- unclass(fits)
+  attributes(fits) <- NULL
+  fits
+}
+cases <- list(
+  B1 = function() run("B1", 1),
+  B2 = function() run("B2", 0.005),
+  B3 = function() run("B3", 0.005),
+  B4 = function() run("B4", 0.01),
+  B5 = function() run("B5", 0.002),
+  B3_k1to4 = function() run("B3", 0.002, num.components = 1:4, random.inits = 10),
+  B1_starts = function() {
+    w <- workload("B1", 0.05)
+    f <- bulkem(c(w$datasets, bad), random.inits = 5, seed = 3, use.gpu = FALSE,
+                control = list(keep.starts = TRUE, threads = 2))
+    f <- unclass(f)
+    attributes(f) <- NULL
+    f
+  }
+)
+if (args[1] == "save") {
+  res <- lapply(cases, function(f) f())
+  saveRDS(res, args[2])
+  for (n in names(res)) cat(n, ": ", length(res[[n]]), " fits\n", sep = "")
+} else {
+  old <- readRDS(args[2])
+  ok <- TRUE
+  for (n in names(cases)) {
+    new <- cases[[n]]()
+    same <- vapply(seq_along(new), function(i) identical(old[[n]][[i]], new[[i]]), NA)
+    cat(sprintf("%-10s %5d fits, %d bitwise identical, %d differ%s\n", n, length(new), sum(same),
+                sum(!same), if (any(!same)) paste0(" (first: ", which(!same)[1], ")") else ""))
+    if (!all(same)) ok <- FALSE
+  }
+  if (!ok) quit(status = 1)
+}
