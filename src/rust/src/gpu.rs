@@ -10,7 +10,7 @@ use extendr_api::prelude::*;
 fn gpu_usable_() -> List {
     let (usable, reason) = match gpu::gpu() {
         Ok(_) => (true, String::new()),
-        Err(why) => (false, why),
+        Err(why) => (false, why.to_string()),
     };
     list!(usable = usable, reason = reason)
 }
@@ -28,7 +28,7 @@ fn gpu_info_() -> List {
     let free: Vec<f64> = r.devices.iter().map(|d| gib(d.free_memory)).collect();
     let (usable, reason) = match &r.usable {
         Ok(()) => (true, String::new()),
-        Err(why) => (false, why.clone()),
+        Err(why) => (false, why.to_string()),
     };
     list!(
         driver_found = r.driver_found,

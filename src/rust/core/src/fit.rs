@@ -80,7 +80,7 @@ pub fn fit(job: &Job, engine: Engine, threads: usize, cancel: &AtomicBool, progr
     // Set up the GPU before any work, so an unusable one fails fast.
     let gpu = match engine {
         Engine::Cpu => None,
-        Engine::CudaStreams | Engine::CudaBatched => Some(crate::gpu::gpu().map_err(Error::Gpu)?),
+        Engine::CudaStreams | Engine::CudaBatched => Some(crate::gpu::gpu().map_err(Error::GpuUnavailable)?),
     };
     let clock = std::time::Instant::now();
     let prepared = parallel_map(job.num_datasets(), threads, cancel, |d| {

@@ -93,18 +93,18 @@ impl Job<'_> {
     /// The core's own check of the settings; R validates first, with its
     /// argument names, so users should never see these messages.
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |m: String| Err(Error::BadSetting(m));
+        let bad = |arg, message: String| Err(Error::Argument { arg, message });
         if self.components < 1 || self.components > MAX_COMPONENTS {
-            return bad(format!("num.components must be between 1 and {MAX_COMPONENTS}"));
+            return bad("num.components", format!("must be between 1 and {MAX_COMPONENTS}"));
         }
         if self.max_iters < 1 {
-            return bad("max.iters must be at least 1".into());
+            return bad("max.iters", "must be at least 1".into());
         }
         if self.starts < 1 {
-            return bad("random.inits must be at least 1".into());
+            return bad("random.inits", "must be at least 1".into());
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
-            return bad("epsilon must be a positive finite number".into());
+            return bad("epsilon", "must be a positive finite number".into());
         }
         Ok(())
     }

@@ -15,6 +15,6 @@ pub mod mathx;
 pub mod mstep;
 pub mod start;
 
-pub use error::Error;
+pub use error::{Error, Unavailable};
 pub use fit::{default_threads, fit, Engine, Progress};
 pub use job::{Family, Fit, Job, Params, Status, MAX_COMPONENTS};

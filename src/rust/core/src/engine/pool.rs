@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::error::Error;
+use crate::error::{panic_message, Error};
 
 /// Calls `work(i)` for every i in 0..n on `threads` threads. Stops claiming
 /// items once `cancel` is set. A panic in `work` becomes `Error::Internal`
@@ -60,14 +60,4 @@ where
     })
     .into_iter()
     .collect()
-}
-
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a worker thread panicked".to_string()
-    }
 }

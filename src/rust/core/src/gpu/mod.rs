@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::CudaContext;
 
-use crate::engine::pool::panic_message;
+use crate::error::{panic_message, Unavailable};
 pub use kernels::Kernels;
 
 /// Set `BULKEM_CUDA_FAULT` to one of these to make bulkem behave as if that
@@ -38,7 +38,7 @@ pub struct GpuReport {
     pub nvrtc_found: bool,
     pub devices: Vec<DeviceReport>,
     /// `Ok` if bulkem can run its CUDA engines; otherwise why not.
-    pub usable: Result<(), String>,
+    pub usable: Result<(), Unavailable>,
 }
 
 #[derive(Clone, Debug)]
@@ -55,12 +55,12 @@ pub fn compilations() -> usize {
     kernels::COMPILATIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-static GPU: OnceLock<Result<Arc<Gpu>, String>> = OnceLock::new();
+static GPU: OnceLock<Result<Arc<Gpu>, Unavailable>> = OnceLock::new();
 
 /// The process's GPU, set up on first use (libraries probed, context made,
 /// kernels compiled by NVRTC for its compute capability); later calls reuse it.
-pub fn gpu() -> Result<Arc<Gpu>, String> {
-    GPU.get_or_init(|| contained("setting up CUDA", init).map(Arc::new)).clone()
+pub fn gpu() -> Result<Arc<Gpu>, Unavailable> {
+    GPU.get_or_init(|| init().map(Arc::new)).clone()
 }
 
 /// Runs `f`, turning a panic inside cudarc into an error that says `what`
@@ -69,32 +69,33 @@ pub fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(format!("{what}: {}", panic_message(p.as_ref()))))
 }
 
-fn driver_present() -> Result<(), String> {
+fn driver_present() -> Result<(), Unavailable> {
     // SAFETY: only attempts dlopen of the candidate library names.
     if fault_injected("no-driver") || !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("the CUDA driver library (libcuda.so) was not found: no NVIDIA driver is installed \
-                    or it is not on the library path"
-            .into());
+        return Err(Unavailable::NoDriver);
     }
     Ok(())
 }
 
-fn nvrtc_present() -> Result<(), String> {
+fn nvrtc_present() -> Result<(), Unavailable> {
     // SAFETY: only attempts dlopen of the candidate library names.
     if fault_injected("no-nvrtc") || !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err("the CUDA runtime compiler library (libnvrtc.so, CUDA 12 or 13) was not found: \
-                    install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH"
-            .into());
+        return Err(Unavailable::NoCompiler);
     }
     Ok(())
 }
 
-fn init() -> Result<Gpu, String> {
+fn init() -> Result<Gpu, Unavailable> {
     driver_present()?;
     nvrtc_present()?;
+    contained("setting up CUDA", open).map_err(Unavailable::Setup)?.ok_or(Unavailable::NoDevice)
+}
+
+/// Device 0 with its context and kernels, or `None` if the driver lists no GPU.
+fn open() -> Result<Option<Gpu>, String> {
     let count = CudaContext::device_count().map_err(|e| format!("the CUDA driver failed to start: {e:?}"))?;
     if count < 1 {
-        return Err("the CUDA driver found no GPU".into());
+        return Ok(None);
     }
     let ctx = CudaContext::new(0).map_err(|e| format!("could not open GPU 0: {e:?}"))?;
     let compute_capability = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
@@ -105,7 +106,7 @@ fn init() -> Result<Gpu, String> {
     // SAFETY: no buffer is ever shared between streams (see the engines).
     unsafe { ctx.disable_event_tracking() };
     let kernels = Kernels::compile(&ctx, compute_capability)?;
-    Ok(Gpu { ctx, name, compute_capability, total_memory, kernels })
+    Ok(Some(Gpu { ctx, name, compute_capability, total_memory, kernels }))
 }
 
 /// Everything bulkem can tell about CUDA on this machine, without failing.
