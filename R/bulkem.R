@@ -180,13 +180,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   res <- run_with_fallback(run, engine, use.gpu)
   if (!is.null(reporter)) reporter$finish()
   engine <- res$engine
-  elapsed <- proc.time()[["elapsed"]] - started
-  fits <- if (length(num.components) > 1) {
-    choose_by_bic(res$fits, num.components)
-  } else {
-    res$fits
-  }
-  if (control$keep.starts) fits <- attach_starts(fits, res$starts, num.components, family)
+  fits <- res$fits
+  if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
   if (control$keep.data) {
     fits <- Map(function(f, d) {
       f$data <- d
@@ -194,6 +189,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     }, fits, datasets)
   }
   names(fits) <- names(datasets)
+  # everything the caller waits for, R's share included
+  elapsed <- proc.time()[["elapsed"]] - started
   if (verbose) {
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }

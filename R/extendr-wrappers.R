@@ -9,8 +9,9 @@
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-#' checked by bulkem() in R; they are read in place, not copied.
-#' `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
+#' checked by bulkem() in R; they are read in place, not copied. Every K of
+#' `components` is fitted, and with several each dataset keeps its fit of
+#' lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
 #' Arguments were checked by bulkem() in R.
 #' @noRd
 fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report)

@@ -1,10 +1,10 @@
 # control$keep.starts: each fit's `starts` data frame, from the engine's
 # columns (for several Ks, those of the K chosen).
-attach_starts <- function(fits, starts, ks, family) {
+attach_starts <- function(fits, starts, family) {
   shape <- shape_name(family)
   for (d in seq_along(fits)) {
-    k <- if (length(ks) > 1) fits[[d]]$num_components else ks
-    s <- if (length(ks) > 1) starts[[match(k, ks)]][[d]] else starts[[d]]
+    k <- length(fits[[d]]$mu)
+    s <- starts[[d]]
     frame <- data.frame(start = s$start, loglik = s$loglik, iterations = s$iterations,
                         status = s$status, reason = s$reason, stringsAsFactors = FALSE)
     for (p in c("alpha", "mu", "shape")) {

@@ -49,8 +49,14 @@ if (args[1] == "save") {
   for (n in names(cases)) {
     new <- cases[[n]]()
     same <- vapply(seq_along(new), function(i) identical(old[[n]][[i]], new[[i]]), NA)
+    fields <- unique(unlist(lapply(which(!same), function(i) {
+      o <- old[[n]][[i]]
+      w <- new[[i]]
+      nm <- union(names(o), names(w))
+      paste0(nm[!vapply(nm, function(f) identical(o[[f]], w[[f]]), NA)], " (", o$status, ")")
+    })))
     cat(sprintf("%-10s %5d fits, %d bitwise identical, %d differ%s\n", n, length(new), sum(same),
-                sum(!same), if (any(!same)) paste0(" (first: ", which(!same)[1], ")") else ""))
+                sum(!same), if (any(!same)) paste0(" in: ", paste(fields, collapse = ", ")) else ""))
     if (!all(same)) ok <- FALSE
   }
   if (!ok) quit(status = 1)

@@ -37,3 +37,38 @@ test_that("a dataset too short for the larger Ks keeps a smaller K", {
   expect_true(fits$short$num_components %in% 1:2)
   expect_true(fits$short$fit_success)
 })
+
+test_that("several Ks: one pass, progress never goes back, the same shape as one K", {
+  set.seed(23)
+  d <- replicate(30, c(rnorm(300), rnorm(300, 4)), simplify = FALSE)
+  seen <- list()
+  report <- function(done, total) seen[[length(seen) + 1]] <<- c(done, total)
+  res <- bulkem:::fit_(d, "normal", 1:3, 2000L, 1e-12, 30L, 5, 1L, "cpu", FALSE, FALSE, report)
+  expect_gt(length(seen), 1)
+  done <- vapply(seen, `[`, 0, 1)
+  total <- vapply(seen, `[`, 0, 2)
+  # every K's work is counted before any of it runs: one total, from the first report
+  expect_true(all(total == 30 * (1 + 30 + 30)))
+  expect_false(is.unsorted(done))
+  # the glue returns a list of fits, whether one K or several
+  expect_length(res$fits, 30)
+  expect_s3_class(res$fits[[1]], "bulkem_fit")
+  one <- bulkem:::fit_(d[1:2], "normal", 2L, 100L, 1e-6, 3L, 5, 1L, "cpu", FALSE, FALSE, NULL)
+  expect_length(one$fits, 2)
+  expect_s3_class(one$fits[[1]], "bulkem_fit")
+  # the choice of K happens in compiled code, inside the timed call
+  expect_true("choose K" %in% names(res$timings))
+})
+
+test_that("choosing K among many datasets costs next to nothing after the fits", {
+  set.seed(24)
+  d <- replicate(20000, rnorm(10), simplify = FALSE)
+  fits <- bulkem(d, num.components = 1:3, random.inits = 1, max.iters = 5,
+                 family = "normal", use.gpu = FALSE, seed = 1)
+  tm <- attr(fits, "timings")
+  # elapsed covers all the work R does after the engine too
+  expect_gte(attr(fits, "elapsed"), sum(tm[setdiff(names(tm), "total")]) - 0.05)
+  expect_identical(vapply(fits[1:3], function(f) nrow(f$by_k), 0L), rep(3L, 3))
+  expect_s3_class(fits[[1]]$by_k, "data.frame")
+  expect_identical(fits[[1]]$by_k$K, 1:3)
+})

@@ -6,18 +6,24 @@
 use std::os::raw::{c_char, c_int};
 
 use bulkem_core::{Family, Fit, Params, Status, MAX_COMPONENTS};
+use bulkem_core::outcome::Outcome;
 use extendr_api::Robj;
 use extendr_ffi::{
-    cetype_t, R_ClassSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_protect,
-    Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER, LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP,
+    cetype_t, R_ClassSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t, Rf_allocVector,
+    Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER, LOGICAL, REAL, SET_STRING_ELT,
+    SET_VECTOR_ELT, SEXP, STRING_ELT,
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
-/// "lambda" or "sigma". See ?bulkem.
+/// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
+/// See ?bulkem.
 const FIELDS: [&str; 18] = [
     "shape", "mu", "alpha", "init_shape", "init_mu", "init_alpha", "loglik", "num_iterations", "fit_success",
     "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic",
 ];
+const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
+/// Columns of `by_k`.
+const BY_K_COLUMNS: [&str; 5] = ["K", "loglik", "aic", "bic", "status"];
 
 unsafe fn strings(values: &[&str]) -> SEXP {
     let v = Rf_protect(Rf_allocVector(SEXPTYPE::STRSXP, values.len() as R_xlen_t));
@@ -31,6 +37,15 @@ unsafe fn strings(values: &[&str]) -> SEXP {
 unsafe fn reals(values: &[f64]) -> SEXP {
     let v = Rf_allocVector(SEXPTYPE::REALSXP, values.len() as R_xlen_t);
     std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(v), values.len());
+    v
+}
+
+/// Like `reals`, NaN becoming R's NA.
+unsafe fn reals_na(values: impl ExactSizeIterator<Item = f64>) -> SEXP {
+    let v = Rf_allocVector(SEXPTYPE::REALSXP, values.len() as R_xlen_t);
+    for (i, x) in values.enumerate() {
+        *REAL(v).add(i) = if x.is_nan() { R_NaReal } else { x };
+    }
     v
 }
 
@@ -50,9 +65,10 @@ unsafe fn logical(value: bool) -> SEXP {
     v
 }
 
-/// The list of `bulkem_fit` lists, one per fit.
-pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
-    let shape = if family == Family::InvGauss { "lambda" } else { "sigma" };
+/// The list of `bulkem_fit` lists, one per fit; `choice` adds the fields of
+/// a call with several Ks.
+pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
+    let shape = family.shape_name();
     let init_shape = format!("init_{shape}");
     let names: Vec<&str> = FIELDS
         .iter()
@@ -61,7 +77,9 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
             "init_shape" => init_shape.as_str(),
             other => other,
         })
+        .chain(if choice { &CHOICE_FIELDS[..] } else { &[] }.iter().copied())
         .collect();
+    let width = names.len();
     // SAFETY: runs on R's main thread inside an extendr call; every SEXP is
     // either protected (the parents, the shared scalars) or stored into a
     // protected parent before the next allocation; the protect stack is
@@ -71,28 +89,24 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
         let names = Rf_protect(strings(&names));
         let class = Rf_protect(strings(&["bulkem_fit"]));
         let family_name = Rf_protect(strings(&[family.name()]));
-        let status_names: Vec<SEXP> = [Status::Converged, Status::MaxIters, Status::Failed, Status::Invalid]
-            .iter()
-            .map(|s| Rf_protect(strings(&[s.name()])))
-            .collect();
+        let status_names: Vec<SEXP> = Status::ALL.iter().map(|s| Rf_protect(strings(&[s.name()]))).collect();
+        let by_k_names = Rf_protect(strings(&BY_K_COLUMNS));
+        let frame_class = Rf_protect(strings(&["data.frame"]));
         let empty = Rf_protect(strings(&[""]));
         // shared scalars: R copies a shared object before changing it
         let yes = Rf_protect(logical(true));
         let no = Rf_protect(logical(false));
-        let na_reals = vec![R_NaReal; k];
+        let na_reals = vec![R_NaReal; MAX_COMPONENTS];
         for (i, f) in fits.iter().enumerate() {
-            let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, FIELDS.len() as R_xlen_t));
+            let k = f.k;
+            let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, width as R_xlen_t));
             let column = |p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| match p {
                 Some(p) => reals(&pick(p)[..k]),
-                None => reals(&na_reals),
+                None => reals(&na_reals[..k]),
             };
             let (aic, bic) = f.information_criteria();
-            let status = match f.status {
-                Status::Converged => status_names[0],
-                Status::MaxIters => status_names[1],
-                Status::Failed => status_names[2],
-                Status::Invalid => status_names[3],
-            };
+            let status_of = |s: Status| status_names[Status::ALL.iter().position(|&x| x == s).unwrap_or(0)];
+            let status = status_of(f.status);
             let set = |j: usize, v: SEXP| {
                 SET_VECTOR_ELT(l, j as R_xlen_t, v);
             };
@@ -114,26 +128,64 @@ pub fn fits_to_r(fits: &[Fit], family: Family, k: usize) -> Robj {
             set(15, int(Some(f.starts_ok as i32)));
             set(16, real(aic));
             set(17, real(bic));
+            if choice {
+                set(18, int(i32::try_from(f.k).ok()));
+                set(19, by_k_frame(f, by_k_names, frame_class, &status_of));
+            }
             Rf_setAttrib(l, R_NamesSymbol, names);
             Rf_setAttrib(l, R_ClassSymbol, class);
             SET_VECTOR_ELT(out, i as R_xlen_t, l);
             Rf_unprotect(1);
         }
         let robj = Robj::from_sexp(out);
-        Rf_unprotect(7 + status_names.len() as c_int);
+        Rf_unprotect(9 + status_names.len() as c_int);
         robj
     }
+}
+
+/// `by_k` as an R data frame (K, loglik, aic, bic, status), built directly:
+/// data.frame() in R costs far more than the fit itself for small datasets.
+///
+/// # Safety
+/// On R's main thread; `names` and `class` protected; the result is
+/// unprotected and must be stored into a protected parent at once.
+unsafe fn by_k_frame(f: &Fit, names: SEXP, class: SEXP, status_of: &dyn Fn(Status) -> SEXP) -> SEXP {
+    let rows = f.by_k.len();
+    let frame = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, BY_K_COLUMNS.len() as R_xlen_t));
+    let ks = Rf_allocVector(SEXPTYPE::INTSXP, rows as R_xlen_t);
+    SET_VECTOR_ELT(frame, 0, ks);
+    for (j, s) in f.by_k.iter().enumerate() {
+        *INTEGER(ks).add(j) = i32::try_from(s.k).unwrap_or(R_NaInt);
+    }
+    SET_VECTOR_ELT(frame, 1, reals_na(f.by_k.iter().map(|s| s.loglik)));
+    SET_VECTOR_ELT(frame, 2, reals_na(f.by_k.iter().map(|s| s.aic)));
+    SET_VECTOR_ELT(frame, 3, reals_na(f.by_k.iter().map(|s| s.bic)));
+    let status = Rf_allocVector(SEXPTYPE::STRSXP, rows as R_xlen_t);
+    SET_VECTOR_ELT(frame, 4, status);
+    for (j, s) in f.by_k.iter().enumerate() {
+        SET_STRING_ELT(status, j as R_xlen_t, STRING_ELT(status_of(s.status), 0));
+    }
+    // compact row names, as data.frame() makes them: c(NA, -rows)
+    let row_names = Rf_protect(Rf_allocVector(SEXPTYPE::INTSXP, 2));
+    *INTEGER(row_names) = R_NaInt;
+    *INTEGER(row_names).add(1) = -(rows as i32);
+    Rf_setAttrib(frame, R_RowNamesSymbol, row_names);
+    Rf_unprotect(1);
+    Rf_setAttrib(frame, R_NamesSymbol, names);
+    Rf_setAttrib(frame, R_ClassSymbol, class);
+    Rf_unprotect(1);
+    frame
 }
 
 /// Every start of every fit (control$keep.starts), one list of columns per
 /// dataset (a data frame is made of it in R): start (from 1), loglik,
 /// iterations, status, reason, and the initial alpha, mu and shape as
 /// start-major vectors of K values per start.
-pub fn starts_to_r(fits: &[Fit], k: usize) -> Robj {
-    use bulkem_core::start::Outcome;
+pub fn starts_to_r(fits: &[Fit]) -> Robj {
     let per_dataset: Vec<Robj> = fits
         .iter()
         .map(|f| {
+            let k = f.k;
             let records = f.starts.as_deref().unwrap_or(&[]);
             let init = |pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| -> Vec<Option<f64>> {
                 records

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bulkem_core::{Engine, Family, Fit, Job, Progress};
+use bulkem_core::{Counters, EngineKind, Family, Fit, Job};
 use extendr_api::prelude::*;
 
 use crate::interrupt::interrupt_pending;
@@ -15,8 +15,9 @@ const POLL: Duration = Duration::from_millis(25);
 const REPORT_EVERY: Duration = Duration::from_millis(250);
 
 /// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-/// checked by bulkem() in R; they are read in place, not copied.
-/// `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
+/// checked by bulkem() in R; they are read in place, not copied. Every K of
+/// `components` is fitted, and with several each dataset keeps its fit of
+/// lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
 /// Arguments were checked by bulkem() in R.
 /// @noRd
 #[extendr]
@@ -35,14 +36,14 @@ fn fit_(
     keep_starts: bool,
     report: Robj,
 ) -> extendr_api::Result<List> {
-    let engine = Engine::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
+    let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
     let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
     let datasets = borrow_doubles(&datasets)?;
     let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
     let job = Job {
         datasets,
         family,
-        components: 0,
+        components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
         max_iters: as_count(max_iters, "max.iters")?,
         epsilon,
         starts: as_count(starts, "random.inits")?,
@@ -54,28 +55,15 @@ fn fit_(
         Ok(0) | Err(_) => bulkem_core::default_threads(),
         Ok(t) => t,
     };
-    let progress = Progress::default();
+    let counters = Counters::default();
     let report = Function::try_from(report).ok();
-    // Every K of the call, one after the other, each on every core or the
-    // whole GPU; K = 1 has a closed form, which EM reaches from any start in
-    // one update, so it needs one start only.
-    let mut by_k = Vec::with_capacity(components.len());
-    for &k in components {
-        let k = usize::try_from(k).unwrap_or(0);
-        let job = Job { components: k, starts: if k == 1 { 1 } else { job.starts }, ..job.clone() };
-        by_k.push((k, run_watched(&job, engine, threads, &progress, report.as_ref())?));
-    }
+    let fits = run_watched(&job, engine, threads, &counters, report.as_ref())?;
     let clock = std::time::Instant::now();
-    let lists: Vec<Robj> = by_k.iter().map(|(k, fits)| crate::convert::fits_to_r(fits, family, *k)).collect();
-    let fits = if lists.len() == 1 { lists.into_iter().next().unwrap_or_default() } else { List::from_values(lists).into() };
-    let starts: Robj = if keep_starts {
-        let per_k: Vec<Robj> = by_k.iter().map(|(k, fits)| crate::convert::starts_to_r(fits, *k)).collect();
-        if per_k.len() == 1 { per_k.into_iter().next().unwrap_or_default() } else { List::from_values(per_k).into() }
-    } else {
-        Robj::default()
-    };
-    progress.lap("result", clock);
-    let phases = progress.phases.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let choice = job.components.len() > 1;
+    let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
+    let fits = crate::convert::fits_to_r(&fits, family, choice);
+    counters.lap("result", clock);
+    let phases = counters.phases();
     let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
     timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
@@ -85,10 +73,9 @@ fn fit_(
             fits,
             starts,
             Robj::from(threads as i32),
-            count(&progress.em_iterations),
-            count(&progress.kernel_launches),
-            // the phase that waits on em_batched, 0 for other engines
-            Robj::from(phases.iter().find(|p| p.0 == "batched: kernel").map_or(0.0, |p| p.1)),
+            count(&counters.em_iterations),
+            count(&counters.kernel_launches),
+            Robj::from(counters.kernel_seconds()),
             timings,
         ],
     )
@@ -127,16 +114,16 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
 /// API is used off this thread.
 fn run_watched(
     job: &Job,
-    engine: Engine,
+    engine: EngineKind,
     threads: usize,
-    progress: &Progress,
+    counters: &Counters,
     report: Option<&Function>,
 ) -> extendr_api::Result<Vec<Fit>> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
-            let result = bulkem_core::fit(job, engine, threads, &cancel, progress);
+            let result = bulkem_core::fit(job, engine, threads, &cancel, counters);
             main.unpark();
             result
         });
@@ -148,8 +135,8 @@ fn run_watched(
             }
             if let Some(f) = report {
                 if reported.elapsed() >= REPORT_EVERY && !cancel.load(Ordering::Relaxed) {
-                    let done = (progress.done.load(Ordering::Relaxed) + progress.in_flight.load(Ordering::Relaxed)) as f64;
-                    let total = progress.total.load(Ordering::Relaxed) as f64;
+                    let done = (counters.done.load(Ordering::Relaxed) + counters.in_flight.load(Ordering::Relaxed)) as f64;
+                    let total = counters.total.load(Ordering::Relaxed) as f64;
                     // an error in the callback is R's to print; the fit goes on
                     let _ = f.call(pairlist!(done, total));
                     reported = std::time::Instant::now();

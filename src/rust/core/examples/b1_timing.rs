@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use bulkem_core::{fit, Family, Job, Progress};
+use bulkem_core::{fit, Family, Job, Counters};
 use rand::{RngExt, SeedableRng};
 
 fn main() {
@@ -23,9 +23,9 @@ fn main() {
         }
         sets.push(data);
     }
-    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: 2, max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1, mixed_precision: false, keep_starts: false };
+    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: vec![2], max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1, mixed_precision: false, keep_starts: false };
     let t = Instant::now();
-    let fits = fit(&job, bulkem_core::Engine::Cpu, threads, &AtomicBool::new(false), &Progress::default()).expect("fit");
+    let fits = fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).expect("fit");
     let secs = t.elapsed().as_secs_f64();
     let iters: u32 = fits.iter().map(|f| f.iterations).sum();
     println!("B1 on {threads} threads: {secs:.3} s, {:.1} us per start-fit, winner iterations mean {:.1}", secs / 1000.0 * 1e6, iters as f64 / 100.0);

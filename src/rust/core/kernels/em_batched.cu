@@ -3,7 +3,7 @@
 //
 // em_batched_lane: each thread (lane) owns one (dataset, start) fit at a time and runs it to
 // its end: E-step passes, M-step, convergence test and degeneracy checks,
-// iteration after iteration, mirroring src/start.rs (EmState::advance) and
+// iteration after iteration, mirroring src/em.rs (EmState::advance) and
 // src/mstep.rs (m_step, check_component). When its fit ends, the lane writes
 // the result and takes the next fit from a queue (an atomic counter over fits
 // sorted by dataset size, longest first), so lanes never wait for the slowest
@@ -32,20 +32,19 @@
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
 // a start of dataset fit_ds[f] beginning at init[f][3K] (alpha[K], mu[K],
 // shape[K]); results go to out_params[f][3K], out_ll[f], out_info[f] =
-// {iterations, outcome} (outcome codes: start.rs Outcome::code). Lanes stop
-// at the end of a pass once the host sets *stop (an interrupt).
+// {iterations, outcome} (outcome codes: outcome.rs Outcome::code).
+//
+// Two words are shared with the host WHILE the kernel runs, through a second
+// stream (engine/cuda_batched/device.rs): the fit queue `next`, which lanes
+// advance with atomicAdd and the host reads to estimate progress (any value
+// it sees is a valid lower bound, so no ordering is needed), and the stop
+// flag `stop`, which the host sets on an interrupt and lanes read through a
+// volatile pointer at the end of every pass (a late read only means one more
+// pass). Nothing else is touched by both.
 
-#define OUTCOME_CONVERGED 0
-#define OUTCOME_MAX_ITERS 1
-#define OUTCOME_WEIGHT_COLLAPSED 2
-#define OUTCOME_SPREAD_COLLAPSED 3
-#define OUTCOME_NOT_FINITE 4
-#define OUTCOME_LOGLIK_FELL 5
-
-#define MIN_COMPONENT_OBS 2.0
-#define MIN_RELATIVE_SD 1e-6
-#define LN_2PI 1.8378770664093453
-#define LN_2 0.6931471805599453
+// Every constant here (OUTCOME_* codes, MIN_COMPONENT_OBS, MIN_RELATIVE_SD,
+// FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS) comes from the prelude that
+// gpu/prelude.rs generates from the Rust definitions.
 
 // mstep.rs::check_component: 0 if usable, else the outcome code.
 template <int IG>
@@ -197,7 +196,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     p.prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
 }
 
-// start.rs EmState::advance: given the pass's log-likelihood and sums for
+// em.rs EmState::advance: given the pass's log-likelihood and sums for
 // the current parameters, stop (returns the outcome code) or move to the
 // M-step's parameters (returns -1).
 //
@@ -213,7 +212,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         return -1;
     }
     if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
-    if (st.has_prev && loglik < st.prev - 1e-10 * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
+    if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
     if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     if (st.iterations >= max_iters) return OUTCOME_MAX_ITERS;
     double a2[K], m2[K], sh2[K];
@@ -247,8 +246,8 @@ struct Batch {
     int n_fits;
     int max_iters;
     double epsilon;
-    unsigned int* next;
-    const volatile int* stop;
+    unsigned int* next;        // the fit queue, read by the host while running
+    const volatile int* stop;  // set by the host while running
 };
 
 template <int K, int IG, int MIXED>
@@ -361,10 +360,10 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
 // (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0) for the 2-component inverse
 // Gaussian in fp64, which defines em_batched_lane and em_batched_warp.
 #define EM_BATCHED(K, IG, MIXED)                                                            \
-    extern "C" __global__ void __launch_bounds__(128) em_batched_lane(const Batch b) {    \
+    extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
         em_lane<K, IG, MIXED>(b);                                                          \
     }                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) em_batched_warp(const Batch b) {    \
+    extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_warp(const Batch b) {    \
         em_warp<K, IG, MIXED>(b);                                                          \
     }
 

@@ -13,8 +13,7 @@
 //   launch: each thread first sums every SUM_THREADS-th element (the stride
 //   stage that removes the need for a second launch), then a tree in shared
 //   memory. Fixed order, so sums are reproducible. Writes sums[a][j].
-
-#define SUM_THREADS 256
+//   SUM_THREADS comes from the prelude (gpu/prelude.rs), as the host's launch does.
 
 extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const double* __restrict__ g,
                                         int n, int k, int invgauss,

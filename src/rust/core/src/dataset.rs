@@ -1,13 +1,19 @@
 //! One dataset made ready for EM: checked, rescaled, with the per-observation
-//! values every E-step needs computed once.
+//! values every E-step needs computed once (once per call, whatever the
+//! number of Ks).
 //!
 //! Fitting happens on rescaled data because the M-step's differences
 //! (Σr/x − S0²/S1, S2/S0 − μ²) cancel badly far from unit scale. The inverse
 //! Gaussian is closed under scaling (cX ~ IG(cμ, cλ)), so its data is divided
 //! by the mean; Normal data is standardised. Parameters are mapped back after.
 
+use std::fmt;
+
+use crate::estep::e_step;
 use crate::family;
-use crate::job::{Family, Params};
+use crate::limits::OBS_PER_COMPONENT;
+use crate::mathx::mix64;
+use crate::params::{Family, Params};
 
 pub struct Prepared {
     /// Rescaled observations, x' = (x − shift) / scale.
@@ -25,6 +31,52 @@ pub struct Prepared {
     pub hash: u64,
 }
 
+/// Why a dataset cannot be fitted; each reads after "dataset".
+#[derive(Clone, Debug, PartialEq)]
+pub enum Invalid {
+    TooShort { n: usize, needed: usize },
+    NotFinite { count: usize, first: usize },
+    NotPositive { count: usize, first: usize },
+    AllEqual { n: usize, value: f64 },
+    /// Rescaled, some values would overflow, underflow to zero or lose all
+    /// precision: they span too many orders of magnitude for double precision.
+    TooSpread { min: f64, max: f64 },
+}
+
+impl Invalid {
+    /// The check every K makes first: 3 observations per component.
+    pub fn too_short(n: usize, k: usize) -> Option<Invalid> {
+        let needed = OBS_PER_COMPONENT * k;
+        (n < needed).then_some(Invalid::TooShort { n, needed })
+    }
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = |count: usize| if count == 1 { "" } else { "s" };
+        match *self {
+            Invalid::TooShort { n, needed } => write!(
+                f,
+                "has {n} observation{}; at least {needed} ({OBS_PER_COMPONENT} per component) are needed",
+                s(n)
+            ),
+            Invalid::NotFinite { count, first } => {
+                write!(f, "contains {count} NA, NaN or infinite value{} (the first at position {first})", s(count))
+            }
+            Invalid::NotPositive { count, first } => write!(
+                f,
+                "contains {count} value{} <= 0 (the first at position {first}) (the inverse Gaussian needs positive data)",
+                s(count)
+            ),
+            Invalid::AllEqual { n, value } => write!(f, "has all {n} values equal ({value}); a mixture cannot be fitted"),
+            Invalid::TooSpread { min, max } => write!(
+                f,
+                "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
+            ),
+        }
+    }
+}
+
 impl Prepared {
     /// Parameters fitted on the rescaled data, in the original units.
     pub fn unscale(&self, p: &Params) -> Params {
@@ -35,52 +87,114 @@ impl Prepared {
         }
         out
     }
+
+    /// Log-likelihood of `params` (original units) on the original `values`,
+    /// whichever engine fitted them: one E-step pass plus the parameter-free
+    /// Σh, which follows from the rescaled data's (for the inverse Gaussian
+    /// Σ −3/2 log x = Σ −3/2 log x' − 3/2 N log scale). Far from unit scale,
+    /// where the original units' squares would overflow or underflow, the
+    /// same quantity is computed on the rescaled data: ℓ(θ; x) = ℓ(θ'; x') −
+    /// N log scale, θ' being θ in rescaled units.
+    pub fn log_likelihood(&self, family: Family, values: &[f64], params: &Params) -> f64 {
+        let n = values.len() as f64;
+        let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
+        if moderate {
+            let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
+            let h_sum = match family {
+                Family::InvGauss => self.h_sum - 1.5 * n * self.scale.ln(),
+                Family::Normal => 0.0,
+            };
+            let ll = e_step(family, values, &g, params).ll + h_sum;
+            if ll.is_finite() {
+                return ll;
+            }
+        }
+        let mut rescaled = *params;
+        for m in 0..params.k {
+            rescaled.mu[m] = (params.mu[m] - self.shift) / self.scale;
+            rescaled.shape[m] = params.shape[m] / self.scale;
+        }
+        e_step(family, &self.x, &self.g, &rescaled).ll + self.h_sum - n * self.scale.ln()
+    }
 }
 
-/// Checks one dataset and prepares it, or says (for the user) why it cannot
-/// be fitted.
-pub fn prepare(values: &[f64], family: Family, components: usize) -> Result<Prepared, String> {
+/// Within 2^±300 of 1, squares and reciprocals of the data's scale stay far
+/// inside double precision, so the log-likelihood is computed in the data's
+/// own units.
+const MODERATE_SCALE_LOG2: f64 = 300.0;
+
+/// Checks one dataset and prepares it, or says why it cannot be fitted.
+/// Callers check the length for their K first (`Invalid::too_short`).
+pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
     let n = values.len();
-    let needed = 3 * components;
-    if n < needed {
-        return Err(format!(
-            "has {n} observation{}; at least {needed} (3 per component) are needed",
-            if n == 1 { "" } else { "s" }
-        ));
+    if let Some(short) = Invalid::too_short(n, 1) {
+        return Err(short);
     }
-    if let Some(msg) = describe_bad_values(values, |v| !v.is_finite(), "NA, NaN or infinite value") {
-        return Err(msg);
+    if let Some((count, first)) = count_bad(values, |v| !v.is_finite()) {
+        return Err(Invalid::NotFinite { count, first });
     }
     if family == Family::InvGauss {
-        if let Some(msg) = describe_bad_values(values, |v| v <= 0.0, "value <= 0") {
-            return Err(msg + " (the inverse Gaussian needs positive data)");
+        if let Some((count, first)) = count_bad(values, |v| v <= 0.0) {
+            return Err(Invalid::NotPositive { count, first });
         }
     }
-    if values.iter().all(|&v| v == values[0]) {
-        return Err(format!("all {n} values are equal ({}); a mixture cannot be fitted", values[0]));
+    let first = values[0];
+    if values.iter().all(|&v| v == first) {
+        return Err(Invalid::AllEqual { n, value: first });
     }
 
+    // Work in units of a power of two near the largest magnitude, so that
+    // sums and squares stay finite at any scale. Dividing by a power of two
+    // is exact, so for data of moderate scale every quantity below is
+    // bit for bit what it would be in the original units.
+    let unit = pow2_at_most(values.iter().fold(0.0f64, |m, &v| m.max(v.abs())));
+    let u: Vec<f64> = values.iter().map(|&v| v / unit).collect();
     let nf = n as f64;
-    let mean = values.iter().sum::<f64>() / nf;
-    let sd = (values.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / nf).sqrt();
+    let mean = u.iter().sum::<f64>() / nf;
+    let sd = (u.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / nf).sqrt();
     let (shift, scale) = match family {
         Family::InvGauss => (0.0, mean),
         Family::Normal => (mean, sd),
     };
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err("its values are too large or too spread to rescale in double precision".into());
+    let x: Vec<f64> = u.iter().map(|&v| (v - shift) / scale).collect();
+    let g: Vec<f64> = x.iter().map(|&v| family::aux(family, v)).collect();
+    let h_sum: f64 = x.iter().map(|&v| family::log_h(family, v)).sum();
+    let (shift, scale) = (shift * unit, scale * unit);
+    let spread = sd / (scale / unit);
+    let usable = |v: f64| v.is_finite() && (family == Family::Normal || v > 0.0);
+    let ok = scale.is_normal()
+        && scale > 0.0
+        && shift.is_finite()
+        && spread.is_normal()
+        && h_sum.is_finite()
+        && x.iter().all(|&v| usable(v))
+        && g.iter().all(|&v| v.is_finite());
+    if !ok {
+        let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        return Err(Invalid::TooSpread { min, max });
     }
-    let x: Vec<f64> = values.iter().map(|&v| (v - shift) / scale).collect();
-    let g = x.iter().map(|&v| family::aux(family, v)).collect();
-    let h_sum = x.iter().map(|&v| family::log_h(family, v)).sum();
-    Ok(Prepared { x, g, h_sum, shift, scale, spread: sd / scale, hash: hash_values(values) })
+    Ok(Prepared { x, g, h_sum, shift, scale, spread, hash: hash_values(values) })
 }
 
-fn describe_bad_values(values: &[f64], bad: impl Fn(f64) -> bool, what: &str) -> Option<String> {
+/// The largest power of two not above `v` (> 0, finite), or 1 for 0.
+fn pow2_at_most(v: f64) -> f64 {
+    if !(v > 0.0 && v.is_finite()) {
+        return 1.0;
+    }
+    let e = v.log2().floor();
+    let p = 2f64.powi(e as i32);
+    // log2 may round up just below a power of two
+    if p > v {
+        p / 2.0
+    } else {
+        p
+    }
+}
+
+/// How many values are bad, and the (1-based) position of the first.
+fn count_bad(values: &[f64], bad: impl Fn(f64) -> bool) -> Option<(usize, usize)> {
     let first = values.iter().position(|&v| bad(v))?;
-    let count = values.iter().filter(|&&v| bad(v)).count();
-    let plural = if count == 1 { "" } else { "s" };
-    Some(format!("contains {count} {what}{plural} (the first at position {})", first + 1))
+    Some((values.iter().filter(|&&v| bad(v)).count(), first + 1))
 }
 
 /// A 64-bit hash of the values' bit patterns, in order (splitmix64's mixer,
@@ -93,42 +207,97 @@ pub fn hash_values(values: &[f64]) -> u64 {
     h
 }
 
-pub fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn why(values: &[f64], family: Family) -> String {
+        match prepare(values, family) {
+            Err(e) => format!("dataset {e}"),
+            Ok(_) => "ok".into(),
+        }
+    }
+
     #[test]
     fn rejects_bad_datasets_with_reasons() {
-        let short = prepare(&[1.0, 2.0, 3.0, 4.0, 5.0], Family::InvGauss, 2).err().unwrap();
+        let short = Invalid::too_short(5, 2).map(|e| e.to_string()).unwrap_or_default();
         assert!(short.contains("has 5 observations") && short.contains("at least 6"), "{short}");
-        let nan = prepare(&[1.0, f64::NAN, 3.0, f64::INFINITY], Family::Normal, 1).err().unwrap();
+        assert_eq!(Invalid::too_short(6, 2), None);
+        let nan = why(&[1.0, f64::NAN, 3.0, f64::INFINITY], Family::Normal);
         assert!(nan.contains("2 NA, NaN or infinite values") && nan.contains("position 2"), "{nan}");
-        let neg = prepare(&[1.0, 2.0, -3.0, 4.0], Family::InvGauss, 1).err().unwrap();
+        let neg = why(&[1.0, 2.0, -3.0, 4.0], Family::InvGauss);
         assert!(neg.contains("1 value <= 0") && neg.contains("position 3"), "{neg}");
         // the Normal accepts non-positive data
-        assert!(prepare(&[1.0, 2.0, -3.0, 4.0], Family::Normal, 1).is_ok());
-        let flat = prepare(&[2.5; 10], Family::Normal, 2).err().unwrap();
-        assert!(flat.contains("all 10 values are equal"), "{flat}");
+        assert!(prepare(&[1.0, 2.0, -3.0, 4.0], Family::Normal).is_ok());
+        let flat = why(&[2.5; 10], Family::Normal);
+        assert_eq!(flat, "dataset has all 10 values equal (2.5); a mixture cannot be fitted");
+        assert!(why(&[], Family::Normal).contains("has 0 observations"));
+        // values too far apart: the smallest underflows once rescaled
+        let spread = why(&[1e-300, 1e300, 1.0], Family::InvGauss);
+        assert!(spread.starts_with("dataset has values from 1e-300 to 1e300, too many orders"), "{spread}");
     }
 
     #[test]
     fn rescaling_round_trips() {
         let values = [0.5, 1.5, 2.0, 7.0, 3.25, 0.75];
         for family in [Family::InvGauss, Family::Normal] {
-            let ds = prepare(&values, family, 2).unwrap();
+            let ds = prepare(&values, family).unwrap();
             for (xp, &x) in ds.x.iter().zip(&values) {
                 assert!((xp * ds.scale + ds.shift - x).abs() < 1e-14);
             }
             let mean = ds.x.iter().sum::<f64>() / 6.0;
             let expected_mean = if family == Family::Normal { 0.0 } else { 1.0 };
             assert!((mean - expected_mean).abs() < 1e-15);
+        }
+    }
+
+    #[test]
+    fn any_scale_rescales_to_the_same_data() {
+        // Multiplying by a power of two changes nothing but the scale: the
+        // rescaled data are bit for bit the same, from 2^-990 to 2^990.
+        let values: Vec<f64> = (1..=40).map(|i| 0.1 + (i as f64 * 0.77).sin().abs() * 3.0).collect();
+        for family in [Family::InvGauss, Family::Normal] {
+            let base = prepare(&values, family).unwrap();
+            for e in [-990, -500, -100, 100, 500, 990] {
+                let c = 2f64.powi(e);
+                let scaled: Vec<f64> = values.iter().map(|v| v * c).collect();
+                let ds = prepare(&scaled, family).unwrap();
+                assert_eq!(ds.x, base.x, "{family:?} 2^{e}");
+                assert_eq!(ds.spread, base.spread);
+                assert_eq!(ds.scale, base.scale * c);
+            }
+            // and a scale that is not a power of two, near both ends of double precision
+            for c in [1e-300, 3e-200, 7e153, 1e300] {
+                let scaled: Vec<f64> = values.iter().map(|v| v * c).collect();
+                let ds = prepare(&scaled, family).unwrap();
+                let worst = ds.x.iter().zip(&base.x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                assert!(worst < 1e-14, "{family:?} {c}: {worst}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_log_likelihood_is_the_same_at_any_scale() {
+        // ℓ(cθ; cx) = ℓ(θ; x) − N log c, computed in the original units or,
+        // far from 1, on the rescaled data; checked against the textbook sum.
+        let values: Vec<f64> = (1..=50).map(|i| 0.2 + (i as f64 * 0.37).sin().abs() * 2.0).collect();
+        for family in [Family::InvGauss, Family::Normal] {
+            let mut p = Params::zeroed(2);
+            p.alpha[..2].copy_from_slice(&[0.4, 0.6]);
+            p.mu[..2].copy_from_slice(&[0.6, 1.7]);
+            p.shape[..2].copy_from_slice(&[if family == Family::Normal { 0.3 } else { 4.0 }, 0.5]);
+            let reference = family::log_likelihood(family, &values, &p);
+            for c in [1.0, 1e-200, 1e150, 1e250] {
+                let scaled: Vec<f64> = values.iter().map(|v| v * c).collect();
+                let ds = prepare(&scaled, family).unwrap();
+                let mut pc = p;
+                for m in 0..2 {
+                    pc.mu[m] *= c;
+                    pc.shape[m] *= c;
+                }
+                let ll = ds.log_likelihood(family, &scaled, &pc) + 50.0 * c.ln();
+                assert!((ll - reference).abs() < 1e-9 * reference.abs().max(1.0), "{family:?} {c}: {ll} vs {reference}");
+            }
         }
     }
 

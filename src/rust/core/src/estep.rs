@@ -11,9 +11,9 @@
 //! and one logarithm per block serves (the same value up to rounding).
 
 use crate::family::{self, q};
-use crate::job::{Family, Params, MAX_COMPONENTS};
+use crate::limits::MAX_COMPONENTS;
 use crate::mathx::exp_nonpos;
-use crate::mstep::Stats;
+use crate::params::{Family, Params, Stats};
 
 const BLOCK: usize = 64;
 /// Independent accumulators per sum, so that the additions vectorise; the

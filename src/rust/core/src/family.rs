@@ -11,7 +11,8 @@
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
 //! needs Σ r·g for both.
 
-use crate::job::{Family, Params, MAX_COMPONENTS};
+use crate::limits::MAX_COMPONENTS;
+use crate::params::{Family, Params};
 
 /// log(2π)
 pub const LN_2PI: f64 = 1.837_877_066_409_345_5;

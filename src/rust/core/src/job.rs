@@ -1,67 +1,10 @@
-//! What a call asks for (`Job`) and what it gets back (`Fit`).
+//! What a call asks for (`Job`, and the `Task` of one K that engines run) and
+//! what it gets back (`Fit`).
 
 use crate::error::Error;
-
-/// Components per mixture are held in fixed arrays of this size, so a start's
-/// parameters and sufficient statistics live on the stack.
-pub const MAX_COMPONENTS: usize = 8;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Family {
-    InvGauss,
-    Normal,
-}
-
-impl Family {
-    pub const ALL: [Family; 2] = [Family::InvGauss, Family::Normal];
-
-    /// The name R uses for the family (bulkem()'s `family`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::InvGauss => "invgauss",
-            Family::Normal => "normal",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Family> {
-        Family::ALL.into_iter().find(|f| f.name() == name)
-    }
-}
-
-/// Mixture parameters. `shape` is λ for the inverse Gaussian and σ for the
-/// Normal; only the first `k` entries of each array are meaningful.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Params {
-    pub k: usize,
-    pub alpha: [f64; MAX_COMPONENTS],
-    pub mu: [f64; MAX_COMPONENTS],
-    pub shape: [f64; MAX_COMPONENTS],
-}
-
-impl Params {
-    pub fn zeroed(k: usize) -> Params {
-        Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS] }
-    }
-
-    /// The same mixture with its components reordered by `order`.
-    pub fn permuted(&self, order: &[usize]) -> Params {
-        let mut p = Params::zeroed(self.k);
-        for (to, &from) in order.iter().enumerate() {
-            p.alpha[to] = self.alpha[from];
-            p.mu[to] = self.mu[from];
-            p.shape[to] = self.shape[from];
-        }
-        p
-    }
-
-    /// Component order by ascending μ (ties keep their index order), the
-    /// canonical order of reported fits.
-    pub fn order_by_mu(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.k).collect();
-        order.sort_by(|&a, &b| self.mu[a].total_cmp(&self.mu[b]));
-        order
-    }
-}
+use crate::limits::{free_parameters, MAX_COMPONENTS};
+use crate::outcome::{StartRecord, Status};
+use crate::params::{Family, Params};
 
 /// One call: the datasets (borrowed, e.g. straight from R's vectors) and
 /// how to fit them.
@@ -69,7 +12,9 @@ impl Params {
 pub struct Job<'a> {
     pub datasets: Vec<&'a [f64]>,
     pub family: Family,
-    pub components: usize,
+    /// Every K to fit, ascending and distinct; with several, each dataset
+    /// keeps its fit of lowest BIC.
+    pub components: Vec<usize>,
     pub max_iters: u32,
     pub epsilon: f64,
     pub starts: u32,
@@ -81,21 +26,29 @@ pub struct Job<'a> {
     pub keep_starts: bool,
 }
 
+/// The settings of one K of a job: what an engine runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Task {
+    pub family: Family,
+    pub k: usize,
+    pub starts: u32,
+    pub max_iters: u32,
+    pub epsilon: f64,
+    pub seed: u64,
+    pub mixed_precision: bool,
+    pub keep_starts: bool,
+}
+
 impl Job<'_> {
-    pub fn num_datasets(&self) -> usize {
-        self.datasets.len()
-    }
-
-    pub fn dataset(&self, d: usize) -> &[f64] {
-        self.datasets[d]
-    }
-
-    /// The core's own check of the settings; R validates first, with its
-    /// argument names, so users should never see these messages.
+    /// The core's own check of the settings; R validates first, with the
+    /// same argument names.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |arg, message: String| Err(Error::Argument { arg, message });
-        if self.components < 1 || self.components > MAX_COMPONENTS {
-            return bad("num.components", format!("must be between 1 and {MAX_COMPONENTS}"));
+        if self.components.is_empty()
+            || self.components.iter().any(|&k| !(1..=MAX_COMPONENTS).contains(&k))
+            || self.components.windows(2).any(|w| w[0] >= w[1])
+        {
+            return bad("num.components", format!("must be distinct whole numbers from 1 to {MAX_COMPONENTS}, ascending"));
         }
         if self.max_iters < 1 {
             return bad("max.iters", "must be at least 1".into());
@@ -108,27 +61,19 @@ impl Job<'_> {
         }
         Ok(())
     }
-}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    /// The log-likelihood rose by less than epsilon.
-    Converged,
-    /// Stopped at max.iters without meeting the convergence rule.
-    MaxIters,
-    /// Every start degenerated.
-    Failed,
-    /// The data cannot be fitted (too short, non-finite, ...); never started.
-    Invalid,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Converged => "converged",
-            Status::MaxIters => "max_iters",
-            Status::Failed => "failed",
-            Status::Invalid => "invalid",
+    /// The task of fitting `k` components. K = 1 has a closed form, which EM
+    /// reaches from any start in one update, so it runs one start only.
+    pub fn task(&self, k: usize) -> Task {
+        Task {
+            family: self.family,
+            k,
+            starts: if k == 1 { 1 } else { self.starts },
+            max_iters: self.max_iters,
+            epsilon: self.epsilon,
+            seed: self.seed,
+            mixed_precision: self.mixed_precision,
+            keep_starts: self.keep_starts,
         }
     }
 }
@@ -139,6 +84,8 @@ impl Status {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fit {
     pub n: usize,
+    /// Components fitted.
+    pub k: usize,
     pub status: Status,
     pub message: String,
     pub params: Option<Params>,
@@ -154,19 +101,48 @@ pub struct Fit {
     /// Starts that ended without degenerating.
     pub starts_ok: u32,
     /// Every start, by start index, in the data's units, when kept.
-    pub starts: Option<Vec<crate::engine::StartRecord>>,
+    pub starts: Option<Vec<StartRecord>>,
+    /// With several Ks: every K's summary, ascending K (empty with one K).
+    pub by_k: Vec<KSummary>,
+}
+
+/// One K's result for a dataset, for choosing among several Ks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KSummary {
+    pub k: usize,
+    pub loglik: f64,
+    pub aic: f64,
+    pub bic: f64,
+    pub status: Status,
 }
 
 impl Fit {
-    /// (AIC, BIC) with 3K − 1 free parameters (K means, K shapes, K − 1
-    /// weights); NaN without a fit.
+    /// (AIC, BIC) with `free_parameters(K)` parameters; NaN without a fit.
     pub fn information_criteria(&self) -> (f64, f64) {
         let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
-        let df = (3 * p.k - 1) as f64;
+        let df = free_parameters(p.k) as f64;
         (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
     }
 
-    pub fn without_params(n: usize, status: Status, message: String, starts_ok: u32) -> Fit {
-        Fit { n, status, message, params: None, init: None, loglik: f64::NAN, iterations: 0, best_start: None, starts_ok, starts: None }
+    pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_ok: u32) -> Fit {
+        Fit {
+            n,
+            k,
+            status,
+            message,
+            params: None,
+            init: None,
+            loglik: f64::NAN,
+            iterations: 0,
+            best_start: None,
+            starts_ok,
+            starts: None,
+            by_k: Vec::new(),
+        }
+    }
+
+    pub fn summary(&self) -> KSummary {
+        let (aic, bic) = self.information_criteria();
+        KSummary { k: self.k, loglik: self.loglik, aic, bic, status: self.status }
     }
 }

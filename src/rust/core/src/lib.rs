@@ -1,20 +1,37 @@
 //! bulkem-core: EM for many small univariate mixtures of inverse Gaussian or
 //! Gaussian components, with many random starts per dataset. Pure Rust, no R:
 //! the R glue hands it a `Job` and gets one `Fit` per dataset back.
+//!
+//! Layers, each using only those above it in this list:
+//! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
+//! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`;
+//! - one start's EM: `em`;
+//! - the GPU (context, kernels, their prelude): `gpu`;
+//! - the engines behind one trait, with one work queue and one set of
+//!   counters: `engine`;
+//! - the call: `call`.
 
+mod call;
 mod dataset;
+mod em;
 pub mod engine;
 mod error;
 pub mod estep;
 pub mod family;
-mod fit;
 pub mod gpu;
-pub mod init;
 pub mod job;
+pub mod limits;
 pub mod mathx;
 pub mod mstep;
-pub mod start;
+pub mod outcome;
+pub mod params;
+mod starts;
 
+pub use call::{default_threads, fit};
+pub use engine::counters::Counters;
+pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
-pub use fit::{default_threads, fit, Engine, Progress};
-pub use job::{Family, Fit, Job, Params, Status, MAX_COMPONENTS};
+pub use job::{Fit, Job, KSummary};
+pub use limits::MAX_COMPONENTS;
+pub use outcome::{Outcome, Status};
+pub use params::{Family, Params};

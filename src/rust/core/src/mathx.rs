@@ -13,17 +13,17 @@ pub fn log_sum_exp(l: &[f64]) -> f64 {
 }
 
 /// 32 / ln 2
-const LOG2E_32: f64 = 32.0 * std::f64::consts::LOG2_E;
+pub const LOG2E_32: f64 = 32.0 * std::f64::consts::LOG2_E;
 // ln 2 / 32 split so that k·LN2_32_HI is exact for |k| < 2^16 (the fdlibm
 // split of ln 2, divided by 32, which is exact).
 #[allow(clippy::excessive_precision)]
-const LN2_32_HI: f64 = 6.931_471_803_691_238_2e-1 / 32.0;
-const LN2_32_LO: f64 = 1.908_214_929_270_587_7e-10 / 32.0;
+pub const LN2_32_HI: f64 = 6.931_471_803_691_238_2e-1 / 32.0;
+pub const LN2_32_LO: f64 = 1.908_214_929_270_587_7e-10 / 32.0;
 // Adding 1.5·2^52 rounds to an integer and leaves it in the low mantissa bits.
-const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
+pub const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
 /// Below this, e^x is under 2^-1021 and treated as that (a responsibility of
 /// 1e-307 and one of 0 are the same to EM).
-const EXP_FLOOR: f64 = -708.0;
+pub const EXP_FLOOR: f64 = -708.0;
 /// 2^(j/32), j = 0..31, correctly rounded (generated, hence the exact
 /// literals clippy would replace by named constants).
 #[allow(clippy::approx_constant, clippy::excessive_precision)]
@@ -84,6 +84,15 @@ pub fn exp_nonpos(x: f64) -> f64 {
     let k = (t.to_bits() as i64).wrapping_sub(ROUND_SHIFT.to_bits() as i64);
     let scale = f64::from_bits((((k >> 5) + 1023) as u64) << 52);
     p * EXP2_TABLE[(k & 31) as usize] * scale
+}
+
+/// splitmix64's output mixer: a bijection of u64 whose every output bit
+/// depends on every input bit (used to hash data and derive seeds).
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

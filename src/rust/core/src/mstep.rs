@@ -2,52 +2,9 @@
 //! closed form (DESIGN §3), and the guards that declare a start degenerate.
 
 use crate::family;
-use crate::job::{Family, Params, MAX_COMPONENTS};
-
-/// What one E-step pass produces: the log-likelihood of the parameters it
-/// was run with (without the parameter-free Σh) and, per component,
-/// S0 = Σr, S1 = Σr·x, S2 = Σr·g (g = 1/x or x², see `family`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stats {
-    pub ll: f64,
-    pub s0: [f64; MAX_COMPONENTS],
-    pub s1: [f64; MAX_COMPONENTS],
-    pub s2: [f64; MAX_COMPONENTS],
-}
-
-impl Stats {
-    pub fn zero() -> Stats {
-        Stats { ll: 0.0, s0: [0.0; MAX_COMPONENTS], s1: [0.0; MAX_COMPONENTS], s2: [0.0; MAX_COMPONENTS] }
-    }
-}
-
-/// A component carrying less weight than this many observations has collapsed.
-pub const MIN_COMPONENT_OBS: f64 = 2.0;
-/// A component whose standard deviation is below this fraction of the data's
-/// has collapsed onto a point (the likelihood is unbounded there).
-pub const MIN_RELATIVE_SD: f64 = 1e-6;
-
-/// Why a start stopped being a candidate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Degenerate {
-    WeightCollapsed,
-    SpreadCollapsed,
-    NotFinite,
-    LoglikFell,
-    NoStart,
-}
-
-impl Degenerate {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Degenerate::WeightCollapsed => "a component's weight fell below two observations",
-            Degenerate::SpreadCollapsed => "a component collapsed onto a point",
-            Degenerate::NotFinite => "a parameter or the log-likelihood became non-finite",
-            Degenerate::LoglikFell => "the log-likelihood fell (numerical breakdown)",
-            Degenerate::NoStart => "no non-degenerate random start could be drawn",
-        }
-    }
-}
+use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
+use crate::outcome::Degenerate;
+use crate::params::{Family, Params, Stats};
 
 /// Checks one component's (μ, shape) for use: finite, positive where it must
 /// be, and not collapsed relative to `spread` (the data's standard deviation).

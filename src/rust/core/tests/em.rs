@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use bulkem_core::estep::e_step;
 use bulkem_core::family;
 use bulkem_core::mstep::m_step;
-use bulkem_core::{fit, Family, Fit, Job, Progress, Status};
+use bulkem_core::{fit, Family, Fit, Job, Counters, Status};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -47,8 +47,8 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
 }
 
 fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
-    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: k, max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, keep_starts: false };
-    fit(&job, bulkem_core::Engine::Cpu, threads, &AtomicBool::new(false), &Progress::default()).unwrap()
+    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, keep_starts: false };
+    fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap()
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn bad_datasets_get_their_own_status() {
         assert_eq!(f.status, Status::Invalid);
         assert!(f.params.is_none() && f.loglik.is_nan() && !f.message.is_empty());
     }
-    assert!(fits[2].message.contains("all 50 values are equal"), "{}", fits[2].message);
+    assert!(fits[2].message.contains("has all 50 values equal"), "{}", fits[2].message);
     assert!(fits[4].message.contains("has 0 observations"), "{}", fits[4].message);
 }
 
@@ -162,8 +162,8 @@ fn a_dataset_whose_starts_all_fail_is_reported_failed() {
 fn cancelling_stops_the_call() {
     let mut rng = Pcg64::seed_from_u64(6);
     let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
-    let job = Job { datasets: vec![&xs], family: Family::Normal, components: 2,
+    let job = Job { datasets: vec![&xs], family: Family::Normal, components: vec![2],
                     max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, keep_starts: false };
     let cancel = AtomicBool::new(true);
-    assert_eq!(fit(&job, bulkem_core::Engine::Cpu, 2, &cancel, &Progress::default()), Err(bulkem_core::Error::Cancelled));
+    assert_eq!(fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()), Err(bulkem_core::Error::Cancelled));
 }

@@ -6,66 +6,63 @@
 //! convergence test on the host through the same `EmState` as the CPU engine.
 //! Starts come from the same generator as the CPU engine's.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use super::{pool, Best};
+use super::best::{Best, Bests};
+use super::counters::Counters;
+use super::{queue, Engine, Work};
 use crate::dataset::Prepared;
+use crate::em::EmState;
 use crate::error::Error;
 use crate::family;
-use crate::fit::Progress;
+use crate::gpu::kernels::{MAX_GRID_Y, TERMS_PER_START};
 use crate::gpu::{contained, fault_injected, Gpu};
-use crate::init::initial_params;
-use crate::job::{Family, Job, MAX_COMPONENTS};
-use crate::mstep::Stats;
-use crate::start::{EmState, Outcome};
+use crate::job::Task;
+use crate::limits::MAX_COMPONENTS;
+use crate::outcome::Outcome;
+use crate::params::{Family, Params, Stats};
 
 /// Device memory one worker may use for per-observation terms; starts beyond
 /// it are processed in several chunks per iteration.
 const WORKER_BUDGET_BYTES: usize = 512 << 20;
-const TERMS_PER_START: usize = 3 * MAX_COMPONENTS;
 
-pub fn run(
-    job: &Job,
-    prepared: &[Result<Prepared, String>],
-    gpu: &Arc<Gpu>,
-    workers: usize,
-    cancel: &AtomicBool,
-    progress: &Progress,
-) -> Result<Vec<Best>, Error> {
-    let valid: Vec<usize> = (0..prepared.len()).filter(|&d| prepared[d].is_ok()).collect();
-    let bests: Vec<Mutex<Best>> = prepared.iter().map(|_| Mutex::new(Best::new(job.keep_starts))).collect();
-    let next = AtomicUsize::new(0);
-    let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
-        .map(|(free, _)| free)
-        .map_err(Error::Gpu)?;
-    let workers = workers.clamp(1, valid.len().max(1));
-    let budget = (free / (2 * workers)).min(WORKER_BUDGET_BYTES);
-    let worker = || -> Result<(), Error> {
-        contained("running the cuda-streams engine", || {
-            gpu.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e:?}"))?;
-            let stream = gpu.ctx.new_stream().map_err(|e| format!("creating a CUDA stream: {e:?}"))?;
-            let mut bufs = Buffers::default();
-            loop {
-                if cancel.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&d) = valid.get(i) else { return Ok(()) };
-                let Ok(ds) = &prepared[d] else { continue };
-                let best = fit_dataset(job, ds, gpu, &stream, &mut bufs, budget, cancel, progress)?;
-                *bests[d].lock().unwrap_or_else(PoisonError::into_inner) = best;
-            }
+pub struct CudaStreams {
+    pub gpu: Arc<Gpu>,
+    pub workers: usize,
+}
+
+impl Engine for CudaStreams {
+    fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error> {
+        let gpu = &self.gpu;
+        let valid = work.valid();
+        let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
+            .map(|(free, _)| free)
+            .map_err(Error::Gpu)?;
+        let workers = self.workers.clamp(1, valid.len().max(1));
+        let budget = (free / (2 * workers)).min(WORKER_BUDGET_BYTES);
+        // each worker: its own stream and buffers, datasets from the queue
+        let setup = || {
+            contained("creating a CUDA stream", || {
+                gpu.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e:?}"))?;
+                let stream = gpu.ctx.new_stream().map_err(|e| format!("creating a CUDA stream: {e:?}"))?;
+                Ok((stream, Buffers::default()))
+            })
+            .map_err(Error::Gpu)
+        };
+        queue::run(valid.len(), workers, cancel, setup, |(stream, bufs), i| {
+            let d = valid[i];
+            let Some(ds) = work.datasets[d] else { return Ok(()) };
+            let best = contained("running the cuda-streams engine", || {
+                fit_dataset(&work.task, ds, gpu, stream, bufs, budget, cancel, counters)
+            })
+            .map_err(Error::Gpu)?;
+            bests.with(d, |b| *b = best);
+            Ok(())
         })
-        .map_err(|e| {
-            cancel.store(true, Ordering::Relaxed);
-            Error::Gpu(e)
-        })
-    };
-    pool::run_workers(workers, "cuda-streams", worker)?;
-    Ok(bests.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect())
+    }
 }
 
 /// One worker's device buffers, grown as datasets need and reused.
@@ -90,20 +87,21 @@ fn ensure<'a>(slot: &'a mut Option<CudaSlice<f64>>, stream: &Arc<CudaStream>, le
 
 #[allow(clippy::too_many_arguments)]
 fn fit_dataset(
-    job: &Job,
+    t: &Task,
     ds: &Prepared,
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     bufs: &mut Buffers,
     budget: usize,
     cancel: &AtomicBool,
-    progress: &Progress,
+    counters: &Counters,
 ) -> Result<Best, String> {
-    let (n, k) = (ds.x.len(), job.components);
+    let (n, k) = (ds.x.len(), t.k);
     let rows = 1 + 3 * k;
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
-    let chunk = (budget / per_start_bytes).clamp(1, job.starts as usize);
-    let invgauss = job.family == Family::InvGauss;
+    // a launch's starts are its grid's y dimension
+    let chunk = (budget / per_start_bytes).clamp(1, (t.starts as usize).min(MAX_GRID_Y));
+    let invgauss = t.family == Family::InvGauss;
 
     let x = ensure(&mut bufs.x, stream, n)?;
     stream.memcpy_htod(&ds.x, &mut x.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
@@ -118,14 +116,14 @@ fn fit_dataset(
         return Err("buffer missing".into());
     };
 
-    let mut best = Best::new(job.keep_starts);
-    let mut active: Vec<(u32, crate::job::Params, EmState)> = Vec::with_capacity(job.starts as usize);
-    for s in 0..job.starts {
-        match initial_params(job.family, ds, k, job.seed, s) {
+    let mut best = Best::new(t.keep_starts);
+    let mut active: Vec<(u32, Params, EmState)> = Vec::with_capacity(t.starts as usize);
+    for s in 0..t.starts {
+        match crate::starts::initial_params(t.family, ds, k, t.seed, s) {
             Some(init) => active.push((s, init, EmState::new(init))),
             None => {
                 best.record(s, None, None);
-                progress.done.fetch_add(1, Ordering::Relaxed);
+                counters.done.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -139,30 +137,30 @@ fn fit_dataset(
         for group in active.chunks(chunk) {
             let a = group.len();
             for (j, (_, _, state)) in group.iter().enumerate() {
-                let t = family::terms(job.family, &state.params);
+                let terms = family::terms(t.family, &state.params);
                 let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
-                dst[..MAX_COMPONENTS].copy_from_slice(&t.c);
-                dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&t.k);
-                dst[2 * MAX_COMPONENTS..].copy_from_slice(&t.mu);
+                dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
+                dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&terms.k);
+                dst[2 * MAX_COMPONENTS..].copy_from_slice(&terms.mu);
             }
             stream
                 .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
                 .map_err(|e| format!("uploading parameters: {e:?}"))?;
             gpu.kernels.obs_terms(stream, x, g, n, k, invgauss, terms_dev, per_obs, a)?;
             gpu.kernels.fused_sum(stream, per_obs, n, rows, sums_dev, a)?;
-            progress.kernel_launches.fetch_add(2, Ordering::Relaxed);
+            counters.kernel_launches.fetch_add(2, Ordering::Relaxed);
             stream
                 .memcpy_dtoh(&sums_dev.slice(0..a * rows), &mut sums_host[..a * rows])
                 .map_err(|e| format!("downloading sums: {e:?}"))?;
             stream.synchronize().map_err(|e| format!("running the EM kernels: {e:?}"))?;
-            progress.em_iterations.fetch_add(a, Ordering::Relaxed);
+            counters.em_iterations.fetch_add(a, Ordering::Relaxed);
             for (j, &(s, init, mut state)) in group.iter().enumerate() {
                 let stats = stats_from_sums(&sums_host[j * rows..(j + 1) * rows], k);
-                match state.advance(job.family, ds, &stats, job.max_iters, job.epsilon) {
+                match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
                         debug_assert!(fit.outcome != Outcome::Cancelled);
                         best.record(s, Some(init), Some(fit));
-                        progress.done.fetch_add(1, Ordering::Relaxed);
+                        counters.done.fetch_add(1, Ordering::Relaxed);
                     }
                     None => still.push((s, init, state)),
                 }

@@ -1,89 +1,83 @@
-//! Engines run the starts of prepared datasets and keep each dataset's best.
-//! They share `Best` so every engine selects winners by the same rule.
+//! The engines, behind one interface. Each gets one K's task and the
+//! prepared datasets, runs every start of every valid dataset, and records
+//! each start into the shared `Bests`; the work queue, the counters and the
+//! winner rule are shared, so an engine holds only what is its own.
 
-pub mod cpu;
-pub mod cuda_batched;
-pub mod cuda_streams;
-pub mod pool;
+pub mod best;
+pub mod counters;
+mod cpu;
+mod cuda_batched;
+mod cuda_streams;
+pub mod queue;
 
-use crate::job::Params;
-use crate::mstep::Degenerate;
-use crate::start::{Outcome, StartFit};
+use std::sync::atomic::AtomicBool;
 
-/// Running summary of one dataset's starts. Merging is order-independent:
-/// the winner is the highest log-likelihood, ties to the lowest start index;
-/// the failure kept is the lowest-indexed one. So results never depend on
-/// which thread ran which start.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Best {
-    pub winner: Option<Winner>,
-    pub starts_ok: u32,
-    pub first_failure: Option<(u32, Degenerate)>,
-    /// Every start, when the call keeps them (control$keep.starts); in the
-    /// order recorded, sorted by start when the fit is finished.
-    pub starts: Option<Vec<StartRecord>>,
+use crate::dataset::Prepared;
+use crate::error::Error;
+use crate::job::Task;
+use best::Bests;
+use counters::Counters;
+
+/// What an engine runs: one K's task over the call's datasets, `None` where
+/// a dataset cannot be fitted with this K.
+pub struct Work<'a> {
+    pub task: Task,
+    pub datasets: Vec<Option<&'a Prepared>>,
 }
 
-/// One start's summary, on the rescaled data.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StartRecord {
-    pub start: u32,
-    pub init: Option<Params>,
-    pub loglik: f64,
-    pub iterations: u32,
-    /// `None` if no starting point could be drawn.
-    pub outcome: Option<Outcome>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Winner {
-    pub start: u32,
-    pub init: Params,
-    pub fit: StartFit,
-}
-
-impl Best {
-    /// An empty summary; `keep_starts` keeps every start's record.
-    pub fn new(keep_starts: bool) -> Best {
-        Best { starts: keep_starts.then(Vec::new), ..Best::default() }
+impl Work<'_> {
+    /// Indices of the datasets to fit.
+    pub fn valid(&self) -> Vec<usize> {
+        (0..self.datasets.len()).filter(|&d| self.datasets[d].is_some()).collect()
     }
 
-    /// Records start `start` (begun at `init`; `None` if no start could be drawn).
-    pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>) {
-        if let Some(starts) = &mut self.starts {
-            if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
-                starts.push(StartRecord {
-                    start,
-                    init,
-                    loglik: fit.map_or(f64::NAN, |f| f.loglik),
-                    iterations: fit.map_or(0, |f| f.iterations),
-                    outcome: fit.map(|f| f.outcome),
-                });
-            }
-        }
-        let (init, fit) = match (init, fit) {
-            (Some(init), Some(fit)) => (init, fit),
-            _ => return self.record_failure(start, Degenerate::NoStart),
-        };
-        match fit.outcome {
-            Outcome::Failed(why) => self.record_failure(start, why),
-            Outcome::Cancelled => {}
-            Outcome::Converged | Outcome::MaxIters => {
-                self.starts_ok += 1;
-                let better = match &self.winner {
-                    None => true,
-                    Some(w) => fit.loglik > w.fit.loglik || (fit.loglik == w.fit.loglik && start < w.start),
-                };
-                if better {
-                    self.winner = Some(Winner { start, init, fit });
-                }
-            }
+    /// Start-fits this work runs.
+    pub fn start_fits(&self) -> usize {
+        self.datasets.iter().flatten().count() * self.task.starts as usize
+    }
+}
+
+/// Every engine gives the same answers (the CPU engine is the reference).
+pub trait Engine: Sync {
+    /// Runs every start of every valid dataset of `work`, recording each
+    /// into `bests`, counting into `counters`; returns soon after `cancel`
+    /// is set (the caller then discards what was recorded).
+    fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error>;
+}
+
+/// The engines by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Cpu,
+    CudaStreams,
+    CudaBatched,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::Cpu, EngineKind::CudaStreams, EngineKind::CudaBatched];
+
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        EngineKind::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The name R uses for the engine (control$engine).
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Cpu => "cpu",
+            EngineKind::CudaStreams => "cuda-streams",
+            EngineKind::CudaBatched => "cuda-batched",
         }
     }
 
-    fn record_failure(&mut self, start: u32, why: Degenerate) {
-        if self.first_failure.is_none_or(|(s, _)| start < s) {
-            self.first_failure = Some((start, why));
-        }
+    /// The engine, ready to run with `threads` host threads (CPU workers, GPU
+    /// stream workers, or threads packing the GPU's work); a GPU engine sets
+    /// the GPU up first, so an unusable one fails before any work.
+    pub fn engine(self, threads: usize) -> Result<Box<dyn Engine>, Error> {
+        let gpu = || crate::gpu::gpu().map_err(Error::GpuUnavailable);
+        Ok(match self {
+            EngineKind::Cpu => Box::new(cpu::Cpu { threads }),
+            EngineKind::CudaStreams => Box::new(cuda_streams::CudaStreams { gpu: gpu()?, workers: threads }),
+            EngineKind::CudaBatched => Box::new(cuda_batched::CudaBatched { gpu: gpu()?, host_threads: threads }),
+        })
     }
 }

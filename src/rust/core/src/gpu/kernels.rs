@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 
+use super::prelude::{prelude, SUM_THREADS};
 use super::{contained, fault_injected};
-use crate::job::Family;
+use crate::limits::MAX_COMPONENTS;
+use crate::params::Family;
 
 /// Concatenated so NVRTC needs no include path.
 const COMMON: &str = include_str!("../../kernels/em_common.cuh");
@@ -23,8 +25,17 @@ pub static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// Threads per block of em_obs_terms.
 pub const OBS_THREADS: u32 = 256;
-/// Must equal SUM_THREADS in em_streams.cu.
-pub const SUM_THREADS: u32 = 256;
+/// Largest grid y (and z) dimension CUDA allows.
+pub const MAX_GRID_Y: usize = 65_535;
+/// The per-component terms of one start as em_obs_terms reads them: c, k, μ
+/// of family::terms, MAX_COMPONENTS each.
+pub const TERMS_PER_START: usize = 3 * MAX_COMPONENTS;
+
+/// `v` as a kernel's `int`, or an error naming `what`: sizes are never
+/// truncated on their way to a kernel.
+pub fn as_int(v: usize, what: &str) -> Result<i32, String> {
+    i32::try_from(v).map_err(|_| format!("{what} ({v}) exceeds the GPU kernels' limit of {}", i32::MAX))
+}
 
 pub struct Kernels {
     ctx: Arc<CudaContext>,
@@ -70,7 +81,7 @@ fn build(ctx: &Arc<CudaContext>, arch: &str, source: String, names: &[&str]) -> 
 impl Kernels {
     pub fn compile(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<Kernels, String> {
         let arch = format!("compute_{major}{minor}");
-        let mut f = build(ctx, &arch, format!("{COMMON}{STREAMS}"), &["em_obs_terms", "em_fused_sum"])?.into_iter();
+        let mut f = build(ctx, &arch, format!("{}{COMMON}{STREAMS}", prelude()), &["em_obs_terms", "em_fused_sum"])?.into_iter();
         let (Some(obs_terms), Some(fused_sum)) = (f.next(), f.next()) else {
             return Err("kernels missing after compilation".into());
         };
@@ -85,7 +96,7 @@ impl Kernels {
             return Ok(f.clone());
         }
         let ig = (family == Family::InvGauss) as i32;
-        let source = format!("{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {})\n", mixed as i32);
+        let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {})\n", prelude(), mixed as i32);
         let names = ["em_batched_lane", "em_batched_warp", "gather_rows"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
         let (Some(lane), Some(warp), Some(gather)) = (f.next(), f.next(), f.next()) else {
@@ -110,13 +121,16 @@ impl Kernels {
         per_obs: &mut CudaSlice<f64>,
         starts: usize,
     ) -> Result<(), String> {
-        let blocks = (n as u32).div_ceil(OBS_THREADS);
+        if starts > MAX_GRID_Y {
+            return Err(format!("{starts} starts in one em_obs_terms launch exceed the grid's limit of {MAX_GRID_Y}"));
+        }
+        let blocks = as_int(n.div_ceil(OBS_THREADS as usize), "blocks of em_obs_terms")? as u32;
         let cfg = LaunchConfig {
             grid_dim: (if fault_injected("launch") { 0 } else { blocks }, starts as u32, 1),
             block_dim: (OBS_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (n, k, ig) = (n as i32, k as i32, invgauss as i32);
+        let (n, k, ig) = (as_int(n, "observations in a dataset")?, as_int(k, "components")?, invgauss as i32);
         // SAFETY: arguments match em_obs_terms(x, g, n, k, invgauss, terms,
         // per_obs) in order and type; x and g hold n values, terms holds
         // 3 * MAX_COMPONENTS per start and per_obs (1 + 3k) * n per start, for
@@ -150,8 +164,12 @@ impl Kernels {
         sums: &mut CudaSlice<f64>,
         starts: usize,
     ) -> Result<(), String> {
-        let cfg = LaunchConfig { grid_dim: (starts as u32, 1, 1), block_dim: (SUM_THREADS, 1, 1), shared_mem_bytes: 0 };
-        let (n, rows) = (n as i32, rows as i32);
+        let cfg = LaunchConfig {
+            grid_dim: (as_int(starts, "starts in one em_fused_sum launch")? as u32, 1, 1),
+            block_dim: (SUM_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n, rows) = (as_int(n, "observations in a dataset")?, as_int(rows, "sums per start")?);
         // SAFETY: arguments match em_fused_sum(per_obs, n, rows, sums); per_obs
         // holds rows * n values per start and sums rows per start.
         contained("launching em_fused_sum", || {
@@ -159,5 +177,49 @@ impl Kernels {
                 .map(|_| ())
                 .map_err(|e| format!("launching em_fused_sum failed: {e:?}"))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel source, with its prelude, compiles for a Hopper GPU
+    /// (em_batched for every family, K and precision). Needs only NVRTC, not
+    /// a GPU: it runs wherever libnvrtc is found (e.g. LD_LIBRARY_PATH set to
+    /// a pip wheel's nvidia/cuda_nvrtc/lib) and says it skipped otherwise.
+    #[test]
+    fn every_kernel_compiles_with_its_prelude() {
+        // SAFETY: only attempts dlopen of the candidate library names.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("skipped: NVRTC not found");
+            return;
+        }
+        let compile = |source: String| {
+            let opts = CompileOptions { options: vec!["--gpu-architecture=compute_90".into(), "--std=c++17".into()], ..Default::default() };
+            compile_ptx_with_opts(source, opts).map(|_| ()).map_err(|e| match e {
+                CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+                other => format!("{other:?}"),
+            })
+        };
+        assert_eq!(compile(format!("{}{COMMON}{STREAMS}", prelude())), Ok(()));
+        for k in 1..=MAX_COMPONENTS {
+            for ig in [0, 1] {
+                for mixed in [0, 1] {
+                    let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {mixed})\n", prelude());
+                    assert_eq!(compile(source), Ok(()), "K = {k}, IG = {ig}, mixed = {mixed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_past_a_kernel_int_are_refused_not_truncated() {
+        assert_eq!(as_int(5, "x"), Ok(5));
+        assert_eq!(as_int(i32::MAX as usize, "x"), Ok(i32::MAX));
+        let too_big = i32::MAX as usize + 1;
+        let e = as_int(too_big, "observations in a dataset").unwrap_err();
+        assert!(e.contains("observations in a dataset (2147483648) exceeds"), "{e}");
+        assert!(as_int(usize::MAX, "x").is_err());
     }
 }

@@ -5,6 +5,7 @@
 //! compiled kernels are made once per process and shared by every call.
 
 pub mod kernels;
+pub mod prelude;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};

@@ -1,51 +1,17 @@
-//! EM from one starting point to convergence, max.iters or degeneracy.
+//! One start's EM: from its starting point to convergence, max.iters or degeneracy.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dataset::Prepared;
 use crate::estep::e_step;
-use crate::job::{Family, Params};
-use crate::mstep::{m_step, Degenerate, Stats};
+use crate::limits::FALL_TOLERANCE;
+use crate::mstep::m_step;
+use crate::outcome::{Degenerate, Outcome, StartFit};
+use crate::params::{Family, Params, Stats};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Outcome {
-    Converged,
-    MaxIters,
-    Failed(Degenerate),
-    /// The call was cancelled while this start ran; its result is meaningless.
-    Cancelled,
-}
-
-impl Outcome {
-    /// The outcome codes of the CUDA kernels (OUTCOME_* in em_batched.cu).
-    pub fn from_code(code: i32) -> Option<Outcome> {
-        Some(match code {
-            0 => Outcome::Converged,
-            1 => Outcome::MaxIters,
-            2 => Outcome::Failed(Degenerate::WeightCollapsed),
-            3 => Outcome::Failed(Degenerate::SpreadCollapsed),
-            4 => Outcome::Failed(Degenerate::NotFinite),
-            5 => Outcome::Failed(Degenerate::LoglikFell),
-            _ => return None,
-        })
-    }
-}
-
-/// A start's end state, on the rescaled data.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StartFit {
-    pub params: Params,
-    /// Log-likelihood of `params` on the rescaled data.
-    pub loglik: f64,
-    /// EM updates applied.
-    pub iterations: u32,
-    pub outcome: Outcome,
-}
-
-/// How far the log-likelihood may fall before it is more than rounding: the
-/// E-step's sum of N terms carries relative error of order N·ε.
+/// How far the log-likelihood may fall before it is more than rounding.
 fn fall_tolerance(loglik: f64, n: usize) -> f64 {
-    1e-10 * (loglik.abs() + n as f64)
+    FALL_TOLERANCE * (loglik.abs() + n as f64)
 }
 
 /// One start's EM between E-steps. Engines compute the E-step wherever they

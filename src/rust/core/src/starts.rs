@@ -6,13 +6,12 @@
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
-use crate::dataset::{mix64, Prepared};
+use crate::dataset::Prepared;
 use crate::family;
-use crate::job::{Family, Params};
+use crate::limits::{MAX_DRAWS, OBS_PER_COMPONENT};
+use crate::mathx::mix64;
 use crate::mstep::check_component;
-
-/// Subset draws tried per component before the start is given up.
-const MAX_DRAWS: usize = 1000;
+use crate::params::{Family, Params};
 
 /// The generator of start `start` of the dataset whose values hash to
 /// `data_hash`: the state comes from the seed and the data, the stream
@@ -29,7 +28,7 @@ pub fn start_rng(seed: u64, data_hash: u64, start: u32) -> Pcg64 {
 /// weights. `None` if some component found no usable subset.
 pub fn draw_start(family: Family, x: &[f64], k: usize, spread: f64, rng: &mut Pcg64) -> Option<Params> {
     let n = x.len();
-    if n < 3 {
+    if n < OBS_PER_COMPONENT {
         return None;
     }
     let mut p = Params::zeroed(k);

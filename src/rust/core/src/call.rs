@@ -1,0 +1,148 @@
+//! The whole call: prepare every dataset once, count every K's work, run
+//! each K on the engine, turn each dataset's best start into a `Fit` in the
+//! data's own units, and, with several Ks, keep each dataset's fit of lowest
+//! BIC.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::dataset::{prepare, Invalid, Prepared};
+use crate::engine::best::{Best, Bests};
+use crate::engine::counters::Counters;
+use crate::engine::{queue, EngineKind, Work};
+use crate::error::Error;
+use crate::job::{Fit, Job, Task};
+use crate::outcome::{Outcome, StartRecord, Status};
+
+/// Fits every dataset of `job` with every K it asks for on `kind`, using
+/// `threads` host threads. Setting `cancel` makes it return
+/// `Error::Cancelled` soon after.
+pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Fit>, Error> {
+    job.validate()?;
+    let engine = kind.engine(threads)?;
+    let clock = std::time::Instant::now();
+    let prepared = queue::map(job.datasets.len(), threads, cancel, |d| prepare(job.datasets[d], job.family))?;
+    let clock = counters.lap("prepare", clock);
+    let works: Vec<Work> = job.components.iter().map(|&k| work(job.task(k), job, &prepared)).collect();
+    counters.total.store(works.iter().map(Work::start_fits).sum(), Ordering::Relaxed);
+    let mut per_k = Vec::with_capacity(works.len());
+    let mut clock = clock;
+    for w in &works {
+        let bests = Bests::new(job.datasets.len(), w.task.keep_starts);
+        engine.run(w, &bests, cancel, counters)?;
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        clock = counters.lap("engine", clock);
+        let bests = bests.into_vec();
+        let fits = queue::map(bests.len(), threads, cancel, |d| finish(job, &w.task, d, &prepared[d], &bests[d]))?;
+        clock = counters.lap("finish", clock);
+        per_k.push(fits);
+    }
+    let fits = choose_k(per_k);
+    counters.lap("choose K", clock);
+    Ok(fits)
+}
+
+/// The work of one K: the datasets long enough for it.
+fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) -> Work<'a> {
+    let datasets = prepared
+        .iter()
+        .zip(&job.datasets)
+        .map(|(p, values)| if Invalid::too_short(values.len(), task.k).is_some() { None } else { p.as_ref().ok() })
+        .collect();
+    Work { task, datasets }
+}
+
+/// With one K, its fits; with several, each dataset's fit of lowest BIC (the
+/// lowest K among equals; the lowest K if no K has a BIC), with every K's
+/// summary in `by_k`.
+fn choose_k(mut per_k: Vec<Vec<Fit>>) -> Vec<Fit> {
+    if per_k.len() <= 1 {
+        return per_k.pop().unwrap_or_default();
+    }
+    let n = per_k.first().map_or(0, Vec::len);
+    let mut chosen = Vec::with_capacity(n);
+    let mut columns: Vec<std::vec::IntoIter<Fit>> = per_k.into_iter().map(Vec::into_iter).collect();
+    for _ in 0..n {
+        let fits: Vec<Fit> = columns.iter_mut().filter_map(Iterator::next).collect();
+        let by_k: Vec<_> = fits.iter().map(Fit::summary).collect();
+        let mut best = 0;
+        for (i, s) in by_k.iter().enumerate() {
+            if !s.bic.is_nan() && (by_k[best].bic.is_nan() || s.bic < by_k[best].bic) {
+                best = i;
+            }
+        }
+        let Some(mut fit) = fits.into_iter().nth(best) else { break };
+        fit.by_k = by_k;
+        chosen.push(fit);
+    }
+    chosen
+}
+
+/// One dataset's result for task `t` from its best start.
+fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, best: &Best) -> Fit {
+    let values = job.datasets[d];
+    let n = values.len();
+    let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0);
+    if let Some(short) = Invalid::too_short(n, t.k) {
+        return invalid(&short);
+    }
+    let ds = match prepared {
+        Ok(ds) => ds,
+        Err(why) => return invalid(why),
+    };
+    // every start in the data's units: parameters mapped back, and the
+    // log-likelihood shifted by the rescaling's Jacobian (−N log scale)
+    let starts = best.starts.as_ref().map(|records| {
+        let mut out: Vec<_> = records
+            .iter()
+            .map(|r| StartRecord {
+                init: r.init.map(|p| ds.unscale(&p)),
+                loglik: r.loglik - n as f64 * ds.scale.ln(),
+                ..*r
+            })
+            .collect();
+        out.sort_by_key(|r| r.start);
+        out
+    });
+    let Some(w) = &best.winner else {
+        let reason = best.first_failure.map_or("", |(_, why)| why.describe());
+        let message = format!("all {} random starts failed (the first because {reason})", t.starts);
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
+    };
+    let params = ds.unscale(&w.fit.params);
+    let order = params.order_by_mu();
+    let params = params.permuted(&order);
+    let init = ds.unscale(&w.init).permuted(&order);
+    let loglik = ds.log_likelihood(job.family, values, &params);
+    if !loglik.is_finite() {
+        let message = "the best start's log-likelihood is not finite on the original data".to_string();
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
+    }
+    let (status, message) = match w.fit.outcome {
+        Outcome::Converged => (Status::Converged, String::new()),
+        _ => (
+            Status::MaxIters,
+            format!("stopped after max.iters = {} iterations before the log-likelihood settled", t.max_iters),
+        ),
+    };
+    Fit {
+        n,
+        k: t.k,
+        status,
+        message,
+        params: Some(params),
+        init: Some(init),
+        loglik,
+        iterations: w.fit.iterations,
+        best_start: Some(w.start),
+        starts_ok: best.starts_ok,
+        starts,
+        by_k: Vec::new(),
+    }
+}
+
+/// All the cores this process may use (cgroup and affinity limits included).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -1,0 +1,238 @@
+//! One chunk on the device: upload, launch em_batched, follow it while it
+//! runs (progress, interrupts), download what the host needs; and the gather
+//! of the winners' parameters.
+//!
+//! While the kernel runs, the worker talks to it through a second stream
+//! (the compute stream is busy until the kernel ends): it reads the fit
+//! queue's counter for the progress bar and, on an interrupt, writes the stop
+//! flag. This is a deliberate asynchronous protocol on two words (see the top
+//! of em_batched.cu): the counter only grows, so any value read is a valid
+//! lower bound; the flag is read by the kernel through a volatile pointer at
+//! the end of every pass, so a late read costs one pass. cudarc's event
+//! tracking, which would order the two streams, is off (gpu/mod.rs); every
+//! other buffer is used by the compute stream alone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+
+use super::pack::Packed;
+use super::Mapping;
+use crate::engine::counters::Counters;
+use crate::gpu::kernels::{as_int, Batched};
+use crate::gpu::prelude::BATCHED_THREADS;
+use crate::gpu::{contained, fault_injected, Gpu};
+use crate::job::Task;
+
+/// How often a running kernel's progress is read back.
+const PROGRESS_POLL: Duration = Duration::from_millis(200);
+
+/// The kernels' argument block: `struct Batch` of em_batched.cu, field for field.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BatchArgs {
+    obs: u64,
+    ds_offset: u64,
+    ds_n: u64,
+    ds_hsum: u64,
+    ds_spread: u64,
+    fit_ds: u64,
+    init: u64,
+    out_params: u64,
+    out_ll: u64,
+    out_info: u64,
+    n_fits: i32,
+    max_iters: i32,
+    epsilon: f64,
+    next: u64,
+    stop: u64,
+}
+
+// SAFETY: plain old data with the C layout of `struct Batch`.
+unsafe impl DeviceRepr for BatchArgs {}
+
+/// What came back of a chunk: per fit, log-likelihood and (iterations,
+/// outcome) on the host, the parameters still on the device; and the fits
+/// counted in `counters.in_flight` while the kernel ran.
+pub struct Ran {
+    pub ll: Vec<f64>,
+    pub info: Vec<i32>,
+    pub params: CudaSlice<f64>,
+    pub in_flight: usize,
+}
+
+fn fail(what: &'static str) -> impl Fn(DriverError) -> String {
+    move |err| format!("{what}: {err:?}")
+}
+
+/// Uploads a packed chunk, runs em_batched over it, downloads the results.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    gpu: &Gpu,
+    kernels: &Batched,
+    mapping: Mapping,
+    stream: &Arc<CudaStream>,
+    p: &Packed,
+    t: &Task,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<Ran, String> {
+    contained("running the cuda-batched engine", || {
+        let k = t.k;
+        let n_fits = p.fits();
+        let clock = Instant::now();
+        let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
+        if fault_injected("oom") {
+            stream.alloc_zeros::<f64>(1 << 60).map_err(fail("allocating GPU memory"))?;
+        }
+        let obs = up(&p.obs)?;
+        let ds_offset = stream.clone_htod(&p.ds_offset).map_err(fail("uploading a chunk"))?;
+        let ds_n = stream.clone_htod(&p.ds_n).map_err(fail("uploading a chunk"))?;
+        let ds_hsum = up(&p.ds_hsum)?;
+        let ds_spread = up(&p.ds_spread)?;
+        let fit_ds = stream.clone_htod(&p.fit_ds).map_err(fail("uploading a chunk"))?;
+        let init = up(&p.init)?;
+        let out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(fail("allocating GPU memory"))?;
+        let out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(fail("allocating GPU memory"))?;
+        // -1 marks a fit the kernel never finished
+        let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; 2 * n_fits]).map_err(fail("allocating GPU memory"))?;
+        let mut stop: CudaSlice<i32> = stream.alloc_zeros(1).map_err(fail("allocating GPU memory"))?;
+
+        let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
+        let occupancy = |f: &cudarc::driver::CudaFunction| {
+            f.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))
+        };
+        let (kernel, per_unit) = match mapping {
+            Mapping::Lane => (&kernels.lane, 1u32),
+            Mapping::Warp => (&kernels.warp, 32u32),
+        };
+        let units_per_block = BATCHED_THREADS / per_unit;
+        let n_fits_int = as_int(n_fits, "fits in one em_batched launch")?;
+        let blocks = (n_fits_int as u32).div_ceil(units_per_block).min(sms.max(1) as u32 * occupancy(kernel)?.max(1));
+        let units = blocks * units_per_block;
+        let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (if fault_injected("launch") { 0 } else { blocks }, 1, 1),
+            block_dim: (BATCHED_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let ptr = |p: (u64, _)| p.0;
+        let args = BatchArgs {
+            obs: ptr(obs.device_ptr(stream)),
+            ds_offset: ptr(ds_offset.device_ptr(stream)),
+            ds_n: ptr(ds_n.device_ptr(stream)),
+            ds_hsum: ptr(ds_hsum.device_ptr(stream)),
+            ds_spread: ptr(ds_spread.device_ptr(stream)),
+            fit_ds: ptr(fit_ds.device_ptr(stream)),
+            init: ptr(init.device_ptr(stream)),
+            out_params: ptr(out_params.device_ptr(stream)),
+            out_ll: ptr(out_ll.device_ptr(stream)),
+            out_info: ptr(out_info.device_ptr(stream)),
+            n_fits: n_fits_int,
+            max_iters: i32::try_from(t.max_iters).unwrap_or(i32::MAX),
+            epsilon: t.epsilon,
+            next: ptr(next.device_ptr(stream)),
+            stop: ptr(stop.device_ptr(stream)),
+        };
+        stream.synchronize().map_err(fail("uploading a chunk"))?;
+        counters.lap("batched: upload", clock);
+        // SAFETY: `args` is em_batched's `struct Batch` (same fields, order
+        // and C layout); its pointers are live device buffers of this chunk
+        // (they outlive the kernel: all are dropped after the final
+        // synchronize): obs holds the chunk's observations as (x, g) pairs,
+        // every per-dataset array one value per dataset, fit_ds n_fits indices
+        // below the dataset count, init and out_params 3k values per fit,
+        // out_info 2 per fit; next starts at the number of lanes or warps
+        // launched.
+        unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
+        counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
+        let launched = Instant::now();
+        let in_flight = follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, counters)?;
+        let clock = counters.lap_kernel("batched: kernel", launched);
+        let ll = stream.clone_dtoh(&out_ll).map_err(fail("downloading results"))?;
+        let info = stream.clone_dtoh(&out_info).map_err(fail("downloading results"))?;
+        stream.synchronize().map_err(fail("running em_batched"))?;
+        counters.lap("batched: download", clock);
+        Ok(Ran { ll, info, params: out_params, in_flight })
+    })
+}
+
+/// Waits for the kernel just launched on `stream`, reading its fit queue
+/// every PROGRESS_POLL and setting its stop flag once `cancel` is set, both
+/// through a side stream (the protocol of the module docs). Returns the fits
+/// it added to `counters.in_flight`.
+#[allow(clippy::too_many_arguments)]
+fn follow(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    next: &CudaSlice<u32>,
+    stop: &mut CudaSlice<i32>,
+    units: usize,
+    n_fits: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<usize, String> {
+    let done = stream.record_event(None).map_err(fail("recording an event"))?;
+    let side = gpu.ctx.new_stream().map_err(fail("creating a CUDA stream"))?;
+    let mut stopping = false;
+    let mut polled = Instant::now();
+    let mut taken = [0u32];
+    let mut reported = 0usize;
+    while !done.try_is_complete().map_err(fail("running em_batched"))? {
+        if cancel.load(Ordering::Relaxed) && !stopping {
+            side.memcpy_htod(&[1i32], stop).map_err(fail("stopping em_batched"))?;
+            side.synchronize().map_err(fail("stopping em_batched"))?;
+            stopping = true;
+        }
+        if polled.elapsed() >= PROGRESS_POLL {
+            // fits taken from the queue beyond the first `units`: about as
+            // many have finished, which is what the progress bar shows
+            side.memcpy_dtoh(next, &mut taken).map_err(fail("reading progress"))?;
+            side.synchronize().map_err(fail("reading progress"))?;
+            let finished = (taken[0] as usize).saturating_sub(units).min(n_fits);
+            if finished > reported {
+                counters.in_flight.fetch_add(finished - reported, Ordering::Relaxed);
+                reported = finished;
+            }
+            polled = Instant::now();
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(reported)
+}
+
+/// The rows `idx` (of `width` values) of `src`, gathered on the device and
+/// copied back.
+pub fn gather(
+    counters: &Counters,
+    kernels: &Batched,
+    stream: &Arc<CudaStream>,
+    src: &CudaSlice<f64>,
+    idx: &[i32],
+    width: usize,
+) -> Result<Vec<f64>, String> {
+    if idx.is_empty() {
+        return Ok(Vec::new());
+    }
+    contained("gathering the winning starts", || {
+        let idx_dev = stream.clone_htod(idx).map_err(fail("uploading winners"))?;
+        let total = idx.len() * width;
+        let blocks = as_int(total.div_ceil(256), "blocks of gather_rows")? as u32;
+        let mut dst: CudaSlice<f64> = stream.alloc_zeros(total).map_err(fail("allocating GPU memory"))?;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (n, w) = (as_int(idx.len(), "winners")?, as_int(width, "parameters per fit")?);
+        as_int(total, "gathered values")?;
+        // SAFETY: arguments match gather_rows(src, idx, n, width, dst); every
+        // idx is a fit of this chunk, so below src's row count; dst holds
+        // n * width values, which fits the kernel's int index (checked).
+        unsafe { stream.launch_builder(&kernels.gather).arg(src).arg(&idx_dev).arg(&n).arg(&w).arg(&mut dst).launch(cfg) }
+            .map_err(fail("launching gather_rows"))?;
+        counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
+        let rows = stream.clone_dtoh(&dst).map_err(fail("downloading winners"))?;
+        stream.synchronize().map_err(fail("gathering winners"))?;
+        Ok(rows)
+    })
+}

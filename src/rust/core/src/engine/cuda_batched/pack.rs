@@ -1,0 +1,108 @@
+//! A chunk laid out in em_batched's arrays (see the layout at the top of
+//! kernels/em_batched.cu), with every fit's starting values drawn on the CPU
+//! by the generator every engine uses.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, PoisonError};
+
+use super::super::{queue, Work};
+use super::chunks::Chunk;
+use crate::dataset::Prepared;
+use crate::error::Error;
+use crate::gpu::kernels::as_int;
+use crate::params::Params;
+use crate::starts::initial_params;
+
+pub struct Packed {
+    /// x, g interleaved
+    pub obs: Vec<f64>,
+    pub ds_offset: Vec<i64>,
+    pub ds_n: Vec<i32>,
+    pub ds_hsum: Vec<f64>,
+    pub ds_spread: Vec<f64>,
+    pub fit_ds: Vec<i32>,
+    /// 3k values per fit: alpha, mu, shape
+    pub init: Vec<f64>,
+    /// whether each fit's start could be drawn
+    pub drawn: Vec<bool>,
+}
+
+impl Packed {
+    pub fn fits(&self) -> usize {
+        self.fit_ds.len()
+    }
+
+    /// Fit `f`'s row of a 3k-wide array (`init`, or parameters from the device).
+    pub fn params_of(v: &[f64], f: usize, k: usize) -> Params {
+        let row = &v[f * 3 * k..(f + 1) * 3 * k];
+        let mut out = Params::zeroed(k);
+        out.alpha[..k].copy_from_slice(&row[..k]);
+        out.mu[..k].copy_from_slice(&row[k..2 * k]);
+        out.shape[..k].copy_from_slice(&row[2 * k..]);
+        out
+    }
+}
+
+/// Packs the chunk in parallel, dataset by dataset, straight into the
+/// kernel's arrays: observations as (x, g) pairs, and the starting values of
+/// fits j*S .. (j+1)*S of the chunk's dataset j. A start that could not be
+/// drawn keeps NaN parameters (the kernel fails it at once) and is recorded
+/// as such.
+pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> Result<Packed, Error> {
+    let t = &work.task;
+    let (k, starts) = (t.k, t.starts as usize);
+    let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| work.datasets[d]).collect();
+    let nd = sets.len();
+    if nd != chunk.datasets.len() {
+        return Err(Error::Internal("an invalid dataset reached cuda-batched".into()));
+    }
+    let n_fits = nd * starts;
+    let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
+    let mut p = Packed {
+        obs: Vec::new(),
+        ds_offset: Vec::with_capacity(nd),
+        ds_n: ds_n.map_err(Error::Gpu)?,
+        ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
+        ds_spread: sets.iter().map(|ds| ds.spread).collect(),
+        fit_ds: vec![0; n_fits],
+        init: vec![f64::NAN; n_fits * 3 * k],
+        drawn: vec![false; n_fits],
+    };
+    let mut total = 0usize;
+    for ds in &sets {
+        p.ds_offset.push(total as i64);
+        total += ds.x.len();
+    }
+    p.obs = vec![0.0f64; 2 * total];
+    let (mut obs, mut fit_ds, mut init, mut drawn) = (&mut p.obs[..], &mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
+    let mut pieces = Vec::with_capacity(nd);
+    for ds in &sets {
+        let (o, rest_o) = std::mem::take(&mut obs).split_at_mut(2 * ds.x.len());
+        let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
+        let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * 3 * k);
+        let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
+        pieces.push(Mutex::new((o, f, i, d)));
+        (obs, fit_ds, init, drawn) = (rest_o, rest_f, rest_i, rest_d);
+    }
+    queue::for_each_index(nd, threads, cancel, |j| {
+        let ds = sets[j];
+        let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
+        let (obs, fit_ds, init, drawn) = &mut *piece;
+        for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
+            obs[2 * i] = *x;
+            obs[2 * i + 1] = *g;
+        }
+        for s in 0..starts {
+            fit_ds[s] = j as i32;
+            if let Some(start) = initial_params(t.family, ds, k, t.seed, s as u32) {
+                let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
+                row[..k].copy_from_slice(&start.alpha[..k]);
+                row[k..2 * k].copy_from_slice(&start.mu[..k]);
+                row[2 * k..].copy_from_slice(&start.shape[..k]);
+                drawn[s] = true;
+            }
+        }
+    })?;
+    drop(pieces);
+    Ok(p)
+}

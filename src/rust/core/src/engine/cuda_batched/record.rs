@@ -1,0 +1,82 @@
+//! A chunk's results into its datasets' bests: every start's log-likelihood
+//! and outcome, then the winners' parameters gathered from the device.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+
+use super::super::best::Bests;
+use super::super::counters::Counters;
+use super::super::{queue, Work};
+use super::chunks::Chunk;
+use super::device::{gather, Ran};
+use super::pack::Packed;
+use crate::error::Error;
+use crate::gpu::kernels::Batched;
+use crate::outcome::{Outcome, StartFit};
+use crate::params::Params;
+
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    work: &Work,
+    chunk: &Chunk,
+    p: &Packed,
+    ran: &Ran,
+    kernel: &Batched,
+    stream: &Arc<CudaStream>,
+    bests: &Bests,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<(), Error> {
+    let (k, starts) = (work.task.k, work.task.starts as usize);
+    let clock = std::time::Instant::now();
+    // each dataset's fits are contiguous: record them dataset by dataset, in
+    // parallel; the winners' parameters are filled in afterwards
+    let unfinished = AtomicBool::new(false);
+    queue::for_each_index(chunk.datasets.len(), threads, cancel, |j| {
+        bests.with(chunk.datasets[j], |best| {
+            let mut passes = 0;
+            for s in 0..starts {
+                let f = j * starts + s;
+                if !p.drawn[f] {
+                    best.record(s as u32, None, None);
+                    continue;
+                }
+                let iterations = ran.info[2 * f].max(0) as u32;
+                let Some(outcome) = Outcome::from_code(ran.info[2 * f + 1]) else {
+                    unfinished.store(true, Ordering::Relaxed);
+                    return;
+                };
+                passes += iterations as usize + 1;
+                let fit = StartFit { params: Params::zeroed(k), loglik: ran.ll[f], iterations, outcome };
+                best.record(s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit));
+            }
+            counters.em_iterations.fetch_add(passes, Ordering::Relaxed);
+        })
+    })?;
+    if unfinished.load(Ordering::Relaxed) {
+        return Err(Error::Gpu("em_batched left a fit without a result".into()));
+    }
+    let winners: Vec<(usize, i32)> = chunk
+        .datasets
+        .iter()
+        .enumerate()
+        .filter_map(|(j, &d)| bests.with(d, |b| b.winner.as_ref().map(|w| (d, (j * starts + w.start as usize) as i32))))
+        .collect();
+    let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
+    let rows = gather(counters, kernel, stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
+    for (i, &(d, _)) in winners.iter().enumerate() {
+        bests.with(d, |b| {
+            if let Some(w) = b.winner.as_mut() {
+                w.fit.params = Packed::params_of(&rows, i, k);
+            }
+        });
+    }
+    counters.lap("batched: recording", clock);
+    // done first, then the estimate out: the bar never steps back
+    counters.done.fetch_add(p.fits(), Ordering::Relaxed);
+    counters.in_flight.fetch_sub(ran.in_flight, Ordering::Relaxed);
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The one work queue every engine shares: items 0..n claimed from one atomic
+//! counter by scoped worker threads, so a slow item never leaves a worker
+//! idle. Panics become `Error::Internal` here and never unwind further.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::error::{panic_message, Error};
+
+/// Calls `work(&mut state, i)` for every i in 0..n on up to `workers`
+/// threads, each with its own `state` from `setup` (a CUDA stream, buffers).
+/// Stops claiming items once `cancel` is set. The first error (or panic) of
+/// any worker sets `cancel`, so the others stop soon, and is returned.
+pub fn run<S, Setup, Work>(n: usize, workers: usize, cancel: &AtomicBool, setup: Setup, work: Work) -> Result<(), Error>
+where
+    Setup: Fn() -> Result<S, Error> + Sync,
+    Work: Fn(&mut S, usize) -> Result<(), Error> + Sync,
+{
+    if n == 0 {
+        return Ok(());
+    }
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let mut state = setup()?;
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok(());
+                }
+                work(&mut state, i)?;
+            }
+        }))
+        .unwrap_or_else(|payload| Err(Error::Internal(panic_message(payload.as_ref()))));
+        if result.is_err() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        result
+    };
+    let workers = workers.clamp(1, n);
+    let results: Vec<Result<(), Error>> = if workers == 1 {
+        vec![worker()]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers).map(|_| scope.spawn(worker)).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| Err(Error::Internal(panic_message(p.as_ref())))))
+                .collect()
+        })
+    };
+    results.into_iter().collect()
+}
+
+/// `work(i)` for every i in 0..n on `threads` threads.
+pub fn for_each_index(n: usize, threads: usize, cancel: &AtomicBool, work: impl Fn(usize) + Sync) -> Result<(), Error> {
+    run(n, threads, cancel, || Ok(()), |_, i| {
+        work(i);
+        Ok(())
+    })
+}
+
+/// `f(0..n)` computed on `threads` threads, in index order; `Cancelled` if
+/// the call was cancelled before every value was computed.
+pub fn map<T: Send + Sync>(n: usize, threads: usize, cancel: &AtomicBool, f: impl Fn(usize) -> T + Sync) -> Result<Vec<T>, Error> {
+    let slots: Vec<OnceLock<T>> = (0..n).map(|_| OnceLock::new()).collect();
+    for_each_index(n, threads, cancel, |i| {
+        let _ = slots[i].set(f(i));
+    })?;
+    let out: Option<Vec<T>> = slots.into_iter().map(OnceLock::into_inner).collect();
+    out.ok_or(Error::Cancelled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_once_in_any_thread_count() {
+        for threads in [1, 2, 5] {
+            let cancel = AtomicBool::new(false);
+            let v = map(100, threads, &cancel, |i| i * i).unwrap();
+            assert_eq!(v, (0..100).map(|i| i * i).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_panic_or_an_error_stops_the_others_and_is_returned() {
+        let cancel = AtomicBool::new(false);
+        let r = run(1000, 3, &cancel, || Ok(()), |_, i| if i == 10 { panic!("boom at {i}") } else { Ok(()) });
+        assert_eq!(r, Err(Error::Internal("boom at 10".into())));
+        assert!(cancel.load(Ordering::Relaxed));
+        let cancel = AtomicBool::new(false);
+        let r = run(1000, 2, &cancel, || Ok(()), |_, i| if i == 3 { Err(Error::Gpu("x".into())) } else { Ok(()) });
+        assert_eq!(r, Err(Error::Gpu("x".into())));
+        let cancel = AtomicBool::new(false);
+        let r: Result<(), Error> = run(5, 2, &cancel, || Err(Error::Gpu("no stream".into())), |_: &mut (), _| Ok(()));
+        assert_eq!(r, Err(Error::Gpu("no stream".into())));
+    }
+
+    #[test]
+    fn cancelled_maps_say_so() {
+        let cancel = AtomicBool::new(true);
+        assert_eq!(map(10, 2, &cancel, |i| i), Err(Error::Cancelled));
+        assert_eq!(map(0, 2, &cancel, |i| i), Ok(vec![]));
+    }
+}

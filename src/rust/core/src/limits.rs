@@ -1,0 +1,33 @@
+//! Every limit, guard and tolerance of the fit, defined once. The engines use
+//! these values, the CUDA kernels receive them at compile time (gpu/prelude.rs)
+//! and R asks the glue for what it shows users.
+
+/// Components per mixture are held in fixed arrays of this size, so a start's
+/// parameters and sufficient statistics live on the stack (and in registers
+/// on the GPU).
+pub const MAX_COMPONENTS: usize = 8;
+
+/// Observations per component a dataset needs: a random start draws this
+/// many distinct observations for each component.
+pub const OBS_PER_COMPONENT: usize = 3;
+
+/// A component carrying less weight than this many observations has collapsed.
+pub const MIN_COMPONENT_OBS: f64 = 2.0;
+
+/// A component whose standard deviation is below this fraction of the data's
+/// has collapsed onto a point (the likelihood is unbounded there).
+pub const MIN_RELATIVE_SD: f64 = 1e-6;
+
+/// How far the log-likelihood may fall, relative to |ℓ| + N, before the fall
+/// is more than rounding: an E-step's sum of N terms carries relative error
+/// of order N·ε.
+pub const FALL_TOLERANCE: f64 = 1e-10;
+
+/// Subset draws tried per component before a random start is given up.
+pub const MAX_DRAWS: usize = 1000;
+
+/// The number of free parameters of a K-component mixture: K means, K shapes
+/// and K − 1 weights.
+pub const fn free_parameters(k: usize) -> usize {
+    3 * k - 1
+}
