@@ -25,6 +25,12 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 #' @noRd
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
+#' `list(max_components, free_parameters, shape_names)`: the largest K, the
+#' free parameters of each K = 1 .. max_components, and the shape
+#' parameter's name by family.
+#' @noRd
+model_limits_ <- function() .Call(wrap__model_limits_)
+
 #' Posterior probability of each component at each x (length(x) × K,
 #' column-major); NA outside the family's support.
 #' @noRd

@@ -1,6 +1,5 @@
 # S3 methods for bulkem results: many fits (`bulkem`) and one (`bulkem_fit`).
 
-shape_name <- function(family) if (identical(family, "normal")) "sigma" else "lambda"
 
 dataset_names <- function(x) {
   nm <- names(x)
@@ -115,7 +114,7 @@ NULL
 #' @importFrom stats logLik
 #' @export
 logLik.bulkem_fit <- function(object, ...) {
-  structure(object$loglik, df = 3L * length(object$mu) - 1L, nobs = object$n, class = "logLik")
+  structure(object$loglik, df = free_parameters(length(object$mu)), nobs = object$n, class = "logLik")
 }
 
 #' @rdname bulkem-loglik

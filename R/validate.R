@@ -95,9 +95,9 @@ check_whole <- function(x, arg, lower, upper) {
 
 check_components <- function(x) {
   ok <- is.numeric(x) && length(x) >= 1 && !anyNA(x) && all(is.finite(x)) &&
-    all(x == round(x)) && all(x >= 1 & x <= 8) && !anyDuplicated(x)
+    all(x == round(x)) && all(x >= 1 & x <= max_components()) && !anyDuplicated(x)
   if (!ok) {
-    stop_arg("`num.components` must be a whole number from 1 to 8, or several distinct ",
+    stop_arg("`num.components` must be a whole number from 1 to ", max_components(), ", or several distinct ",
              "ones (e.g. 1:4), not ", format_value(x))
   }
   sort(as.integer(x))

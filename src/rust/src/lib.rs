@@ -5,6 +5,7 @@ use extendr_api::prelude::*;
 mod convert;
 mod fit;
 mod gpu;
+mod limits;
 mod mixture;
 pub mod interrupt;
 
@@ -37,5 +38,6 @@ extendr_module! {
     fn bulkem_core_version_;
     use fit;
     use gpu;
+    use limits;
     use mixture;
 }

@@ -102,9 +102,15 @@ fn open() -> Result<Option<Gpu>, String> {
     let compute_capability = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
     let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
     let total_memory = ctx.total_mem().unwrap_or(0);
-    // Each worker thread uses its own stream and its own buffers, so cudarc's
-    // cross-stream event tracking is pure overhead.
-    // SAFETY: no buffer is ever shared between streams (see the engines).
+    // cudarc's event tracking orders every buffer's use across streams. Each
+    // worker's buffers are used by its own stream alone, so that ordering is
+    // pure overhead there; the two exceptions are deliberate and must NOT be
+    // ordered: cuda-batched reads a running kernel's fit-queue counter and
+    // writes its stop flag through a side stream while the kernel runs (the
+    // protocol of engine/cuda_batched/device.rs and em_batched.cu).
+    // SAFETY: every other buffer is used by one stream only (see the
+    // engines); the two shared words are read by the kernel as atomic
+    // (counter) and volatile (flag), so any interleaving is correct.
     unsafe { ctx.disable_event_tracking() };
     let kernels = Kernels::compile(&ctx, compute_capability)?;
     Ok(Some(Gpu { ctx, name, compute_capability, total_memory, kernels }))

@@ -1,0 +1,24 @@
+//! The core's limits and names that R shows users or checks against, so R
+//! never keeps a copy of its own.
+
+use bulkem_core::limits::{free_parameters, MAX_COMPONENTS};
+use bulkem_core::Family;
+use extendr_api::prelude::*;
+
+/// `list(max_components, free_parameters, shape_names)`: the largest K, the
+/// free parameters of each K = 1 .. max_components, and the shape
+/// parameter's name by family.
+/// @noRd
+#[extendr]
+fn model_limits_() -> List {
+    let df: Vec<i32> = (1..=MAX_COMPONENTS).map(|k| free_parameters(k) as i32).collect();
+    let mut shapes = Robj::from(Family::ALL.iter().map(|f| f.shape_name()).collect::<Vec<_>>());
+    // names() of a character vector cannot fail here; a failure would only lose the names
+    let _ = shapes.set_names(Family::ALL.iter().map(|f| f.name()).collect::<Vec<_>>());
+    list!(max_components = MAX_COMPONENTS as i32, free_parameters = df, shape_names = shapes)
+}
+
+extendr_module! {
+    mod limits;
+    fn model_limits_;
+}
