@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (CI: .ci/run on a fresh clone). Exits non-zero
 # on the first failure of: cargo tests of the whole workspace, building and
-# installing the package tarball, generated files being out of date, or
+# installing the package tarball, the minimum Rust version declared
+# inconsistently (.ci/msrv.sh), generated files being out of date, or
 # R CMD check reporting an ERROR or WARNING.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,12 @@ trap 'rm -rf "$work"' EXIT
 
 step "dependencies"
 bash .ci/deps.sh
+done_step
+
+step "minimum Rust version declared consistently"
+# Seconds, and catches a vendored crate raising the MSRV before a user with
+# the old declared minimum does (.ci/msrv.sh says how).
+bash .ci/msrv.sh
 done_step
 
 step "cargo test --release (workspace: glue + core)"
