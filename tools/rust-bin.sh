@@ -29,9 +29,11 @@ old_ifs=$IFS
 IFS=:
 for dir in "${HOME}/.cargo/bin" ${PATH}; do
   IFS=$old_ifs
-  case "${seen}" in *":${dir}:"*) continue ;; esac
-  seen="${seen}${dir}:"
   [ -n "${dir}" ] && [ -x "${dir}/cargo" ] && [ -x "${dir}/rustc" ] || continue
+  # Each directory once, also where /bin is a link to /usr/bin.
+  real=$(cd "${dir}" && pwd -P) || continue
+  case "${seen}" in *":${real}:"*) continue ;; esac
+  seen="${seen}${real}:"
   # "rustc 1.96.0 (a1b2c3d4e 2026-05-28) (built from a source tarball)" -> 1.96.0.
   # A rustup proxy with no default toolchain fails here and is skipped.
   version=$("${dir}/rustc" --version 2>/dev/null | awk '{ print $2 }')
