@@ -7,7 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-export PATH="$PATH:$HOME/.cargo/bin"
 
 t_all=$SECONDS
 step() { printf '\n==> %s\n' "$*"; t_step=$SECONDS; }
@@ -17,6 +16,10 @@ trap 'rm -rf "$work"' EXIT
 
 step "dependencies"
 bash .ci/deps.sh
+# cargo test uses the toolchain the package build will (configure picks it
+# with the same script), first on PATH.
+PATH="$(sh tools/rust-bin.sh "$(sed -n 's/^MIN_RUST="\([^"]*\)".*/\1/p' configure)"):$PATH"
+export PATH
 done_step
 
 step "minimum Rust version declared consistently"
@@ -40,6 +43,7 @@ if [ -f src/rust/vendor.tar.xz ]; then
     --config "source.crates-io.replace-with='vendored-sources'"
     --config "source.vendored-sources.directory='$vsrc/vendor'")
 fi
+cargo --version
 (cd src/rust &&
   R_HOME=$(R RHOME) R_INCLUDE_DIR=$(Rscript -e 'cat(R.home("include"))') \
   cargo test --release --locked --workspace "${vendor_args[@]}") || {
