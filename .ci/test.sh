@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (CI: .ci/run on a fresh clone). Exits non-zero
 # on the first failure of: cargo tests of the whole workspace, building and
-# installing the package tarball, generated files being out of date, or
+# installing the package tarball, the minimum Rust version declared
+# inconsistently (.ci/msrv.sh), generated files being out of date, or
 # R CMD check reporting an ERROR or WARNING.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-export PATH="$PATH:$HOME/.cargo/bin"
 
 t_all=$SECONDS
 step() { printf '\n==> %s\n' "$*"; t_step=$SECONDS; }
@@ -16,6 +16,16 @@ trap 'rm -rf "$work"' EXIT
 
 step "dependencies"
 bash .ci/deps.sh
+# cargo test uses the toolchain the package build will (configure picks it
+# with the same script), first on PATH.
+PATH="$(sh tools/rust-bin.sh "$(sed -n 's/^MIN_RUST="\([^"]*\)".*/\1/p' configure)"):$PATH"
+export PATH
+done_step
+
+step "minimum Rust version declared consistently"
+# Seconds, and catches a vendored crate raising the MSRV before a user with
+# the old declared minimum does (.ci/msrv.sh says how).
+bash .ci/msrv.sh
 done_step
 
 step "cargo test --release (workspace: glue + core)"
@@ -33,6 +43,7 @@ if [ -f src/rust/vendor.tar.xz ]; then
     --config "source.crates-io.replace-with='vendored-sources'"
     --config "source.vendored-sources.directory='$vsrc/vendor'")
 fi
+cargo --version
 (cd src/rust &&
   R_HOME=$(R RHOME) R_INCLUDE_DIR=$(Rscript -e 'cat(R.home("include"))') \
   cargo test --release --locked --workspace "${vendor_args[@]}") || {

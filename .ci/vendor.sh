@@ -7,7 +7,8 @@
 #   inst/AUTHORS                 (authors of the bundled crates, for R CMD check
 #                                 and CRAN-style attribution)
 # Run it after changing any dependency in src/rust/Cargo.toml or
-# src/rust/core/Cargo.toml (needs crates.io), and commit the four together.
+# src/rust/core/Cargo.toml (needs crates.io), and commit the four together
+# (plus the minimum Rust version, if .ci/msrv.sh at the end says it moved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:$HOME/.cargo/bin"
@@ -56,3 +57,7 @@ Rscript --vanilla -e '
 ' "$tmp/metadata.json"
 
 echo "vendor.tar.xz: $(du -h "$rust/vendor.tar.xz" | cut -f1) ($(tar -tJf "$rust/vendor.tar.xz" | grep -c '^vendor/[^/]*/$') crates)"
+
+# New crate versions may need a newer Rust than we declare: say so now, not
+# when a user's build fails. On failure, update the declarations it names.
+bash .ci/msrv.sh
