@@ -1,13 +1,20 @@
-# Bitwise record of CPU-engine results, for refactors that must not change a
-# single fit: run it before and after, on the same machine, and compare.
-#   Rscript inst/bench/cpu-fingerprint.R save before.rds
-#   Rscript inst/bench/cpu-fingerprint.R compare before.rds
+# Bitwise record of an engine's results (the CPU engine by default), for
+# refactors that must not change a single fit: run it before and after, on
+# the same machine, and compare.
+#   Rscript inst/bench/cpu-fingerprint.R save before.rds [engine]
+#   Rscript inst/bench/cpu-fingerprint.R compare before.rds [engine]
 # Covers B1 and samples of B2-B5 (bad datasets mixed in), several Ks in one
 # call and control$keep.starts. Only the fits are compared (timings differ).
 suppressPackageStartupMessages(library(bulkem))
 args <- commandArgs(TRUE)
-if (length(args) != 2 || !(args[1] %in% c("save", "compare"))) {
-  stop("usage: cpu-fingerprint.R save|compare FILE")
+if (!(length(args) %in% 2:3) || !(args[1] %in% c("save", "compare"))) {
+  stop("usage: cpu-fingerprint.R save|compare FILE [engine]")
+}
+engine <- if (length(args) == 3) args[3] else "cpu"
+settings <- if (engine == "cpu") {
+  list(use.gpu = FALSE, control = list(threads = 2))
+} else {
+  list(control = list(engine = engine))
 }
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
@@ -17,8 +24,7 @@ run <- function(name, fraction, ...) {
   w <- workload(name, fraction)
   extra <- list(...)
   args <- utils::modifyList(w$args, extra)
-  fits <- do.call(bulkem, c(list(c(w$datasets, bad)), args,
-                            list(seed = 7, use.gpu = FALSE, control = list(threads = 2))))
+  fits <- do.call(bulkem, c(list(c(w$datasets, bad)), args, list(seed = 7), settings))
   fits <- unclass(fits)
   attributes(fits) <- NULL
   fits
@@ -32,8 +38,9 @@ cases <- list(
   B3_k1to4 = function() run("B3", 0.002, num.components = 1:4, random.inits = 10),
   B1_starts = function() {
     w <- workload("B1", 0.05)
-    f <- bulkem(c(w$datasets, bad), random.inits = 5, seed = 3, use.gpu = FALSE,
-                control = list(keep.starts = TRUE, threads = 2))
+    s <- settings
+    s$control$keep.starts <- TRUE
+    f <- do.call(bulkem, c(list(c(w$datasets, bad), random.inits = 5, seed = 3), s))
     f <- unclass(f)
     attributes(f) <- NULL
     f
