@@ -5,8 +5,7 @@
 
 use std::os::raw::{c_char, c_int};
 
-use bulkem_core::{Family, Fit, Params, Status, MAX_COMPONENTS};
-use bulkem_core::outcome::Outcome;
+use bulkem_core::{Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
 use extendr_api::Robj;
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t, Rf_allocVector,
@@ -96,7 +95,7 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
         // shared scalars: R copies a shared object before changing it
         let yes = Rf_protect(logical(true));
         let no = Rf_protect(logical(false));
-        let na_reals = vec![R_NaReal; MAX_COMPONENTS];
+        let na_reals = [R_NaReal; MAX_COMPONENTS];
         for (i, f) in fits.iter().enumerate() {
             let k = f.k;
             let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, width as R_xlen_t));
