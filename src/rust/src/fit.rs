@@ -7,6 +7,7 @@ use std::time::Duration;
 use bulkem_core::{Engine, Family, Fit, Job, Progress};
 use extendr_api::prelude::*;
 
+use crate::error::{or_condition, Stop};
 use crate::interrupt::interrupt_pending;
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
@@ -17,7 +18,8 @@ const REPORT_EVERY: Duration = Duration::from_millis(250);
 /// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
 /// checked by bulkem() in R; they are read in place, not copied.
 /// `threads = 0` means all cores; `engine` is "cpu" or "cuda-streams".
-/// Arguments were checked by bulkem() in R.
+/// Arguments were checked by bulkem() in R. Returns the fits, or the
+/// condition that stopped the call, for R to raise (R/conditions.R).
 /// @noRd
 #[extendr]
 #[allow(clippy::too_many_arguments)]
@@ -34,7 +36,28 @@ fn fit_(
     mixed_precision: bool,
     keep_starts: bool,
     report: Robj,
-) -> extendr_api::Result<List> {
+) -> Robj {
+    or_condition(fit(
+        datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
+        report,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    datasets: List,
+    family: &str,
+    components: &[i32],
+    max_iters: i32,
+    epsilon: f64,
+    starts: i32,
+    seed: f64,
+    threads: i32,
+    engine: &str,
+    mixed_precision: bool,
+    keep_starts: bool,
+    report: Robj,
+) -> Result<List, Stop> {
     let engine = Engine::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
     let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
     let datasets = borrow_doubles(&datasets)?;
@@ -79,7 +102,7 @@ fn fit_(
     let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
     timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
-    List::from_names_and_values(
+    Ok(List::from_names_and_values(
         ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
         [
             fits,
@@ -91,7 +114,7 @@ fn fit_(
             Robj::from(phases.iter().find(|p| p.0 == "batched: kernel").map_or(0.0, |p| p.1)),
             timings,
         ],
-    )
+    )?)
 }
 
 /// The list's vectors as slices of R's own memory, through R's C API: one
@@ -131,7 +154,7 @@ fn run_watched(
     threads: usize,
     progress: &Progress,
     report: Option<&Function>,
-) -> extendr_api::Result<Vec<Fit>> {
+) -> Result<Vec<Fit>, Stop> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
     let outcome = std::thread::scope(|scope| {
@@ -159,9 +182,8 @@ fn run_watched(
         worker.join()
     });
     match outcome {
-        Ok(Ok(fits)) => Ok(fits),
-        Ok(Err(e)) => Err(Error::Other(e.to_string())),
-        Err(_) => Err(Error::Other(bulkem_core::Error::Internal("the engine thread panicked".into()).to_string())),
+        Ok(result) => result.map_err(Stop::from),
+        Err(_) => Err(bulkem_core::Error::Internal("the engine thread panicked".into()).into()),
     }
 }
 
