@@ -24,9 +24,11 @@ const GPU_NO_DRIVER: &str = "bulkem_error_gpu_no_driver";
 const GPU: &str = "bulkem_error_gpu";
 const INTERNAL: &str = "bulkem_error_internal";
 
-/// Why a glue function stops early: an error of the core (or of the glue).
+/// Why a glue function stops early: an error of the core (or of the glue),
+/// or a condition R raised while the call ran (Ctrl-C, a time limit).
 pub enum Stop {
     Core(Error),
+    R(Robj),
 }
 
 impl From<Error> for Stop {
@@ -54,6 +56,8 @@ pub fn condition(e: &Error) -> Robj {
         Error::GpuUnavailable(_) => &[GPU_UNAVAILABLE],
         Error::Gpu(_) => &[GPU],
         Error::Internal(_) => &[INTERNAL],
+        // reaches R only if the core stopped without being asked to; an
+        // interrupt itself comes back as R's own condition
         Error::Cancelled => &[],
     };
     let reason = match e {
@@ -68,6 +72,7 @@ pub fn or_condition<T: Into<Robj>, E: Into<Stop>>(r: Result<T, E>) -> Robj {
     match r.map_err(Into::into) {
         Ok(value) => value.into(),
         Err(Stop::Core(e)) => condition(&e),
+        Err(Stop::R(cond)) => cond,
     }
 }
 

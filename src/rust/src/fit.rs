@@ -8,7 +8,7 @@ use bulkem_core::{Engine, Family, Fit, Job, Progress};
 use extendr_api::prelude::*;
 
 use crate::error::{or_condition, Stop};
-use crate::interrupt::interrupt_pending;
+use crate::interrupt::{call_watched, interrupt_pending};
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
@@ -145,7 +145,8 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
 
 /// Runs the engine on a worker thread; the calling (R main) thread sleeps,
 /// polling for interrupts, and on one sets the cancel flag and waits for the
-/// workers to stop before returning the error. Every REPORT_EVERY it calls
+/// workers to stop before returning the condition R raised, which R signals
+/// again once the `.Call` has returned. Every REPORT_EVERY it calls
 /// `report(done, total)` (an R function that draws the progress bar). No R
 /// API is used off this thread.
 fn run_watched(
@@ -157,6 +158,7 @@ fn run_watched(
 ) -> Result<Vec<Fit>, Stop> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
+    let mut interrupt = None;
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             let result = bulkem_core::fit(job, engine, threads, &cancel, progress);
@@ -166,21 +168,29 @@ fn run_watched(
         let mut reported = std::time::Instant::now();
         while !worker.is_finished() {
             std::thread::park_timeout(POLL);
-            if !cancel.load(Ordering::Relaxed) && interrupt_pending() {
-                cancel.store(true, Ordering::Relaxed);
+            if interrupt.is_some() {
+                continue;
             }
-            if let Some(f) = report {
-                if reported.elapsed() >= REPORT_EVERY && !cancel.load(Ordering::Relaxed) {
+            interrupt = match report {
+                Some(f) if reported.elapsed() >= REPORT_EVERY => {
                     let done = (progress.done.load(Ordering::Relaxed) + progress.in_flight.load(Ordering::Relaxed)) as f64;
                     let total = progress.total.load(Ordering::Relaxed) as f64;
-                    // an error in the callback is R's to print; the fit goes on
-                    let _ = f.call(pairlist!(done, total));
                     reported = std::time::Instant::now();
+                    call_watched(f, done, total)
                 }
+                _ => interrupt_pending(),
+            };
+            if interrupt.is_some() {
+                cancel.store(true, Ordering::Relaxed);
             }
         }
         worker.join()
     });
+    // the user asked to stop: that is the answer, even if the engine
+    // finished meanwhile
+    if let Some(cond) = interrupt {
+        return Err(Stop::R(cond));
+    }
     match outcome {
         Ok(result) => result.map_err(Stop::from),
         Err(_) => Err(bulkem_core::Error::Internal("the engine thread panicked".into()).into()),
