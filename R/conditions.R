@@ -1,5 +1,45 @@
-# The conditions bulkem raises. Their classes are named once, in the Rust
-# glue (src/rust/src/error.rs): glue functions return an error as a condition
+#' Conditions bulkem raises
+#'
+#' Every error bulkem raises is a condition of class `bulkem_error`, with a
+#' more specific class first, so that code can react to a kind of failure
+#' with [tryCatch()] or [withCallingHandlers()] without matching message
+#' text. No internal call is shown with them.
+#'
+#' \describe{
+#'   \item{`bulkem_error_argument`}{An argument is invalid; the message names
+#'     it as written in the call.}
+#'   \item{`bulkem_error_gpu_unavailable`}{A GPU was required (`use.gpu =
+#'     TRUE`, or a GPU engine in `control$engine`) but none can be used; its
+#'     field `reason` says why. With `use.gpu = NA`, bulkem fits on the CPU
+#'     instead. When no NVIDIA driver is installed at all, the class
+#'     `bulkem_error_gpu_no_driver` comes first.}
+#'   \item{`bulkem_error_gpu`}{The GPU failed during the fit (memory, a
+#'     kernel). With `use.gpu = NA`, bulkem says so in a message and fits
+#'     on the CPU instead.}
+#'   \item{`bulkem_error_internal`}{A bug in bulkem; please report it.}
+#' }
+#'
+#' Interrupting a fit (Ctrl-C, or a limit set with [setTimeLimit()]) stops
+#' its workers and then gives R's own condition, as any other R computation
+#' would: an `interrupt` condition (caught by `tryCatch(interrupt = )`) or
+#' R's time limit error.
+#'
+#' @name bulkem_conditions
+#' @aliases bulkem_error
+#' @examples
+#' r <- tryCatch(bulkem(list(), use.gpu = FALSE),
+#'               bulkem_error_argument = function(e) conditionMessage(e))
+#' r
+#' # a GPU if one can be used, and otherwise the CPU, on purpose and quietly
+#' x <- list(c(rnorm(100), rnorm(100, 4)))
+#' fits <- tryCatch(bulkem(x, family = "normal", use.gpu = TRUE),
+#'                  bulkem_error_gpu_unavailable = function(e)
+#'                    bulkem(x, family = "normal", use.gpu = FALSE))
+#' attr(fits, "engine")
+NULL
+
+# How the classes come about. They are named once, in the Rust glue
+# (src/rust/src/error.rs): glue functions return an error as a condition
 # object rather than failing, R's own checks get theirs from
 # argument_condition_(), and R code decides by class, never by message text.
 # Ctrl-C and setTimeLimit() give R's own condition, which the glue caught
