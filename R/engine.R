@@ -17,31 +17,34 @@ choose_engine <- function(use.gpu, engine) {
     return("cpu")
   }
   gpu <- gpu_usable_()
-  if (isTRUE(gpu$usable)) {
+  if (isTRUE(gpu)) {
     return(if (engine == "auto") gpu_engine_default else engine)
   }
+  # `gpu` is the condition saying why not, with the cause alone in `reason`
   if (isTRUE(use.gpu) || engine != "auto") {
-    stop_arg(if (isTRUE(use.gpu)) "`use.gpu = TRUE`" else paste0("`control$engine = \"", engine, "\"`"),
-             " needs a usable GPU, but ", gpu$reason)
+    gpu$message <- paste0(if (isTRUE(use.gpu)) "`use.gpu = TRUE`" else paste0("`control$engine = \"", engine, "\"`"),
+                          " needs a usable GPU, but ", gpu$reason)
+    raise(gpu)
   }
   # use.gpu = NA: say why only when a GPU seems to be there but cannot be
   # used; a machine without any NVIDIA driver just runs on the CPU.
-  if (!grepl("libcuda.so) was not found", gpu$reason, fixed = TRUE)) {
+  if (!inherits(gpu, "bulkem_error_gpu_no_driver")) {
     message("bulkem: the GPU cannot be used (", gpu$reason, "); fitting on the CPU")
   }
   "cpu"
 }
 
-# Runs `run(engine)`; under use.gpu = NA a GPU failure becomes one message
-# and the CPU engine's result. Returns the engine's list plus `engine`.
+# Runs `run(engine)`, which returns the engine's list or the condition that
+# stopped it; under use.gpu = NA a GPU failure becomes one message and the
+# CPU engine's result. Returns the engine's list plus `engine`, or raises.
 run_with_fallback <- function(run, engine, use.gpu) {
-  res <- tryCatch(run(engine), error = function(e) {
-    gpu_failed <- engine != "cpu" && startsWith(conditionMessage(e), "GPU error:")
-    if (!(gpu_failed && is.na(use.gpu))) stop(e)
-    message("bulkem: ", conditionMessage(e), "; fitting on the CPU instead")
-    engine <<- "cpu"
-    run("cpu")
-  })
+  res <- run(engine)
+  if (inherits(res, "bulkem_error_gpu") && is.na(use.gpu)) {
+    message("bulkem: ", conditionMessage(res), "; fitting on the CPU instead")
+    engine <- "cpu"
+    res <- run(engine)
+  }
+  res <- core_value(res)
   res$engine <- engine
   res
 }

@@ -8,16 +8,23 @@
 #' @noRd
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
+#' An argument error for R's own checks (stop_arg() in R/conditions.R), with
+#' the classes the core's argument errors get.
+#' @noRd
+argument_condition_ <- function(message) .Call(wrap__argument_condition_, message)
+
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
 #' checked by bulkem() in R; they are read in place, not copied. Every K of
 #' `components` is fitted, and with several each dataset keeps its fit of
 #' lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
-#' Arguments were checked by bulkem() in R.
+#' Arguments were checked by bulkem() in R. Returns the fits, or the
+#' condition that stopped the call, for R to raise (R/conditions.R).
 #' @noRd
 fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report)
 
-#' `list(usable, reason)`: whether the CUDA engines can run here, and if
-#' not, why (sets up the GPU on first call: probe, context, kernel compile).
+#' `TRUE` if the CUDA engines can run here, or else the condition saying
+#' why not, for R to decide by its class (sets up the GPU on first call:
+#' probe, context, kernel compile).
 #' @noRd
 gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 
@@ -32,12 +39,13 @@ gpu_info_ <- function() .Call(wrap__gpu_info_)
 model_limits_ <- function() .Call(wrap__model_limits_)
 
 #' Posterior probability of each component at each x (length(x) × K,
-#' column-major); NA outside the family's support.
+#' column-major); NA outside the family's support. Or the condition saying
+#' why not, for R to raise.
 #' @noRd
 posterior_ <- function(x, family, alpha, mu, shape) .Call(wrap__posterior_, x, family, alpha, mu, shape)
 
 #' alpha_m p_m(x) for each x and component (length(x) × K, column-major);
-#' 0 outside the support.
+#' 0 outside the support. Or the condition saying why not, for R to raise.
 #' @noRd
 weighted_densities_ <- function(x, family, alpha, mu, shape) .Call(wrap__weighted_densities_, x, family, alpha, mu, shape)
 

@@ -184,7 +184,7 @@ predict.bulkem_fit <- function(object, newdata, ...) {
   x <- as.double(newdata)
   k <- length(object$mu)
   post <- if (isTRUE(object$fit_success)) {
-    posterior_(x, object$family, object$alpha, object$mu, object[[shape_name(object$family)]])
+    core_value(posterior_(x, object$family, object$alpha, object$mu, object[[shape_name(object$family)]]))
   } else {
     rep(NA_real_, length(x) * k)
   }

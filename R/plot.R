@@ -35,7 +35,7 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL, ...) {
   }
   if (x$family == "invgauss") lo <- max(lo, 1e-9 * hi)
   grid <- seq(lo, hi, length.out = 512)
-  comp <- matrix(weighted_densities_(grid, x$family, x$alpha, x$mu, shape), nrow = length(grid))
+  comp <- matrix(core_value(weighted_densities_(grid, x$family, x$alpha, x$mu, shape)), nrow = length(grid))
   total <- rowSums(comp)
   if (is.null(main)) main <- sprintf("%s mixture, K = %d, n = %d", x$family, length(x$mu), x$n)
   if (!is.null(data)) {

@@ -1,8 +1,7 @@
-# Argument checks for bulkem(). Each stops with a message that names the
-# argument as the user wrote it; problems with one dataset's values are not
-# checked here but reported per dataset by the engine (status "invalid").
-
-stop_arg <- function(...) stop(..., call. = FALSE)
+# Argument checks for bulkem(). Each stops with stop_arg() (R/conditions.R),
+# with a message that names the argument as the user wrote it; problems with
+# one dataset's values are not checked here but reported per dataset by the
+# engine (status "invalid").
 
 # A long data frame, with `value` and `group` or a formula `value ~ group`,
 # becomes a list of datasets named by group; anything else in `extra`

@@ -7,7 +7,8 @@ use std::time::Duration;
 use bulkem_core::{Counters, EngineKind, Family, Fit, Job};
 use extendr_api::prelude::*;
 
-use crate::interrupt::interrupt_pending;
+use crate::error::{or_condition, Stop};
+use crate::interrupt::{call_watched, interrupt_pending};
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
@@ -18,7 +19,8 @@ const REPORT_EVERY: Duration = Duration::from_millis(250);
 /// checked by bulkem() in R; they are read in place, not copied. Every K of
 /// `components` is fitted, and with several each dataset keeps its fit of
 /// lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
-/// Arguments were checked by bulkem() in R.
+/// Arguments were checked by bulkem() in R. Returns the fits, or the
+/// condition that stopped the call, for R to raise (R/conditions.R).
 /// @noRd
 #[extendr]
 #[allow(clippy::too_many_arguments)]
@@ -35,7 +37,28 @@ fn fit_(
     mixed_precision: bool,
     keep_starts: bool,
     report: Robj,
-) -> extendr_api::Result<List> {
+) -> Robj {
+    or_condition(fit(
+        datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
+        report,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    datasets: List,
+    family: &str,
+    components: &[i32],
+    max_iters: i32,
+    epsilon: f64,
+    starts: i32,
+    seed: f64,
+    threads: i32,
+    engine: &str,
+    mixed_precision: bool,
+    keep_starts: bool,
+    report: Robj,
+) -> Result<List, Stop> {
     let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
     let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
     let datasets = borrow_doubles(&datasets)?;
@@ -67,7 +90,7 @@ fn fit_(
     let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
     timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
-    List::from_names_and_values(
+    Ok(List::from_names_and_values(
         ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
         [
             fits,
@@ -78,7 +101,7 @@ fn fit_(
             Robj::from(counters.kernel_seconds()),
             timings,
         ],
-    )
+    )?)
 }
 
 /// The list's vectors as slices of R's own memory, through R's C API: one
@@ -109,7 +132,8 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
 
 /// Runs the engine on a worker thread; the calling (R main) thread sleeps,
 /// polling for interrupts, and on one sets the cancel flag and waits for the
-/// workers to stop before returning the error. Every REPORT_EVERY it calls
+/// workers to stop before returning the condition R raised, which R signals
+/// again once the `.Call` has returned. Every REPORT_EVERY it calls
 /// `report(done, total)` (an R function that draws the progress bar). No R
 /// API is used off this thread.
 fn run_watched(
@@ -118,9 +142,10 @@ fn run_watched(
     threads: usize,
     counters: &Counters,
     report: Option<&Function>,
-) -> extendr_api::Result<Vec<Fit>> {
+) -> Result<Vec<Fit>, Stop> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
+    let mut interrupt = None;
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             let result = bulkem_core::fit(job, engine, threads, &cancel, counters);
@@ -130,25 +155,32 @@ fn run_watched(
         let mut reported = std::time::Instant::now();
         while !worker.is_finished() {
             std::thread::park_timeout(POLL);
-            if !cancel.load(Ordering::Relaxed) && interrupt_pending() {
-                cancel.store(true, Ordering::Relaxed);
+            if interrupt.is_some() {
+                continue;
             }
-            if let Some(f) = report {
-                if reported.elapsed() >= REPORT_EVERY && !cancel.load(Ordering::Relaxed) {
+            interrupt = match report {
+                Some(f) if reported.elapsed() >= REPORT_EVERY => {
                     let done = (counters.done.load(Ordering::Relaxed) + counters.in_flight.load(Ordering::Relaxed)) as f64;
                     let total = counters.total.load(Ordering::Relaxed) as f64;
-                    // an error in the callback is R's to print; the fit goes on
-                    let _ = f.call(pairlist!(done, total));
                     reported = std::time::Instant::now();
+                    call_watched(f, done, total)
                 }
+                _ => interrupt_pending(),
+            };
+            if interrupt.is_some() {
+                cancel.store(true, Ordering::Relaxed);
             }
         }
         worker.join()
     });
+    // the user asked to stop: that is the answer, even if the engine
+    // finished meanwhile
+    if let Some(cond) = interrupt {
+        return Err(Stop::R(cond));
+    }
     match outcome {
-        Ok(Ok(fits)) => Ok(fits),
-        Ok(Err(e)) => Err(Error::Other(e.to_string())),
-        Err(_) => Err(Error::Other(bulkem_core::Error::Internal("the engine thread panicked".into()).to_string())),
+        Ok(result) => result.map_err(Stop::from),
+        Err(_) => Err(bulkem_core::Error::Internal("the engine thread panicked".into()).into()),
     }
 }
 

@@ -3,16 +3,15 @@
 use bulkem_core::gpu;
 use extendr_api::prelude::*;
 
-/// `list(usable, reason)`: whether the CUDA engines can run here, and if
-/// not, why (sets up the GPU on first call: probe, context, kernel compile).
+use crate::error::or_condition;
+
+/// `TRUE` if the CUDA engines can run here, or else the condition saying
+/// why not, for R to decide by its class (sets up the GPU on first call:
+/// probe, context, kernel compile).
 /// @noRd
 #[extendr]
-fn gpu_usable_() -> List {
-    let (usable, reason) = match gpu::gpu() {
-        Ok(_) => (true, String::new()),
-        Err(why) => (false, why.to_string()),
-    };
-    list!(usable = usable, reason = reason)
+fn gpu_usable_() -> Robj {
+    or_condition(gpu::gpu().map(|_| true).map_err(bulkem_core::Error::GpuUnavailable))
 }
 
 /// Driver and NVRTC found or not, devices, and whether bulkem can use them.

@@ -3,6 +3,7 @@
 use extendr_api::prelude::*;
 
 mod convert;
+mod error;
 mod fit;
 mod gpu;
 mod limits;
@@ -36,6 +37,7 @@ pub extern "C" fn bulkem_init_panic_hook() {
 extendr_module! {
     mod bulkem;
     fn bulkem_core_version_;
+    use error;
     use fit;
     use gpu;
     use limits;

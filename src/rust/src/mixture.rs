@@ -1,14 +1,24 @@
 //! A fitted mixture evaluated at new points, for predict() and plot() in R:
 //! the same densities and E-step as the fits themselves (bulkem-core).
 
-use bulkem_core::{estep, family, Family, Params, MAX_COMPONENTS};
-use extendr_api::prelude::*;
+use bulkem_core::{estep, family, Error, Family, Params, MAX_COMPONENTS};
+use extendr_api::prelude::{extendr, extendr_module, Robj};
 
-fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> extendr_api::Result<(Family, Params)> {
-    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
+use crate::error::or_condition;
+
+/// R hands over the fields of a fit; a fit whose fields were edited by hand
+/// can break these rules, so they are argument errors.
+fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Family, Params), Error> {
+    let family = Family::from_name(family).ok_or_else(|| Error::Argument {
+        arg: "family",
+        message: format!("of a fit must be \"invgauss\" or \"normal\", not \"{family}\""),
+    })?;
     let k = alpha.len();
     if k == 0 || k > MAX_COMPONENTS || mu.len() != k || shape.len() != k {
-        return Err(Error::Other("a fit's alpha, mu and shape must have the same length, 1 to 8".into()));
+        return Err(Error::Argument {
+            arg: "mu",
+            message: format!("of a fit must have 1 to {MAX_COMPONENTS} values, as many as its alpha and its lambda or sigma"),
+        });
     }
     let mut p = Params::zeroed(k);
     p.alpha[..k].copy_from_slice(alpha);
@@ -18,20 +28,23 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> extendr_api
 }
 
 /// Posterior probability of each component at each x (length(x) × K,
-/// column-major); NA outside the family's support.
+/// column-major); NA outside the family's support. Or the condition saying
+/// why not, for R to raise.
 /// @noRd
 #[extendr]
-fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> extendr_api::Result<Vec<f64>> {
-    let (family, p) = params(family, alpha, mu, shape)?;
-    Ok(estep::posterior(family, x, &p))
+fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Robj {
+    or_condition(params(family, alpha, mu, shape).map(|(family, p)| estep::posterior(family, x, &p)))
 }
 
 /// alpha_m p_m(x) for each x and component (length(x) × K, column-major);
-/// 0 outside the support.
+/// 0 outside the support. Or the condition saying why not, for R to raise.
 /// @noRd
 #[extendr]
-fn weighted_densities_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> extendr_api::Result<Vec<f64>> {
-    let (family, p) = params(family, alpha, mu, shape)?;
+fn weighted_densities_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Robj {
+    or_condition(params(family, alpha, mu, shape).map(|(family, p)| weighted_densities(x, family, &p)))
+}
+
+fn weighted_densities(x: &[f64], family: Family, p: &Params) -> Vec<f64> {
     let mut out = vec![0.0; x.len() * p.k];
     for m in 0..p.k {
         for (i, &xi) in x.iter().enumerate() {
@@ -41,7 +54,7 @@ fn weighted_densities_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape
             }
         }
     }
-    Ok(out)
+    out
 }
 
 extendr_module! {

@@ -1,0 +1,75 @@
+#' Conditions bulkem raises
+#'
+#' Every error bulkem raises is a condition of class `bulkem_error`, with a
+#' more specific class first, so that code can react to a kind of failure
+#' with [tryCatch()] or [withCallingHandlers()] without matching message
+#' text. No internal call is shown with them.
+#'
+#' \describe{
+#'   \item{`bulkem_error_argument`}{An argument is invalid; the message names
+#'     it as written in the call.}
+#'   \item{`bulkem_error_gpu_unavailable`}{A GPU was required (`use.gpu =
+#'     TRUE`, or a GPU engine in `control$engine`) but none can be used; its
+#'     field `reason` says why. With `use.gpu = NA`, bulkem fits on the CPU
+#'     instead. When no NVIDIA driver is installed at all, the class
+#'     `bulkem_error_gpu_no_driver` comes first.}
+#'   \item{`bulkem_error_gpu`}{The GPU failed during the fit (memory, a
+#'     kernel). With `use.gpu = NA`, bulkem says so in a message and fits
+#'     on the CPU instead.}
+#'   \item{`bulkem_error_internal`}{A bug in bulkem; please report it.}
+#' }
+#'
+#' Interrupting a fit (Ctrl-C, or a limit set with [setTimeLimit()]) stops
+#' its workers and then gives R's own condition, as any other R computation
+#' would: an `interrupt` condition (caught by `tryCatch(interrupt = )`) or
+#' R's time limit error.
+#'
+#' @name bulkem_conditions
+#' @aliases bulkem_error
+#' @examples
+#' r <- tryCatch(bulkem(list(), use.gpu = FALSE),
+#'               bulkem_error_argument = function(e) conditionMessage(e))
+#' r
+#' # a GPU if one can be used, and otherwise the CPU, on purpose and quietly
+#' x <- list(c(rnorm(100), rnorm(100, 4)))
+#' fits <- tryCatch(bulkem(x, family = "normal", use.gpu = TRUE),
+#'                  bulkem_error_gpu_unavailable = function(e)
+#'                    bulkem(x, family = "normal", use.gpu = FALSE))
+#' attr(fits, "engine")
+NULL
+
+# How the classes come about. They are named once, in the Rust glue
+# (src/rust/src/error.rs): glue functions return an error as a condition
+# object rather than failing, R's own checks get theirs from
+# argument_condition_(), and R code decides by class, never by message text.
+# Ctrl-C and setTimeLimit() give R's own condition, which the glue caught
+# while the workers ran and returns to be raised again here.
+
+# Raises `cond`: an error with no call, so none of bulkem's internals are
+# shown ("Error: <message>"); an interrupt as R raises one.
+raise <- function(cond) {
+  if (inherits(cond, "interrupt")) signal_interrupt(cond)
+  cond["call"] <- list(NULL)
+  stop(cond)
+}
+
+# What R does on Ctrl-C (R_CheckUserInterrupt): handlers for the interrupt
+# (tryCatch(interrupt = ), withCallingHandlers) see it; if none takes it,
+# options(interrupt) runs, and R returns to the top level: the prompt in an
+# interactive session, "Execution halted" in Rscript, as after an unhandled
+# Ctrl-C (compared with R's own in Rscript by tests/testthat/test-interrupt.R,
+# and by hand in an interactive session). R also offers a "resume" restart;
+# a fit cannot resume once its workers have stopped, so there is none here.
+signal_interrupt <- function(cond) {
+  signalCondition(cond)
+  handler <- getOption("interrupt")
+  if (is.function(handler)) handler()
+  cat("\n", file = stderr()) # as R ends the line the terminal echoed ^C on
+  invokeRestart("abort")
+}
+
+# The value of a glue function, or the condition it returned raised.
+core_value <- function(x) if (inherits(x, "condition")) raise(x) else x
+
+# A bad argument: the message names the argument as the user wrote it.
+stop_arg <- function(...) raise(argument_condition_(paste0(...)))
