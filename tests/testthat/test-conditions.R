@@ -81,7 +81,11 @@ gpu_code <- '
                error = function(e) paste0("CLASS ", paste(class(e), collapse = ","),
                                           " CALL ", is.null(conditionCall(e)),
                                           " MESSAGE ", conditionMessage(e))),
-      message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") })
+      message = function(m) {
+        # message() ends the text with a newline; one line per call here
+        msgs <<- c(msgs, sub("\\n$", "", conditionMessage(m)))
+        invokeRestart("muffleMessage")
+      })
     cat(r, "| MESSAGES", length(msgs), msgs, "\\n")
   }
   set.seed(1)
