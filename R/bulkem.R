@@ -180,6 +180,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
   }
   checked <- proc.time()[["elapsed"]]
   reporter <- progress_reporter(verbose || interactive())
+  # an error or interrupt leaves a drawn bar's line ended, not dangling
+  if (!is.null(reporter)) on.exit(reporter$close(), add = TRUE)
   res <- run_with_fallback(run, engine, use.gpu)
   if (!is.null(reporter)) reporter$finish()
   engine <- res$engine

@@ -26,7 +26,14 @@ progress_reporter <- function(show, after = 2) {
       if (drawn) {
         draw(1, sprintf("done in %s   ", format_seconds(proc.time()[["elapsed"]] - started)))
         message("")
+        drawn <<- FALSE
       }
+      invisible(NULL)
+    },
+    # ends the bar's line if the call stopped before finish()
+    close = function() {
+      if (drawn) message("")
+      drawn <<- FALSE
       invisible(NULL)
     }
   )

@@ -138,6 +138,18 @@ test_that("the progress bar is drawn through message() with an ETA, and only aft
     quiet$finish()
   })
   expect_null(bulkem:::progress_reporter(FALSE))
+  # a call that stops after the bar was drawn ends its line; finish() then close() adds nothing
+  stopped <- bulkem:::progress_reporter(TRUE, after = 0)
+  msgs <- capture_messages({
+    stopped$update(10, 100)
+    stopped$close()
+    stopped$close()
+  })
+  expect_identical(msgs[length(msgs)], "\n")
+  expect_length(msgs, 2)
+  expect_identical(capture_messages({
+    r$close()
+  }), character(0))
 })
 
 test_that("the engine reports progress to R while it works", {
