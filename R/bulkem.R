@@ -170,6 +170,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     engine = engine,
     mixed_precision = control$precision == "mixed",
     keep_starts = control$keep.starts,
+    screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
     report = if (is.null(reporter)) NULL else reporter$update
   )
 
@@ -200,6 +201,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 100,
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
   timings <- c(check = checked - started, res$timings, total = elapsed)
+  warn_convergence(res$outcomes, length(fits))
   structure(fits, class = "bulkem", engine = engine, threads = res$threads,
             elapsed = elapsed, seed = seed, family = family,
             num.components = as.integer(num.components),

@@ -73,3 +73,19 @@ core_value <- function(x) if (inherits(x, "condition")) raise(x) else x
 
 # A bad argument: the message names the argument as the user wrote it.
 stop_arg <- function(...) raise(argument_condition_(paste0(...)))
+
+# The one warning of a call whose fits did not all end well: how many stopped
+# at max.iters, failed, were marked spurious or were invalid (`outcomes`,
+# counted by the glue), of class bulkem_warning_convergence.
+warn_convergence <- function(outcomes, n) {
+  what <- c(max_iters = "stopped at max.iters before the log-likelihood settled (raise max.iters)",
+            failed = "failed (every start degenerated)",
+            spurious = "are marked spurious (no start passed the spurious-solution screen; try more starts)",
+            invalid = "were invalid (the data cannot be fitted)")
+  counts <- outcomes[names(what)]
+  if (!any(counts > 0)) return(invisible(NULL))
+  parts <- paste(format(counts[counts > 0], big.mark = ","), what[counts > 0])
+  warning(convergence_warning_(paste0(
+    "of ", format(n, big.mark = ","), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
+    "; see each fit's status and message, or summary()")))
+}

@@ -13,6 +13,11 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 #' @noRd
 argument_condition_ <- function(message) .Call(wrap__argument_condition_, message)
 
+#' The one warning a call gives about fits that did not end well
+#' (warn_convergence() in R/conditions.R).
+#' @noRd
+convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, message)
+
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
 #' checked by bulkem() in R; they are read in place, not copied. Every K of
 #' `components` is fitted, and with several each dataset keeps its fit of
@@ -20,7 +25,7 @@ argument_condition_ <- function(message) .Call(wrap__argument_condition_, messag
 #' Arguments were checked by bulkem() in R. Returns the fits, or the
 #' condition that stopped the call, for R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, report)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:
@@ -32,9 +37,10 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 #' @noRd
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
-#' `list(max_components, free_parameters, shape_names)`: the largest K, the
-#' free parameters of each K = 1 .. max_components, and the shape
-#' parameter's name by family.
+#' `list(max_components, free_parameters, shape_names, spurious)`: the
+#' largest K, the free parameters of each K = 1 .. max_components, the
+#' shape parameter's name by family, and the spurious-solution screen's
+#' default thresholds (ratio, count, count.ratio).
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)
 

@@ -136,8 +136,13 @@ format_value <- function(x) {
   describe_type(x)
 }
 
-control_defaults <- function() list(threads = NULL, engine = "auto", precision = "double",
-                                    keep.data = FALSE, keep.starts = FALSE)
+control_defaults <- function() {
+  screen <- model_limits()$spurious
+  list(threads = NULL, engine = "auto", precision = "double",
+       keep.data = FALSE, keep.starts = FALSE,
+       spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
+       spurious.count.ratio = screen[["count.ratio"]])
+}
 
 check_control <- function(control) {
   if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
@@ -165,5 +170,17 @@ check_control <- function(control) {
   out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
   check_flag(out$keep.data, "control$keep.data")
   check_flag(out$keep.starts, "control$keep.starts")
+  check_threshold(out$spurious.ratio, "control$spurious.ratio", 1)
+  check_threshold(out$spurious.count, "control$spurious.count", Inf)
+  check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)
   out
+}
+
+# A screen threshold: a number from 0 (the rule off) to `most`.
+check_threshold <- function(x, arg, most) {
+  if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x < 0 || x > most) {
+    stop_arg("`", arg, "` must be a single number from 0 (the rule off) to ",
+             if (is.finite(most)) most else "any finite value", ", not ", format_value(x))
+  }
+  invisible(x)
 }

@@ -35,3 +35,8 @@ reference_loglik <- function(x, fit) {
   }
   sum(log(Reduce(`+`, lapply(seq_along(fit$mu), function(m) fit$alpha[m] * dens(m)))))
 }
+
+# bulkem() where the test means to have fits that end badly (an invalid
+# dataset, max.iters reached): the call's one convergence warning is
+# expected there, and tested in test-spurious.R.
+quiet_bulkem <- function(...) suppressWarnings(bulkem(...), classes = "bulkem_warning_convergence")

@@ -57,7 +57,9 @@ test_that("bad datasets are reported one by one while the others fit unchanged",
     null = NULL
   )
   bad["null"] <- list(NULL)
-  fits <- bulkem(c(list(good = good), bad), random.inits = 3, seed = 5)
+  # one warning for the call, counting the invalid datasets
+  expect_warning(fits <- bulkem(c(list(good = good), bad), random.inits = 3, seed = 5),
+                 "of 10 fits, 9 were invalid", class = "bulkem_warning_convergence")
   alone <- bulkem(list(good = good), random.inits = 3, seed = 5)
   expect_identical(unclass(fits$good), unclass(alone$good))
   for (nm in names(bad)) {
@@ -90,18 +92,18 @@ test_that("a dataset whose starts all fail is 'failed' with a message", {
   x <- c(rep(1, 10), 2, 3)
   set.seed(2)
   good <- b1_dataset(200)
-  fits <- bulkem(list(x, good), random.inits = 5, family = "normal", seed = 1)
+  fits <- quiet_bulkem(list(x, good), random.inits = 5, family = "normal", seed = 1)
   expect_identical(fits[[1]]$status, "failed")
   expect_match(fits[[1]]$message, "all 5 random starts failed")
   expect_false(fits[[1]]$fit_success)
   expect_true(all(is.na(fits[[1]]$mu)) && is.na(fits[[1]]$loglik))
   expect_true(fits[[2]]$fit_success)
-  expect_identical(bulkem(list(x), random.inits = 5, seed = 1)[[1]]$status, "failed")
+  expect_identical(quiet_bulkem(list(x), random.inits = 5, seed = 1)[[1]]$status, "failed")
 })
 
 test_that("max.iters stops a start and says so", {
   set.seed(3)
-  f <- bulkem(list(b1_dataset(500)), max.iters = 2, random.inits = 2)[[1]]
+  f <- quiet_bulkem(list(b1_dataset(500)), max.iters = 2, random.inits = 2)[[1]]
   expect_identical(f$status, "max_iters")
   expect_identical(f$num_iterations, 2L)
   expect_false(f$converged)

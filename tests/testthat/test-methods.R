@@ -3,7 +3,7 @@
 method_fits <- function() {
   set.seed(11)
   d <- list(a = c(rnorm(200), rnorm(100, 4)), b = c(rnorm(150, 1), rnorm(150, 6, 2)), bad = c(1, NA))
-  list(d = d, fits = bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
+  list(d = d, fits = quiet_bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
                             control = list(keep.data = TRUE)))
 }
 
@@ -96,7 +96,7 @@ test_that("print and plot methods run", {
 test_that("keep.starts gives every start's outcome, log-likelihood and initial values", {
   set.seed(14)
   d <- list(a = b1_dataset(800), b = c(1, 1, 1))
-  fits <- bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE, control = list(keep.starts = TRUE))
+  fits <- quiet_bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE, control = list(keep.starts = TRUE))
   s <- fits$a$starts
   expect_s3_class(s, "data.frame")
   expect_identical(s$start, 1:12)
@@ -109,7 +109,7 @@ test_that("keep.starts gives every start's outcome, log-likelihood and initial v
   expect_equal(sort(c(best$init_mu_1, best$init_mu_2)), sort(fits$a$init_mu))
   expect_true(all(s$loglik[s$status != "failed"] <= fits$a$loglik + 1e-8))
   # the same starts as without keep.starts
-  plain <- bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE)
+  plain <- quiet_bulkem(d, random.inits = 12, seed = 5, use.gpu = FALSE)
   expect_identical(unclass(plain$a)[1:18], unclass(fits$a)[1:18])
   expect_identical(nrow(fits$b$starts), 0L)
   multi <- bulkem(d["a"], num.components = 1:2, random.inits = 4, seed = 5, use.gpu = FALSE,

@@ -39,7 +39,7 @@ test_that("the reported log-likelihood at an extreme scale is the textbook sum",
 
 test_that("only what double precision cannot hold is invalid, and says why", {
   d <- list(span = c(1e-300, 1, 1e300, 2, 3, 4, 5), fine = c(1e-300, 2e-300, 5e-300, 3e-300, 4e-300, 9e-300))
-  f <- bulkem(d, num.components = 1, use.gpu = FALSE)
+  f <- quiet_bulkem(d, num.components = 1, use.gpu = FALSE)
   expect_identical(f$span$status, "invalid")
   expect_match(f$span$message, "^dataset has values from 1e-300 to 1e\\+?300, too many orders of magnitude apart")
   expect_true(f$fine$fit_success)
@@ -49,7 +49,7 @@ test_that("keep.starts lists every start of a failed dataset", {
   # ten tied values: some component always collapses onto them (as in
   # test-bad-input.R)
   d <- list(tied = c(rep(1, 10), 2, 3))
-  f <- bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
+  f <- quiet_bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
               seed = 1, control = list(keep.starts = TRUE))$tied
   expect_identical(f$status, "failed")
   expect_identical(nrow(f$starts), 5L)

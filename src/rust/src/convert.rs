@@ -6,7 +6,7 @@
 use std::os::raw::{c_char, c_int};
 
 use bulkem_core::{Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
-use extendr_api::Robj;
+use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t, Rf_allocVector,
     Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER, LOGICAL, REAL, SET_STRING_ELT,
@@ -16,9 +16,10 @@ use extendr_ffi::{
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
 /// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
 /// See ?bulkem.
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 22] = [
     "shape", "mu", "alpha", "init_shape", "init_mu", "init_alpha", "loglik", "num_iterations", "fit_success",
-    "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic",
+    "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic", "starts_at_best",
+    "spurious", "spurious_starts", "loglik_spurious",
 ];
 const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
 /// Columns of `by_k`.
@@ -127,9 +128,13 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             set(15, int(Some(f.starts_ok as i32)));
             set(16, real(aic));
             set(17, real(bic));
+            set(18, int(i32::try_from(f.starts_at_best).ok()));
+            set(19, if f.spurious { yes } else { no });
+            set(20, int(i32::try_from(f.spurious_starts).ok()));
+            set(21, real(f.loglik_spurious.unwrap_or(f64::NAN)));
             if choice {
-                set(18, int(i32::try_from(f.k).ok()));
-                set(19, by_k_frame(f, by_k_names, frame_class, &status_of));
+                set(FIELDS.len(), int(i32::try_from(f.k).ok()));
+                set(FIELDS.len() + 1, by_k_frame(f, by_k_names, frame_class, &status_of));
             }
             Rf_setAttrib(l, R_NamesSymbol, names);
             Rf_setAttrib(l, R_ClassSymbol, class);
@@ -216,4 +221,19 @@ pub fn starts_to_r(fits: &[Fit]) -> Robj {
         })
         .collect();
     extendr_api::List::from_values(per_dataset).into()
+}
+
+/// How many fits stopped at max.iters, failed, are spurious, were invalid:
+/// the counts of the call's one convergence warning (R/conditions.R).
+pub fn outcome_counts(fits: &[Fit]) -> Robj {
+    let count = |f: &dyn Fn(&Fit) -> bool| fits.iter().filter(|x| f(x)).count() as f64;
+    let mut counts = Robj::from(vec![
+        count(&|f| f.status == Status::MaxIters),
+        count(&|f| f.status == Status::Failed),
+        count(&|f| f.spurious),
+        count(&|f| f.status == Status::Invalid),
+    ]);
+    // names() of a fresh double vector cannot fail; a failure would only lose them
+    let _ = counts.set_names(["max_iters", "failed", "spurious", "invalid"]);
+    counts
 }

@@ -23,6 +23,8 @@ const GPU_NO_DRIVER: &str = "bulkem_error_gpu_no_driver";
 /// A GPU failed during a run; under `use.gpu = NA` R refits on the CPU.
 const GPU: &str = "bulkem_error_gpu";
 const INTERNAL: &str = "bulkem_error_internal";
+/// Fits that ended at max.iters, failed, were marked spurious or were invalid.
+const WARNING_CONVERGENCE: [&str; 4] = ["bulkem_warning_convergence", "bulkem_warning", "warning", "condition"];
 
 /// Why a glue function stops early: an error of the core (or of the glue),
 /// or a condition R raised while the call ran (Ctrl-C, a time limit).
@@ -84,6 +86,15 @@ fn build(message: &str, own: &[&str], reason: Option<&str>) -> Robj {
         values.push(Robj::from(reason));
     }
     let classes: Vec<&str> = own.iter().chain(ERROR.iter()).copied().collect();
+    condition_object(&classes, names, values)
+}
+
+/// A condition with just a message and no call.
+fn build_classes(message: &str, classes: &[&str]) -> Robj {
+    condition_object(classes, vec!["message", "call"], vec![Robj::from(message), Robj::default()])
+}
+
+fn condition_object(classes: &[&str], names: Vec<&str>, values: Vec<Robj>) -> Robj {
     let list = Robj::from(List::from_values(values));
     let names = Robj::from(names);
     let classes = Robj::from(classes);
@@ -104,8 +115,17 @@ fn argument_condition_(message: &str) -> Robj {
     build(message, &[ARGUMENT], None)
 }
 
+/// The one warning a call gives about fits that did not end well
+/// (warn_convergence() in R/conditions.R).
+/// @noRd
+#[extendr]
+fn convergence_warning_(message: &str) -> Robj {
+    build_classes(message, &WARNING_CONVERGENCE)
+}
+
 extendr_module! {
     mod error;
     fn argument_condition_;
+    fn convergence_warning_;
 }
 

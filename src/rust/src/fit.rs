@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use bulkem_core::screen::Screen;
 use bulkem_core::{Counters, EngineKind, Family, Fit, Job};
 use extendr_api::prelude::*;
 
@@ -36,11 +37,12 @@ fn fit_(
     engine: &str,
     mixed_precision: bool,
     keep_starts: bool,
+    screen: &[f64],
     report: Robj,
 ) -> Robj {
     or_condition(fit(
         datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
-        report,
+        screen, report,
     ))
 }
 
@@ -57,6 +59,7 @@ fn fit(
     engine: &str,
     mixed_precision: bool,
     keep_starts: bool,
+    screen: &[f64],
     report: Robj,
 ) -> Result<List, Stop> {
     let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
@@ -73,6 +76,10 @@ fn fit(
         seed: seed as u64,
         mixed_precision,
         keep_starts,
+        screen: match *screen {
+            [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },
+            _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
+        },
     };
     let threads = match usize::try_from(threads) {
         Ok(0) | Err(_) => bulkem_core::default_threads(),
@@ -84,6 +91,7 @@ fn fit(
     let clock = std::time::Instant::now();
     let choice = job.components.len() > 1;
     let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
+    let outcomes = crate::convert::outcome_counts(&fits);
     let fits = crate::convert::fits_to_r(&fits, family, choice);
     counters.lap("result", clock);
     let phases = counters.phases();
@@ -91,7 +99,7 @@ fn fit(
     timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
-        ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
+        ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings", "outcomes"],
         [
             fits,
             starts,
@@ -100,6 +108,7 @@ fn fit(
             count(&counters.kernel_launches),
             Robj::from(counters.kernel_seconds()),
             timings,
+            outcomes,
         ],
     )?)
 }

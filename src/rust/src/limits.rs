@@ -2,12 +2,14 @@
 //! never keeps a copy of its own.
 
 use bulkem_core::limits::{free_parameters, MAX_COMPONENTS};
+use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
-/// `list(max_components, free_parameters, shape_names)`: the largest K, the
-/// free parameters of each K = 1 .. max_components, and the shape
-/// parameter's name by family.
+/// `list(max_components, free_parameters, shape_names, spurious)`: the
+/// largest K, the free parameters of each K = 1 .. max_components, the
+/// shape parameter's name by family, and the spurious-solution screen's
+/// default thresholds (ratio, count, count.ratio).
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
@@ -15,7 +17,10 @@ fn model_limits_() -> List {
     let mut shapes = Robj::from(Family::ALL.iter().map(|f| f.shape_name()).collect::<Vec<_>>());
     // names() of a character vector cannot fail here; a failure would only lose the names
     let _ = shapes.set_names(Family::ALL.iter().map(|f| f.name()).collect::<Vec<_>>());
-    list!(max_components = MAX_COMPONENTS as i32, free_parameters = df, shape_names = shapes)
+    let d = Screen::default();
+    let mut spurious = Robj::from(vec![d.ratio, d.count, d.count_ratio]);
+    let _ = spurious.set_names(["ratio", "count", "count.ratio"]);
+    list!(max_components = MAX_COMPONENTS as i32, free_parameters = df, shape_names = shapes, spurious = spurious)
 }
 
 extendr_module! {

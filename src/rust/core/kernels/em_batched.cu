@@ -32,7 +32,9 @@
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
 // a start of dataset fit_ds[f] beginning at init[f][3K] (alpha[K], mu[K],
 // shape[K]); results go to out_params[f][3K], out_ll[f], out_info[f] =
-// {iterations, outcome} (outcome codes: outcome.rs Outcome::code).
+// {iterations, outcome, spurious} (FIT_INFO values; outcome codes:
+// outcome.rs Outcome::code; spurious: screen.rs Screen::spurious of the final
+// parameters, with the call's thresholds).
 //
 // Two words are shared with the host WHILE the kernel runs, through a second
 // stream (engine/cuda_batched/device.rs): the fit queue `next`, which lanes
@@ -246,6 +248,7 @@ struct Batch {
     int n_fits;
     int max_iters;
     double epsilon;
+    double screen_ratio, screen_count, screen_count_ratio;  // screen.rs Screen
     unsigned int* next;        // the fit queue, read by the host while running
     const volatile int* stop;  // set by the host while running
 };
@@ -265,8 +268,29 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
     st.exact = !MIXED;
 }
 
-template <int K>
-__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome) {
+// screen.rs Screen::spurious: a component far narrower than the widest, or
+// small (fewer than screen_count expected observations) and narrow.
+template <int K, int IG>
+__device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int n) {
+    double sd[K];
+    double largest = 0.0;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        sd[m] = IG ? sqrt(st.mu[m] * st.mu[m] * st.mu[m] / st.shape[m]) : st.shape[m];  // family.rs::component_sd
+        largest = fmax(largest, sd[m]);
+    }
+    int any = 0;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const bool narrow = sd[m] < b.screen_ratio * largest;
+        const bool small = (double)n * st.alpha[m] < b.screen_count && sd[m] < b.screen_count_ratio * largest;
+        any |= narrow || small;
+    }
+    return any;
+}
+
+template <int K, int IG>
+__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         b.out_params[(size_t)f * 3 * K + m] = st.alpha[m];
@@ -274,8 +298,9 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
         b.out_params[(size_t)f * 3 * K + 2 * K + m] = st.shape[m];
     }
     b.out_ll[f] = loglik;
-    b.out_info[2 * f] = st.iterations;
-    b.out_info[2 * f + 1] = outcome;
+    b.out_info[FIT_INFO * f] = st.iterations;
+    b.out_info[FIT_INFO * f + 1] = outcome;
+    b.out_info[FIT_INFO * f + 2] = spurious<K, IG>(b, st, n);
 }
 
 // One lane per fit, one observation per step (see the top of the file).
@@ -298,7 +323,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         const double loglik = p.loglik() + b.ds_hsum[d];
         const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
         if (outcome >= 0) {
-            store_fit<K>(b, fit, st, loglik, outcome);
+            store_fit<K, IG>(b, fit, st, loglik, outcome, n);
             fit = (int)atomicAdd(b.next, 1u);
             if (fit >= b.n_fits) return;
             d = b.fit_ds[fit];
@@ -344,7 +369,7 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
             }
             const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
             if (outcome >= 0) {
-                if (lane == 0) store_fit<K>(b, fit, st, loglik, outcome);
+                if (lane == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
                 unsigned int next = 0;
                 if (lane == 0) next = atomicAdd(b.next, 1u);
                 fit = (int)__shfl_sync(0xffffffffu, next, 0);

@@ -53,9 +53,10 @@ fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) ->
     Work { task, datasets }
 }
 
-/// With one K, its fits; with several, each dataset's fit of lowest BIC (the
-/// lowest K among equals; the lowest K if no K has a BIC), with every K's
-/// summary in `by_k`.
+/// With one K, its fits; with several, each dataset's fit of lowest BIC among
+/// the converged fits that pass the screen (the lowest K among equals), with
+/// every K's summary in `by_k`. Where no K gave such a fit, the lowest BIC of
+/// any fit (the lowest K if none has one), its message saying so.
 fn choose_k(mut per_k: Vec<Vec<Fit>>) -> Vec<Fit> {
     if per_k.len() <= 1 {
         return per_k.pop().unwrap_or_default();
@@ -66,13 +67,24 @@ fn choose_k(mut per_k: Vec<Vec<Fit>>) -> Vec<Fit> {
     for _ in 0..n {
         let fits: Vec<Fit> = columns.iter_mut().filter_map(Iterator::next).collect();
         let by_k: Vec<_> = fits.iter().map(Fit::summary).collect();
-        let mut best = 0;
-        for (i, s) in by_k.iter().enumerate() {
-            if !s.bic.is_nan() && (by_k[best].bic.is_nan() || s.bic < by_k[best].bic) {
-                best = i;
-            }
-        }
+        let sound = |i: usize| fits[i].status == Status::Converged && !fits[i].spurious;
+        let lowest_bic = |eligible: &dyn Fn(usize) -> bool| {
+            (0..fits.len()).filter(|&i| eligible(i) && !by_k[i].bic.is_nan()).fold(None, |best: Option<usize>, i| {
+                match best {
+                    Some(b) if by_k[b].bic <= by_k[i].bic => Some(b),
+                    _ => Some(i),
+                }
+            })
+        };
+        let (best, none_sound) = match lowest_bic(&sound) {
+            Some(i) => (i, false),
+            None => (lowest_bic(&|_| true).unwrap_or(0), true),
+        };
         let Some(mut fit) = fits.into_iter().nth(best) else { break };
+        if none_sound && fit.params.is_some() {
+            let why = "no K gave a converged fit that passes the spurious-solution screen; this is the lowest BIC of the others";
+            fit.message = if fit.message.is_empty() { why.to_string() } else { format!("{}; {why}", fit.message) };
+        }
         fit.by_k = by_k;
         chosen.push(fit);
     }
@@ -105,11 +117,18 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         out.sort_by_key(|r| r.start);
         out
     });
-    let Some(w) = &best.winner else {
+    let Some((w, spurious)) = best.returned() else {
         let reason = best.first_failure.map_or("", |(_, why)| why.describe());
         let message = format!("all {} random starts failed (the first because {reason})", t.starts);
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
     };
+    let jacobian = n as f64 * ds.scale.ln();
+    // a rejected start that beat the returned one, in the data's units
+    let loglik_spurious = best
+        .spurious
+        .as_ref()
+        .filter(|s| !spurious && s.fit.loglik > w.fit.loglik)
+        .map(|s| s.fit.loglik - jacobian);
     let params = ds.unscale(&w.fit.params);
     let order = params.order_by_mu();
     let params = params.permuted(&order);
@@ -119,13 +138,21 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
     }
-    let (status, message) = match w.fit.outcome {
+    let (status, mut message) = match w.fit.outcome {
         Outcome::Converged => (Status::Converged, String::new()),
         _ => (
             Status::MaxIters,
             format!("stopped after max.iters = {} iterations before the log-likelihood settled", t.max_iters),
         ),
     };
+    if spurious {
+        let why = format!(
+            "spurious: every start that finished has a component far narrower than the others \
+             (the screen of control$spurious.*; {} of {} starts)",
+            best.spurious_starts, t.starts
+        );
+        message = if message.is_empty() { why } else { format!("{message}; {why}") };
+    }
     Fit {
         n,
         k: t.k,
@@ -137,6 +164,10 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         iterations: w.fit.iterations,
         best_start: Some(w.start),
         starts_ok: best.starts_ok,
+        starts_at_best: best.starts_at_best(),
+        spurious,
+        spurious_starts: best.spurious_starts,
+        loglik_spurious,
         starts,
         by_k: Vec::new(),
     }

@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Family, Params};
+use crate::screen::Screen;
 
 /// One call: the datasets (borrowed, e.g. straight from R's vectors) and
 /// how to fit them.
@@ -24,6 +25,8 @@ pub struct Job<'a> {
     pub mixed_precision: bool,
     /// Keep every start's summary in the fits (control$keep.starts).
     pub keep_starts: bool,
+    /// Which finished starts are admissible (control$spurious.*).
+    pub screen: Screen,
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -37,6 +40,7 @@ pub struct Task {
     pub seed: u64,
     pub mixed_precision: bool,
     pub keep_starts: bool,
+    pub screen: Screen,
 }
 
 impl Job<'_> {
@@ -59,6 +63,9 @@ impl Job<'_> {
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
         }
+        if let Some((arg, message)) = self.screen.check() {
+            return bad(arg, message.into());
+        }
         Ok(())
     }
 
@@ -74,6 +81,7 @@ impl Job<'_> {
             seed: self.seed,
             mixed_precision: self.mixed_precision,
             keep_starts: self.keep_starts,
+            screen: self.screen,
         }
     }
 }
@@ -100,6 +108,16 @@ pub struct Fit {
     pub best_start: Option<u32>,
     /// Starts that ended without degenerating.
     pub starts_ok: u32,
+    /// Admissible starts whose log-likelihood reached the winner's (within
+    /// SAME_OPTIMUM); with a spurious winner, the spurious starts that did.
+    pub starts_at_best: u32,
+    /// The returned fit fails the spurious-solution screen (no start passed it).
+    pub spurious: bool,
+    /// Finished starts the screen rejected.
+    pub spurious_starts: u32,
+    /// The highest log-likelihood of a rejected start, where it beat the
+    /// returned fit's.
+    pub loglik_spurious: Option<f64>,
     /// Every start, by start index, in the data's units, when kept.
     pub starts: Option<Vec<StartRecord>>,
     /// With several Ks: every K's summary, ascending K (empty with one K).
@@ -136,6 +154,10 @@ impl Fit {
             iterations: 0,
             best_start: None,
             starts_ok,
+            starts_at_best: 0,
+            spurious: false,
+            spurious_starts: 0,
+            loglik_spurious: None,
             starts: None,
             by_k: Vec::new(),
         }

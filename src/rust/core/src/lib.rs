@@ -4,7 +4,8 @@
 //!
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
-//! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`;
+//! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
+//!   `screen`;
 //! - one start's EM: `em`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
@@ -25,6 +26,7 @@ mod mathx;
 pub mod mstep;
 mod outcome;
 mod params;
+pub mod screen;
 mod starts;
 
 pub use call::{default_threads, fit};

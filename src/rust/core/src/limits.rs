@@ -31,3 +31,19 @@ pub const MAX_DRAWS: usize = 1000;
 pub const fn free_parameters(k: usize) -> usize {
     3 * k - 1
 }
+
+/// The spurious-solution screen's defaults (control$spurious.*; 0 turns a
+/// rule off), chosen by the simulation in inst/bench/spurious-screen.R: a
+/// component is spurious when its standard deviation is below
+/// `SPURIOUS_RATIO` times the largest component's (Hathaway's constraint,
+/// set far below any true ratio met: the 2015 demo's is 1/60), or when it is
+/// small AND narrow: fewer than `SPURIOUS_COUNT` expected observations and
+/// an sd below `SPURIOUS_COUNT_RATIO` times the largest.
+pub const SPURIOUS_RATIO: f64 = 1e-3;
+pub const SPURIOUS_COUNT: f64 = 5.0;
+pub const SPURIOUS_COUNT_RATIO: f64 = 0.1;
+
+/// Starts whose final log-likelihood is within SAME_OPTIMUM · (1 + |ℓ|) of
+/// the winner's count as having reached the same optimum (`starts_at_best`):
+/// starts stopped by the convergence rule lie a few epsilons below it.
+pub const SAME_OPTIMUM: f64 = 1e-6;

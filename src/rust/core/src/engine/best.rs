@@ -3,16 +3,25 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use crate::limits::SAME_OPTIMUM;
 use crate::outcome::{Degenerate, Outcome, StartFit, StartRecord};
 use crate::params::Params;
 
 /// Running summary of one dataset's starts. Merging is order-independent:
-/// the winner is the highest log-likelihood, ties to the lowest start index;
-/// the failure kept is the lowest-indexed one. So results never depend on
-/// which thread ran which start.
+/// the winner is the highest log-likelihood among the admissible starts (the
+/// screen of screen.rs), ties to the lowest start index, and likewise the
+/// best spurious start; the failure kept is the lowest-indexed one. So
+/// results never depend on which thread ran which start.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Best {
+    /// The best admissible start.
     pub winner: Option<Winner>,
+    /// The best start the screen rejected.
+    pub spurious: Option<Winner>,
+    pub spurious_starts: u32,
+    /// Final log-likelihood of every finished start and whether it was
+    /// spurious, for counting the starts that reached the winner's.
+    pub finished: Vec<(f64, bool)>,
     pub starts_ok: u32,
     pub first_failure: Option<(u32, Degenerate)>,
     /// Every start, when the call keeps them (control$keep.starts); in the
@@ -33,8 +42,9 @@ impl Best {
         Best { starts: keep_starts.then(Vec::new), ..Best::default() }
     }
 
-    /// Records start `start` (begun at `init`; `None` if no start could be drawn).
-    pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>) {
+    /// Records start `start` (begun at `init`; `None` if no start could be
+    /// drawn); `spurious`: its end state fails the screen.
+    pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>, spurious: bool) {
         if let Some(starts) = &mut self.starts {
             if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
                 starts.push(StartRecord {
@@ -55,15 +65,36 @@ impl Best {
             Outcome::Cancelled => {}
             Outcome::Converged | Outcome::MaxIters => {
                 self.starts_ok += 1;
-                let better = match &self.winner {
+                self.finished.push((fit.loglik, spurious));
+                let slot = if spurious {
+                    self.spurious_starts += 1;
+                    &mut self.spurious
+                } else {
+                    &mut self.winner
+                };
+                let better = match slot {
                     None => true,
                     Some(w) => fit.loglik > w.fit.loglik || (fit.loglik == w.fit.loglik && start < w.start),
                 };
                 if better {
-                    self.winner = Some(Winner { start, init, fit });
+                    *slot = Some(Winner { start, init, fit });
                 }
             }
         }
+    }
+
+    /// The start to report: the best admissible one, else the best spurious
+    /// one (`true`: it is spurious).
+    pub fn returned(&self) -> Option<(&Winner, bool)> {
+        self.winner.as_ref().map(|w| (w, false)).or_else(|| self.spurious.as_ref().map(|w| (w, true)))
+    }
+
+    /// Starts of the returned start's kind (admissible or spurious) whose
+    /// log-likelihood reached its within SAME_OPTIMUM.
+    pub fn starts_at_best(&self) -> u32 {
+        let Some((w, spurious)) = self.returned() else { return 0 };
+        let tol = SAME_OPTIMUM * (1.0 + w.fit.loglik.abs());
+        self.finished.iter().filter(|&&(ll, s)| s == spurious && ll >= w.fit.loglik - tol).count() as u32
     }
 
     fn record_failure(&mut self, start: u32, why: Degenerate) {
@@ -88,5 +119,46 @@ impl Bests {
 
     pub fn into_vec(self) -> Vec<Best> {
         self.0.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(loglik: f64) -> Option<StartFit> {
+        Some(StartFit { params: Params::zeroed(2), loglik, iterations: 3, outcome: Outcome::Converged })
+    }
+
+    #[test]
+    fn the_best_admissible_start_wins_whatever_the_order() {
+        let init = Some(Params::zeroed(2));
+        let records = [(0, -10.0, false), (1, -5.0, true), (2, -10.0, false), (3, -12.0, false), (4, -4.0, true)];
+        let mut orders = vec![records.to_vec()];
+        orders.push(records.iter().rev().copied().collect());
+        for order in orders {
+            let mut b = Best::new(false);
+            for (s, ll, spurious) in order {
+                b.record(s, init, fit(ll), spurious);
+            }
+            let (w, spurious) = b.returned().unwrap();
+            assert_eq!((w.start, spurious), (0, false), "ties go to the lowest start");
+            assert_eq!(b.spurious.as_ref().map(|w| w.start), Some(4));
+            assert_eq!(b.spurious_starts, 2);
+            assert_eq!(b.starts_at_best(), 2);
+            assert_eq!(b.starts_ok, 5);
+        }
+    }
+
+    #[test]
+    fn with_no_admissible_start_the_best_spurious_one_is_returned() {
+        let mut b = Best::new(false);
+        b.record(0, Some(Params::zeroed(2)), fit(-3.0), true);
+        b.record(1, Some(Params::zeroed(2)), fit(-3.0 - 1e-9), true);
+        b.record(2, None, None, false);
+        let (w, spurious) = b.returned().unwrap();
+        assert_eq!((w.start, spurious), (0, true));
+        assert_eq!(b.starts_at_best(), 2);
+        assert_eq!(b.first_failure, Some((2, Degenerate::NoStart)));
     }
 }

@@ -28,7 +28,8 @@ impl Engine for Cpu {
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
             }
-            bests.with(d, |b| b.record(start, init, fit));
+            let spurious = fit.is_some_and(|f| t.screen.spurious(t.family, &f.params, ds.x.len()));
+            bests.with(d, |b| b.record(start, init, fit, spurious));
             counters.done.fetch_add(1, Ordering::Relaxed);
         })
     }

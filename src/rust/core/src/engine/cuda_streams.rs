@@ -122,7 +122,7 @@ fn fit_dataset(
         match crate::starts::initial_params(t.family, ds, k, t.seed, s) {
             Some(init) => active.push((s, init, EmState::new(init))),
             None => {
-                best.record(s, None, None);
+                best.record(s, None, None, false);
                 counters.done.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -159,7 +159,8 @@ fn fit_dataset(
                 match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
                         debug_assert!(fit.outcome != Outcome::Cancelled);
-                        best.record(s, Some(init), Some(fit));
+                        let spurious = t.screen.spurious(t.family, &fit.params, n);
+                        best.record(s, Some(init), Some(fit), spurious);
                         counters.done.fetch_add(1, Ordering::Relaxed);
                     }
                     None => still.push((s, init, state)),

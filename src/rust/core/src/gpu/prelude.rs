@@ -14,6 +14,9 @@ use crate::outcome::Outcome;
 pub const BATCHED_THREADS: u32 = 128;
 /// Threads per block of em_fused_sum (its shared-memory tree).
 pub const SUM_THREADS: u32 = 256;
+/// Values em_batched writes per fit to out_info: iterations, outcome code,
+/// spurious (0/1).
+pub const FIT_INFO: usize = 3;
 
 /// The names every kernel source may use, and their values as C text.
 /// `{:?}` prints the shortest decimal that reads back as the same double.
@@ -33,6 +36,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("EXP_FLOOR", real(EXP_FLOOR)),
         ("BATCHED_THREADS", BATCHED_THREADS.to_string()),
         ("SUM_THREADS", SUM_THREADS.to_string()),
+        ("FIT_INFO", FIT_INFO.to_string()),
     ];
     for o in Outcome::REPORTED {
         let name: &'static str = match o.code_name() {

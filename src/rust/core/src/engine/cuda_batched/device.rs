@@ -23,6 +23,7 @@ use super::pack::Packed;
 use super::Mapping;
 use crate::engine::counters::Counters;
 use crate::gpu::kernels::{as_int, Batched};
+pub use crate::gpu::prelude::FIT_INFO as INFO;
 use crate::gpu::prelude::BATCHED_THREADS;
 use crate::gpu::{contained, fault_injected, Gpu};
 use crate::job::Task;
@@ -47,6 +48,9 @@ struct BatchArgs {
     n_fits: i32,
     max_iters: i32,
     epsilon: f64,
+    screen_ratio: f64,
+    screen_count: f64,
+    screen_count_ratio: f64,
     next: u64,
     stop: u64,
 }
@@ -98,7 +102,7 @@ pub fn run(
         let out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(fail("allocating GPU memory"))?;
         let out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(fail("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
-        let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; 2 * n_fits]).map_err(fail("allocating GPU memory"))?;
+        let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
         let mut stop: CudaSlice<i32> = stream.alloc_zeros(1).map_err(fail("allocating GPU memory"))?;
 
         let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
@@ -134,6 +138,9 @@ pub fn run(
             n_fits: n_fits_int,
             max_iters: i32::try_from(t.max_iters).unwrap_or(i32::MAX),
             epsilon: t.epsilon,
+            screen_ratio: t.screen.ratio,
+            screen_count: t.screen.count,
+            screen_count_ratio: t.screen.count_ratio,
             next: ptr(next.device_ptr(stream)),
             stop: ptr(stop.device_ptr(stream)),
         };
@@ -145,7 +152,7 @@ pub fn run(
         // synchronize): obs holds the chunk's observations as (x, g) pairs,
         // every per-dataset array one value per dataset, fit_ds n_fits indices
         // below the dataset count, init and out_params 3k values per fit,
-        // out_info 2 per fit; next starts at the number of lanes or warps
+        // out_info INFO per fit; next starts at the number of lanes or warps
         // launched.
         unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
         counters.kernel_launches.fetch_add(1, Ordering::Relaxed);

@@ -10,7 +10,7 @@ use super::super::best::Bests;
 use super::super::counters::Counters;
 use super::super::{queue, Work};
 use super::chunks::Chunk;
-use super::device::{gather, Ran};
+use super::device::{gather, Ran, INFO};
 use super::pack::Packed;
 use crate::error::Error;
 use crate::gpu::kernels::Batched;
@@ -41,17 +41,19 @@ pub fn record(
             for s in 0..starts {
                 let f = j * starts + s;
                 if !p.drawn[f] {
-                    best.record(s as u32, None, None);
+                    best.record(s as u32, None, None, false);
                     continue;
                 }
-                let iterations = ran.info[2 * f].max(0) as u32;
-                let Some(outcome) = Outcome::from_code(ran.info[2 * f + 1]) else {
+                let info = &ran.info[INFO * f..INFO * (f + 1)];
+                let iterations = info[0].max(0) as u32;
+                let Some(outcome) = Outcome::from_code(info[1]) else {
                     unfinished.store(true, Ordering::Relaxed);
                     return;
                 };
                 passes += iterations as usize + 1;
                 let fit = StartFit { params: Params::zeroed(k), loglik: ran.ll[f], iterations, outcome };
-                best.record(s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit));
+                // the kernel applied the screen to the fit's final parameters
+                best.record(s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit), info[2] != 0);
             }
             counters.em_iterations.fetch_add(passes, Ordering::Relaxed);
         })

@@ -1,0 +1,103 @@
+# The spurious-solution screen, the convergence warning, starts_at_best and
+# the choice of K among sound fits.
+
+nile <- as.numeric(datasets::Nile)
+
+# A component is a spike when it is small (few expected observations) and
+# narrow relative to the widest: what the screen is meant to catch, written
+# out here independently of the package.
+has_spike <- function(f, count = 5, ratio = 0.1) {
+  sd <- f$sigma
+  any(length(nile) * f$alpha < count & sd < ratio * max(sd))
+}
+
+test_that("a spike that wins without the screen is screened out, and said so", {
+  off <- bulkem(list(nile), num.components = 3, random.inits = 200, family = "normal", seed = 1,
+                use.gpu = FALSE, control = list(spurious.ratio = 0, spurious.count = 0))[[1]]
+  # the trap the screen is for: with many starts, the best likelihood is a spike
+  expect_true(has_spike(off))
+  expect_identical(off$spurious_starts, 0L)
+  on <- bulkem(list(nile), num.components = 3, random.inits = 200, family = "normal", seed = 1,
+               use.gpu = FALSE)[[1]]
+  expect_false(has_spike(on))
+  expect_false(on$spurious)
+  expect_gt(on$spurious_starts, 0L)
+  # the rejected spike had the higher likelihood, and the fit says how much
+  expect_equal(on$loglik_spurious, off$loglik, tolerance = 1e-9)
+  expect_gt(on$loglik_spurious, on$loglik)
+  # with the same seed the starts are the same: the screen only changes the winner
+  expect_identical(on$starts_ok, off$starts_ok)
+})
+
+test_that("if every start fails the screen, the best is returned and marked spurious", {
+  set.seed(61)
+  x <- c(rnorm(150, 0, 1), rnorm(150, 5, 2))
+  # a screen so strict that no two-component fit with unequal sds passes
+  expect_warning(f <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
+                             control = list(spurious.ratio = 0.99))[[1]],
+                 "1 are marked spurious", class = "bulkem_warning_convergence")
+  plain <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
+  expect_true(f$spurious)
+  expect_identical(f$spurious_starts, f$starts_ok)
+  expect_true(is.na(f$loglik_spurious))
+  expect_match(f$message, "spurious")
+  # the best of the rejected starts: the fit the screen leaves alone otherwise
+  expect_identical(f$best_start, plain$best_start)
+  expect_identical(f$mu, plain$mu)
+  expect_false(plain$spurious)
+  expect_identical(plain$spurious_starts, 0L)
+})
+
+test_that("thresholds are checked and named", {
+  x <- list(rnorm(50))
+  for (bad in list(list(spurious.ratio = -1), list(spurious.ratio = 2), list(spurious.count = NA),
+                   list(spurious.count.ratio = "a"), list(spurious.count = Inf))) {
+    expect_error(bulkem(x, control = bad), paste0("control$", names(bad)), fixed = TRUE,
+                 class = "bulkem_error_argument")
+  }
+})
+
+test_that("starts_at_best counts the starts that reached the winning log-likelihood", {
+  # Nile as three Normals has several optima; screen off, so every finished
+  # start is a candidate and keep.starts shows them all
+  f <- bulkem(list(nile), num.components = 3, random.inits = 60, family = "normal", seed = 3,
+              use.gpu = FALSE, max.iters = 5000, epsilon = 1e-10,
+              control = list(keep.starts = TRUE, spurious.ratio = 0, spurious.count = 0))[[1]]
+  s <- f$starts
+  ok <- s$status %in% c("converged", "max_iters")
+  best <- max(s$loglik[ok])
+  expect_equal(f$loglik, best, tolerance = 1e-9)
+  reached <- ok & s$loglik >= best - 1e-6 * (1 + abs(best))
+  expect_identical(f$starts_at_best, sum(reached))
+  expect_gte(f$starts_at_best, 1L)
+  expect_lt(f$starts_at_best, f$starts_ok) # other starts end at other optima
+})
+
+test_that("one warning per call counts what did not end well, and none when all did", {
+  set.seed(63)
+  good <- c(rnorm(200), rnorm(200, 6))
+  w <- tryCatch(bulkem(list(good, c(1, NA, 3, 4, 5, 6, 7), good + 1), max.iters = 2, random.inits = 2,
+                       family = "normal", use.gpu = FALSE, seed = 1),
+                warning = function(w) w)
+  expect_s3_class(w, "bulkem_warning_convergence")
+  expect_s3_class(w, "bulkem_warning")
+  expect_null(conditionCall(w))
+  expect_match(conditionMessage(w), "^of 3 fits, 2 stopped at max.iters.*, 1 were invalid")
+  expect_silent(bulkem(list(good), random.inits = 3, family = "normal", use.gpu = FALSE, seed = 1))
+})
+
+test_that("BIC chooses only among converged fits that pass the screen", {
+  set.seed(64)
+  x <- c(rnorm(300, 0, 1), rnorm(300, 4, 1), rnorm(300, 8, 1))
+  # two EM updates: K = 2 and 3 stop at max.iters; K = 1 (closed form) converges
+  f <- quiet_bulkem(list(x), num.components = 1:3, max.iters = 2, random.inits = 3,
+                    family = "normal", use.gpu = FALSE, seed = 1)[[1]]
+  expect_identical(f$by_k$status, c("converged", "max_iters", "max_iters"))
+  expect_lt(min(f$by_k$bic[2:3]), f$by_k$bic[1]) # the lower BIC is not converged...
+  expect_identical(f$num_components, 1L)          # ...so it is not chosen
+  # no K converged: the lowest BIC is returned, and its message says so
+  g <- quiet_bulkem(list(x), num.components = 2:3, max.iters = 2, random.inits = 3,
+                    family = "normal", use.gpu = FALSE, seed = 1)[[1]]
+  expect_identical(g$bic, min(g$by_k$bic))
+  expect_match(g$message, "no K gave a converged fit that passes the spurious-solution screen")
+})
