@@ -27,6 +27,23 @@
 #' dataset's fit is the same whatever the number of threads, its position in
 #' `datasets` and the other datasets in the call.
 #'
+#' @section Spurious solutions:
+#' A mixture likelihood is unbounded: a component squeezed onto a few nearly
+#' tied observations, with a tiny spread, drives it up without meaning
+#' anything (McLachlan & Peel 2000, section 3.10), and the more starts, the
+#' likelier one of them ends there. So a start is admissible only when no
+#' component is far narrower than the widest (Hathaway's constraint on the
+#' ratio of component scales; the inverse Gaussian's standard deviation is
+#' \eqn{\sqrt{\mu^3/\lambda}}{sqrt(mu^3/lambda)}) and no component is both
+#' small and narrow (`control$spurious.*`). The best admissible start wins; if
+#' none is admissible, the best start is returned with `spurious = TRUE`. The
+#' estimates are plain maximum-likelihood EM estimates: the screen chooses
+#' among starts, it does not change any start's EM. Every engine applies the
+#' same screen. With several `num.components`, BIC chooses among the fits that
+#' converged and passed the screen. A call whose fits did not all converge,
+#' pass the screen and fit valid data gives one warning of class
+#' `bulkem_warning_convergence` with the counts.
+#'
 #' @param datasets A list of numeric vectors, one per dataset (lengths may
 #'   differ; names are kept), or a single numeric vector; or a data frame in
 #'   long form with `value` and `group` (or `formula = value ~ group`) given:
@@ -83,6 +100,14 @@
 #'       initial values `init_alpha_1` .. `init_mu_K` (components in the order
 #'       drawn); so one can see how many starts reached the best optimum.
 #'       Default `FALSE`.}
+#'     \item{`spurious.ratio`, `spurious.count`, `spurious.count.ratio`}{the
+#'       spurious-solution screen (see "Spurious solutions" below): a finished
+#'       start is rejected when a component's standard deviation is below
+#'       `spurious.ratio` (default 0.001) times the largest component's, or
+#'       when a component expects fewer than `spurious.count` (default 10)
+#'       observations (`n * alpha`) and its standard deviation is below
+#'       `spurious.count.ratio` (default 0.1) times the largest. 0 turns a
+#'       rule off.}
 #'   }
 #' @param ... For a data frame `datasets`: `value` and `group`, the names of
 #'   its value and grouping columns, or `formula = value ~ group`. Any other
@@ -108,6 +133,15 @@
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
+#'     \item{`starts_at_best`}{how many starts reached the winning
+#'       log-likelihood (within 1e-6 of it, relative): a confidence measure
+#'       for the optimum; 1 means it was found once, and more starts may find
+#'       better.}
+#'     \item{`spurious`}{`TRUE` when no start passed the spurious-solution
+#'       screen and the fit returned is the best of the rejected ones.}
+#'     \item{`spurious_starts`}{how many finished starts the screen rejected.}
+#'     \item{`loglik_spurious`}{the highest log-likelihood of a rejected start
+#'       where it beat the returned fit's, else `NA`.}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],

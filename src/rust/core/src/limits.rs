@@ -40,7 +40,7 @@ pub const fn free_parameters(k: usize) -> usize {
 /// small AND narrow: fewer than `SPURIOUS_COUNT` expected observations and
 /// an sd below `SPURIOUS_COUNT_RATIO` times the largest.
 pub const SPURIOUS_RATIO: f64 = 1e-3;
-pub const SPURIOUS_COUNT: f64 = 5.0;
+pub const SPURIOUS_COUNT: f64 = 10.0;
 pub const SPURIOUS_COUNT_RATIO: f64 = 0.1;
 
 /// Starts whose final log-likelihood is within SAME_OPTIMUM · (1 + |ℓ|) of
