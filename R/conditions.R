@@ -84,7 +84,7 @@ warn_convergence <- function(outcomes, n) {
             invalid = "were invalid (the data cannot be fitted)")
   counts <- outcomes[names(what)]
   if (!any(counts > 0)) return(invisible(NULL))
-  parts <- paste(format(counts[counts > 0], big.mark = ","), what[counts > 0])
+  parts <- paste(prettyNum(counts[counts > 0], big.mark = ","), what[counts > 0])
   warning(convergence_warning_(paste0(
     "of ", format(n, big.mark = ","), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
     "; see each fit's status and message, or summary()")))

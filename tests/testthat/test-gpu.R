@@ -211,3 +211,24 @@ test_that("cuda-batched reports progress while its kernel runs", {
   expect_false(is.unsorted(dones))
   expect_true(all(dones <= totals))
 })
+
+test_that("every engine applies the spurious-solution screen alike", {
+  skip_if_no_gpu()
+  set.seed(71)
+  # Nile as 3 Normals with 200 starts provokes spikes; small Normal datasets too
+  d <- c(list(nile = as.numeric(datasets::Nile)),
+         replicate(40, c(rnorm(50), rnorm(50, 3)), simplify = FALSE))
+  fit <- function(engine) {
+    quiet_bulkem(d, num.components = 3, random.inits = 200, family = "normal", seed = 4,
+                 use.gpu = if (engine == "cpu") FALSE else NA, control = list(engine = engine))
+  }
+  cpu <- fit("cpu")
+  expect_gt(sum(vapply(cpu, `[[`, 0L, "spurious_starts")), 0L)
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    gpu <- fit(engine)
+    for (field in c("best_start", "spurious", "spurious_starts", "starts_at_best", "status")) {
+      expect_identical(lapply(gpu, `[[`, field), lapply(cpu, `[[`, field), label = paste(engine, field))
+    }
+    expect_equal(lapply(gpu, `[[`, "mu"), lapply(cpu, `[[`, "mu"), tolerance = 1e-8, label = engine)
+  }
+})
