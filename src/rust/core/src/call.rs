@@ -10,6 +10,7 @@ use crate::engine::best::{Best, Bests};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind, Work};
 use crate::error::Error;
+use crate::information;
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartRecord, Status};
 
@@ -119,13 +120,18 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
     }
-    let (status, message) = match w.fit.outcome {
+    let (status, mut message) = match w.fit.outcome {
         Outcome::Converged => (Status::Converged, String::new()),
         _ => (
             Status::MaxIters,
             format!("stopped after max.iters = {} iterations before the log-likelihood settled", t.max_iters),
         ),
     };
+    let covariance = information::covariance(job.family, ds, &params);
+    if let Err(why) = covariance {
+        let sep = if message.is_empty() { "" } else { "; " };
+        message = format!("{message}{sep}no standard errors: {}", why.describe(job.family, t.k));
+    }
     Fit {
         n,
         k: t.k,
@@ -139,6 +145,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         starts_ok: best.starts_ok,
         starts,
         by_k: Vec::new(),
+        covariance: Some(covariance),
     }
 }
 
