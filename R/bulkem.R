@@ -108,6 +108,12 @@
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
+#'     \item{`se`, `vcov`}{standard errors of all `3 * K` parameters (named
+#'       `alpha1`, .., `mu1`, .., `lambda1` or `sigma1`, ..) and the
+#'       covariance matrix of the `3 * K - 1` free ones (all but `alphaK`),
+#'       from the observed information; `NA` when it is singular, and
+#'       `message` says why. See [vcov.bulkem_fit()] and
+#'       [confint.bulkem_fit()].}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],
