@@ -24,7 +24,7 @@ test_that("a 2015-style positional call returns every documented field", {
   expect_named(f, c("lambda", "mu", "alpha", "init_lambda", "init_mu", "init_alpha",
                     "loglik", "num_iterations", "fit_success", "family", "n",
                     "converged", "status", "message", "best_start", "starts_ok",
-                    "aic", "bic"))
+                    "aic", "bic", "se", "vcov"))
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)
   expect_true(f$fit_success)
