@@ -38,7 +38,7 @@
 use crate::dataset::Prepared;
 use crate::family;
 use crate::limits::{free_parameters, MAX_COMPONENTS};
-use crate::mathx::log_sum_exp;
+use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
 
 /// Below this fraction of its complete-data information left, given the
@@ -61,28 +61,33 @@ fn shape_at(k: usize, m: usize) -> usize {
     2 * k - 1 + m
 }
 
-/// (u_μ, u_s, h_μμ, h_μs, h_ss) of one component at x, from the module docs.
-#[inline(always)]
-fn component_derivatives(family: Family, x: f64, mu: f64, shape: f64) -> [f64; 5] {
-    let d = x - mu;
+/// Per-component constants of the derivatives of the module docs, so that
+/// the pass over the data divides by nothing but its own x:
+///   inverse Gaussian: λ/μ³, 1/(2λ), 1/(2μ²), λ/μ⁴, 1/μ³, −1/(2λ²);
+///   Normal:           1/σ², 1/σ, 1/σ³, 3/σ⁴, 2/σ³, 1/σ² (h_μμ = −1/σ²).
+fn derivative_constants(family: Family, mu: f64, shape: f64) -> [f64; 6] {
     match family {
         Family::InvGauss => {
-            let lambda = shape;
-            let mu2 = mu * mu;
+            let (lambda, mu2) = (shape, mu * mu);
             let mu3 = mu2 * mu;
-            [
-                lambda * d / mu3,
-                0.5 / lambda - d * d / (2.0 * mu2 * x),
-                lambda * (2.0 * mu - 3.0 * x) / (mu2 * mu2),
-                d / mu3,
-                -0.5 / (lambda * lambda),
-            ]
+            [lambda / mu3, 0.5 / lambda, 0.5 / mu2, lambda / (mu2 * mu2), 1.0 / mu3, -0.5 / (lambda * lambda)]
         }
         Family::Normal => {
             let s2 = shape * shape;
-            let s3 = s2 * shape;
-            [d / s2, -1.0 / shape + d * d / s3, -1.0 / s2, -2.0 * d / s3, 1.0 / s2 - 3.0 * d * d / (s2 * s2)]
+            [1.0 / s2, 1.0 / shape, 1.0 / (s2 * shape), 3.0 / (s2 * s2), 2.0 / (s2 * shape), 1.0 / s2]
         }
+    }
+}
+
+/// (u_μ, u_s, h_μμ, h_μs, h_ss) of one component at x (g = family::aux(x)),
+/// from its `derivative_constants`.
+#[inline(always)]
+fn component_derivatives<const IG: bool>(x: f64, g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5] {
+    let d = x - mu;
+    if IG {
+        [c[0] * d, c[1] - d * d * g * c[2], c[3] * (2.0 * mu - 3.0 * x), c[4] * d, c[5]]
+    } else {
+        [d * c[0], d * d * c[2] - c[1], -c[5], -c[4] * d, c[5] - d * d * c[3]]
     }
 }
 
@@ -98,11 +103,23 @@ pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> 
 /// about each parameter if every observation's component were known): the
 /// yardstick for "no information left".
 fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+    match family {
+        Family::InvGauss => information_of::<true>(family, xs, p),
+        Family::Normal => information_of::<false>(family, xs, p),
+    }
+}
+
+fn information_of<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     let k = p.k;
     let np = free_parameters(k);
     let t = family::terms(family, p);
-    let ig = family == Family::InvGauss;
     let last = k - 1;
+    let mut consts = [[0.0; 6]; MAX_COMPONENTS];
+    let mut inv_alpha = [0.0; MAX_COMPONENTS];
+    for m in 0..k {
+        consts[m] = derivative_constants(family, p.mu[m], p.shape[m]);
+        inv_alpha[m] = 1.0 / p.alpha[m];
+    }
     // Σ g gᵀ (upper triangle, row a holding columns b ≥ a), Σ g, the (μ, s)
     // blocks Σ r (h + u uᵀ), and the complete-data diagonal
     let mut gg = vec![0.0; np * np];
@@ -114,22 +131,30 @@ fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     let mut g = vec![0.0; np];
     for &x in xs {
         let aux = family::aux(family, x);
+        let mut top = f64::NEG_INFINITY;
         for m in 0..k {
-            let q = if ig { family::q::<true>(x, aux, t.mu[m]) } else { family::q::<false>(x, aux, t.mu[m]) };
-            l[m] = t.c[m] - t.k[m] * q;
+            l[m] = t.c[m] - t.k[m] * family::q::<IG>(x, aux, t.mu[m]);
+            top = top.max(l[m]);
         }
-        // responsibilities in the log domain: no underflow however far x is
-        // from every component
-        let lse = log_sum_exp(&l[..k]);
+        // responsibilities in the log domain, relative to the largest term:
+        // no underflow however far x is from every component
+        let mut total = 0.0;
         for m in 0..k {
-            r[m] = (l[m] - lse).exp();
+            r[m] = exp_nonpos(l[m] - top);
+            total += r[m];
         }
+        let scale = 1.0 / total;
+        for rm in &mut r[..k] {
+            *rm *= scale;
+        }
+        let r_last = r[last] * inv_alpha[last];
         for j in 0..last {
-            g[alpha_at(j)] = r[j] / p.alpha[j] - r[last] / p.alpha[last];
-            complete[alpha_at(j)] += r[j] / (p.alpha[j] * p.alpha[j]) + r[last] / (p.alpha[last] * p.alpha[last]);
+            let r_j = r[j] * inv_alpha[j];
+            g[alpha_at(j)] = r_j - r_last;
+            complete[alpha_at(j)] += r_j * inv_alpha[j] + r_last * inv_alpha[last];
         }
         for m in 0..k {
-            let [u_mu, u_s, h_mumu, h_mus, h_ss] = component_derivatives(family, x, p.mu[m], p.shape[m]);
+            let [u_mu, u_s, h_mumu, h_mus, h_ss] = component_derivatives::<IG>(x, aux, t.mu[m], &consts[m]);
             g[mu_at(k, m)] = r[m] * u_mu;
             g[shape_at(k, m)] = r[m] * u_s;
             blocks[m][0] += r[m] * (h_mumu + u_mu * u_mu);
@@ -138,12 +163,11 @@ fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
             complete[mu_at(k, m)] += r[m] * u_mu * u_mu;
             complete[shape_at(k, m)] += r[m] * u_s * u_s;
         }
-        for a in 0..np {
+        for (a, (row, sum)) in gg.chunks_exact_mut(np).zip(&mut g_sum).enumerate() {
             let ga = g[a];
-            g_sum[a] += ga;
-            let row = &mut gg[a * np..(a + 1) * np];
-            for b in a..np {
-                row[b] += ga * g[b];
+            *sum += ga;
+            for (acc, &gb) in row[a..].iter_mut().zip(&g[a..]) {
+                *acc += ga * gb;
             }
         }
     }
@@ -168,8 +192,8 @@ fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
             } else {
                 continue;
             };
-            info[alpha_at(j) + np * i] -= da * g_sum[i] / p.alpha[m];
-            info[alpha_at(j) + np * s] -= da * g_sum[s] / p.alpha[m];
+            info[alpha_at(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
+            info[alpha_at(j) + np * s] -= da * g_sum[s] * inv_alpha[m];
         }
     }
     for b in 0..np {
