@@ -142,6 +142,12 @@
 #'     \item{`spurious_starts`}{how many finished starts the screen rejected.}
 #'     \item{`loglik_spurious`}{the highest log-likelihood of a rejected start
 #'       where it beat the returned fit's, else `NA`.}
+#'     \item{`se`, `vcov`}{standard errors of all `3 * K` parameters (named
+#'       `alpha1`, .., `mu1`, .., `lambda1` or `sigma1`, ..) and the
+#'       covariance matrix of the `3 * K - 1` free ones (all but `alphaK`),
+#'       from the observed information; `NA` when it is singular, and
+#'       `message` says why. See [vcov.bulkem_fit()] and
+#'       [confint.bulkem_fit()].}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],

@@ -25,7 +25,7 @@ test_that("a 2015-style positional call returns every documented field", {
                     "loglik", "num_iterations", "fit_success", "family", "n",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "starts_at_best", "spurious", "spurious_starts",
-                    "loglik_spurious"))
+                    "loglik_spurious", "se", "vcov"))
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)
   expect_true(f$fit_success)

@@ -5,21 +5,21 @@
 
 use std::os::raw::{c_char, c_int};
 
-use bulkem_core::{Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
+use bulkem_core::{parameter_names, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
-    cetype_t, R_ClassSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t, Rf_allocVector,
-    Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER, LOGICAL, REAL, SET_STRING_ELT,
-    SET_VECTOR_ELT, SEXP, STRING_ELT,
+    cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t,
+    Rf_allocMatrix, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
+    LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, VECTOR_ELT,
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
 /// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
 /// See ?bulkem.
-const FIELDS: [&str; 22] = [
+const FIELDS: [&str; 24] = [
     "shape", "mu", "alpha", "init_shape", "init_mu", "init_alpha", "loglik", "num_iterations", "fit_success",
     "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic", "starts_at_best",
-    "spurious", "spurious_starts", "loglik_spurious",
+    "spurious", "spurious_starts", "loglik_spurious", "se", "vcov",
 ];
 const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
 /// Columns of `by_k`.
@@ -96,6 +96,7 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
         // shared scalars: R copies a shared object before changing it
         let yes = Rf_protect(logical(true));
         let no = Rf_protect(logical(false));
+        let labels = Rf_protect(parameter_labels(family));
         let na_reals = [R_NaReal; MAX_COMPONENTS];
         for (i, f) in fits.iter().enumerate() {
             let k = f.k;
@@ -132,6 +133,7 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             set(19, if f.spurious { yes } else { no });
             set(20, int(i32::try_from(f.spurious_starts).ok()));
             set(21, real(f.loglik_spurious.unwrap_or(f64::NAN)));
+            set_standard_errors(l, 22, f, labels);
             if choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
                 set(FIELDS.len() + 1, by_k_frame(f, by_k_names, frame_class, &status_of));
@@ -142,8 +144,62 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             Rf_unprotect(1);
         }
         let robj = Robj::from_sexp(out);
-        Rf_unprotect(9 + status_names.len() as c_int);
+        Rf_unprotect(10 + status_names.len() as c_int);
         robj
+    }
+}
+
+/// For every K, the names of `se` (all 3K parameters) at K − 1 and the
+/// dimnames of `vcov` (the 3K − 1 free ones: all but alphaK) at
+/// MAX_COMPONENTS + K − 1: made once per call, shared by every fit.
+///
+/// # Safety
+/// On R's main thread; the result is unprotected.
+unsafe fn parameter_labels(family: Family) -> SEXP {
+    let labels = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 2 * MAX_COMPONENTS as R_xlen_t));
+    for k in 1..=MAX_COMPONENTS {
+        let all = parameter_names(family, k);
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        SET_VECTOR_ELT(labels, (k - 1) as R_xlen_t, strings(&all));
+        let free: Vec<&str> = all.iter().enumerate().filter(|&(i, _)| i != k - 1).map(|(_, &s)| s).collect();
+        let dimnames = Rf_allocVector(SEXPTYPE::VECSXP, 2);
+        SET_VECTOR_ELT(labels, (MAX_COMPONENTS + k - 1) as R_xlen_t, dimnames);
+        let free = strings(&free);
+        SET_VECTOR_ELT(dimnames, 0, free);
+        SET_VECTOR_ELT(dimnames, 1, free);
+    }
+    Rf_unprotect(1);
+    labels
+}
+
+/// Fields `at` (`se`, named) and `at + 1` (`vcov`, a matrix with dimnames)
+/// of the fit list `l`: NA where the fit has no standard errors.
+///
+/// # Safety
+/// On R's main thread; `l` and `labels` (from `parameter_labels`) protected.
+unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP) {
+    let k = f.k;
+    let (se, vcov) = match &f.covariance {
+        Some(Ok(c)) => (Some(&c.se[..]), Some(&c.vcov[..])),
+        _ => (None, None),
+    };
+    let np = (3 * k).saturating_sub(1);
+    let fill = |v: SEXP, len: usize, values: Option<&[f64]>| {
+        for i in 0..len {
+            let x = values.and_then(|values| values.get(i).copied()).unwrap_or(f64::NAN);
+            *REAL(v).add(i) = if x.is_nan() { R_NaReal } else { x };
+        }
+    };
+    // stored at once, so protected by `l` while the attributes are set
+    let se_r = Rf_allocVector(SEXPTYPE::REALSXP, (3 * k) as R_xlen_t);
+    SET_VECTOR_ELT(l, at as R_xlen_t, se_r);
+    fill(se_r, 3 * k, se);
+    let vcov_r = Rf_allocMatrix(SEXPTYPE::REALSXP, np as c_int, np as c_int);
+    SET_VECTOR_ELT(l, at as R_xlen_t + 1, vcov_r);
+    fill(vcov_r, np * np, vcov);
+    if (1..=MAX_COMPONENTS).contains(&k) {
+        Rf_setAttrib(se_r, R_NamesSymbol, VECTOR_ELT(labels, (k - 1) as R_xlen_t));
+        Rf_setAttrib(vcov_r, R_DimNamesSymbol, VECTOR_ELT(labels, (MAX_COMPONENTS + k - 1) as R_xlen_t));
     }
 }
 

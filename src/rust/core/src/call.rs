@@ -10,6 +10,7 @@ use crate::engine::best::{Best, Bests};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind, Work};
 use crate::error::Error;
+use crate::information;
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartRecord, Status};
 
@@ -153,6 +154,11 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         );
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
+    let covariance = information::covariance(job.family, ds, &params);
+    if let Err(why) = covariance {
+        let sep = if message.is_empty() { "" } else { "; " };
+        message = format!("{message}{sep}no standard errors: {}", why.describe(job.family, t.k));
+    }
     Fit {
         n,
         k: t.k,
@@ -170,6 +176,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         loglik_spurious,
         starts,
         by_k: Vec::new(),
+        covariance: Some(covariance),
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::error::Error;
 use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::outcome::{StartRecord, Status};
-use crate::params::{Family, Params};
+use crate::params::{Covariance, Family, Params, Singular};
 use crate::screen::Screen;
 
 /// One call: the datasets (borrowed, e.g. straight from R's vectors) and
@@ -122,6 +122,9 @@ pub struct Fit {
     pub starts: Option<Vec<StartRecord>>,
     /// With several Ks: every K's summary, ascending K (empty with one K).
     pub by_k: Vec<KSummary>,
+    /// Standard errors from the observed information at `params`, or why
+    /// there are none; `None` without `params`.
+    pub covariance: Option<Result<Covariance, Singular>>,
 }
 
 /// One K's result for a dataset, for choosing among several Ks.
@@ -160,6 +163,7 @@ impl Fit {
             loglik_spurious: None,
             starts: None,
             by_k: Vec::new(),
+            covariance: None,
         }
     }
 

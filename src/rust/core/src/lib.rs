@@ -5,7 +5,7 @@
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
 //! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
-//!   `screen`;
+//!   `screen`, `information`;
 //! - one start's EM: `em`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
@@ -20,6 +20,7 @@ mod error;
 pub mod estep;
 pub mod family;
 pub mod gpu;
+pub mod information;
 mod job;
 pub mod limits;
 mod mathx;
@@ -36,4 +37,4 @@ pub use error::{Error, Unavailable};
 pub use job::{Fit, Job, KSummary};
 pub use limits::MAX_COMPONENTS;
 pub use outcome::{Outcome, StartRecord, Status};
-pub use params::{Family, Params};
+pub use params::{parameter_names, Covariance, Family, Params, Singular};

@@ -85,3 +85,62 @@ impl Stats {
         Stats { ll: 0.0, s0: [0.0; MAX_COMPONENTS], s1: [0.0; MAX_COMPONENTS], s2: [0.0; MAX_COMPONENTS] }
     }
 }
+
+/// The names of a K-component mixture's 3K parameters as R shows them:
+/// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK. The
+/// free parameters of the information and covariance matrices are these
+/// without alphaK.
+pub fn parameter_names(family: Family, k: usize) -> Vec<String> {
+    ["alpha", "mu", family.shape_name()]
+        .iter()
+        .flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}")))
+        .collect()
+}
+
+/// Standard errors of a fit, from the observed information at the fitted
+/// parameters, in the data's own units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Covariance {
+    /// The inverse of the observed information over the 3K − 1 free
+    /// parameters (α_1..α_{K−1}, μ_1..μ_K, shape_1..shape_K), column-major.
+    /// Far from unit scale its μ and shape entries can underflow or overflow
+    /// (they carry the square of the data's scale); `se` does not.
+    pub vcov: Vec<f64>,
+    /// The standard error of each of the 3K parameters, in the order of
+    /// `parameter_names` (α_K's by the delta method, α_K = 1 − Σ α_j).
+    pub se: Vec<f64>,
+}
+
+/// Why a fit has no standard errors.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Singular {
+    /// Some entry of the observed information is NaN or infinite.
+    NotFinite,
+    /// The information about free parameter `at` (its index among the 3K − 1)
+    /// is lost to the parameters before it: the matrix is singular, up to
+    /// rounding.
+    Collinear { at: usize },
+    /// The information is clearly not positive definite, first at free
+    /// parameter `at`: the parameters are not at a local maximum.
+    Indefinite { at: usize },
+}
+
+impl Singular {
+    /// Reads after "no standard errors: ". `family` and `k` name the parameter.
+    pub fn describe(self, family: Family, k: usize) -> String {
+        let name = |at: usize| {
+            // the free parameters are all but alphaK
+            let alpha_k = k.checked_sub(1);
+            let free = parameter_names(family, k).into_iter().enumerate().filter(|&(i, _)| Some(i) != alpha_k);
+            free.map(|(_, name)| name).nth(at).unwrap_or_else(|| format!("parameter {}", at + 1))
+        };
+        match self {
+            Singular::NotFinite => "the observed information is not finite".to_string(),
+            Singular::Collinear { at } => format!("the observed information is singular (first at {})", name(at)),
+            Singular::Indefinite { at } => format!(
+                "the observed information is not positive definite (first at {}): the fit is not at a local maximum",
+                name(at)
+            ),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+#' Standard errors, covariance matrices and Wald intervals of bulkem fits
+#'
+#' Every fit carries standard errors (field `se`) and a covariance matrix
+#' (field `vcov`) from the observed information of the mixture
+#' log-likelihood at the fitted parameters. `vcov()` returns the matrix,
+#' `confint()` Wald confidence intervals.
+#'
+#' @section What the standard errors are:
+#' The observed information is the negative Hessian of the log-likelihood
+#' at the fitted parameters (the maximum-likelihood estimate when the fit
+#' converged), computed from exact analytic second derivatives in one pass
+#' over the data after EM, on the rescaled data the fit was made on and
+#' mapped to the data's units (so data of any scale is handled alike).
+#' Its parameters are the \eqn{3K - 1}{3K - 1} free ones: the weights
+#' `alpha1` .. `alpha(K-1)`, the means `mu1` .. `muK` and the shapes
+#' `lambda1` .. `lambdaK` (inverse Gaussian) or `sigma1` .. `sigmaK`
+#' (Normal), in that order. The weights sum to one, so
+#' \eqn{\alpha_K = 1 - \sum_{j<K} \alpha_j}{alphaK = 1 - sum(alpha[-K])} is
+#' not a free parameter: `vcov` leaves it out and its standard error in `se`
+#' comes from the delta method (with one component, `alpha1` is 1 and its
+#' standard error 0). `vcov` is the inverse of the observed information and
+#' `se` the square roots of its diagonal.
+#'
+#' `confint()` gives Wald intervals, estimate \eqn{\pm z_{(1+level)/2}}{+/-
+#' qnorm((1 + level) / 2)} times the standard error, for all \eqn{3K}{3K}
+#' parameters. They rest on the estimate being approximately normal: good
+#' for well-separated components and a few hundred observations per
+#' component, poor for small or heavily overlapping components. They ignore
+#' the uncertainty of which start won and, with several `num.components`, of
+#' the choice of K; intervals for weights can extend below 0 or above 1.
+#'
+#' When the information is singular (e.g. two identical components, whose
+#' weights cannot be told apart), not positive definite (EM stopped short
+#' of a maximum, e.g. near a saddle point) or not finite, the fit has `NA`
+#' standard errors and `vcov`, its `message` says why (after any other
+#' message, separated by "; "), and its `status` is unchanged. Far from unit
+#' scale (about 1e-150 and below, 1e150 and above) the entries of `vcov`
+#' for means and shapes, which carry the square of the data's scale, can
+#' underflow to 0 or overflow to `Inf`; `se` and `confint()` do not.
+#'
+#' @param object A `bulkem_fit` (one element of a `bulkem` result) or a
+#'   `bulkem` result.
+#' @param parm Parameters to give intervals for: names such as `"mu1"` or
+#'   `"alpha2"`, or positions in `alpha1, .., alphaK, mu1, .., muK, lambda1
+#'   (or sigma1), .., lambdaK`. Default: all of them.
+#' @param level Confidence level, a number between 0 and 1.
+#' @param ... Not used.
+#' @returns `vcov()` of a fit: the \eqn{(3K-1) \times (3K-1)}{(3K-1) x
+#'   (3K-1)} covariance matrix with row and column names; of a `bulkem`
+#'   result, a list of them, one per dataset. `confint()` of a fit: a matrix
+#'   with one row per parameter and columns giving the lower and upper limits
+#'   (named like `"2.5 %"` and `"97.5 %"`, as [stats::confint()] names
+#'   them); of a `bulkem` result, a data frame with one row per dataset and
+#'   parameter and columns `dataset`, `term`, `estimate`, `std.error`,
+#'   `conf.low`, `conf.high`.
+#' @examples
+#' set.seed(4)
+#' x <- c(rnorm(300, 0, 1), rnorm(200, 5, 0.5))
+#' fits <- bulkem(list(a = x, b = 2 * x), family = "normal", random.inits = 3,
+#'                use.gpu = FALSE)
+#' fits$a$se
+#' vcov(fits$a)
+#' confint(fits$a)
+#' confint(fits$a, c("mu1", "mu2"), level = 0.9)
+#' confint(fits)
+#' @name bulkem-vcov
+NULL
+
+# The 3K estimates of a fit, named as its `se`.
+fit_estimates <- function(object) {
+  k <- length(object$mu)
+  shape <- shape_name(object$family)
+  est <- c(object$alpha, object$mu, object[[shape]])
+  names(est) <- paste0(rep(c("alpha", "mu", shape), each = k), seq_len(k))
+  est
+}
+
+has_standard_errors <- function(object) {
+  if (is.null(object$se) || is.null(object$vcov)) {
+    stop_arg("`object` has no standard errors: it was made by a version of bulkem ",
+             "before they were added; fit it again")
+  }
+}
+
+check_level <- function(level) {
+  if (!is.numeric(level) || length(level) != 1 || is.na(level) || level <= 0 || level >= 1) {
+    stop_arg("`level` must be a single number between 0 and 1")
+  }
+}
+
+# Which of the named estimates `parm` picks (all when missing).
+pick_parm <- function(parm, est) {
+  if (is.null(parm)) return(seq_along(est))
+  ok <- if (is.character(parm)) {
+    all(parm %in% names(est))
+  } else {
+    is.numeric(parm) && all(!is.na(parm) & parm >= 1 & parm <= length(est) & parm == round(parm))
+  }
+  if (!ok) {
+    stop_arg("`parm` must name parameters of the fit (", paste(names(est), collapse = ", "),
+             ") or give their positions")
+  }
+  if (is.character(parm)) match(parm, names(est)) else as.integer(parm)
+}
+
+# Wald intervals of the estimates `est` with standard errors `se`.
+wald <- function(est, se, level) {
+  a <- (1 - level) / 2
+  a <- c(a, 1 - a)
+  ci <- est + outer(se, stats::qnorm(a))
+  dimnames(ci) <- list(names(est), paste(format(100 * a, trim = TRUE, scientific = FALSE, digits = 3), "%"))
+  ci
+}
+
+#' @rdname bulkem-vcov
+#' @importFrom stats vcov
+#' @export
+vcov.bulkem_fit <- function(object, ...) {
+  has_standard_errors(object)
+  object$vcov
+}
+
+#' @rdname bulkem-vcov
+#' @export
+vcov.bulkem <- function(object, ...) {
+  out <- lapply(unclass(object), vcov.bulkem_fit)
+  names(out) <- dataset_names(object)
+  out
+}
+
+#' @rdname bulkem-vcov
+#' @importFrom stats confint
+#' @export
+confint.bulkem_fit <- function(object, parm, level = 0.95, ...) {
+  has_standard_errors(object)
+  check_level(level)
+  est <- fit_estimates(object)
+  i <- pick_parm(if (missing(parm)) NULL else parm, est)
+  wald(est[i], unname(object$se)[i], level)
+}
+
+#' @rdname bulkem-vcov
+#' @export
+confint.bulkem <- function(object, parm, level = 0.95, ...) {
+  check_level(level)
+  fits <- unclass(object)
+  for (f in fits) has_standard_errors(f)
+  # vectors over all fits at once: results can hold 100,000s of them
+  est <- lapply(fits, fit_estimates)
+  n <- lengths(est, use.names = FALSE)
+  term <- unlist(lapply(est, names), use.names = FALSE)
+  est <- unlist(est, use.names = FALSE)
+  se <- unlist(lapply(fits, function(f) unname(f$se)), use.names = FALSE)
+  keep <- if (missing(parm) || length(fits) == 0) {
+    rep(TRUE, length(est))
+  } else {
+    # names and positions are those of the fit with the most components
+    i <- pick_parm(parm, fit_estimates(fits[[which.max(n)]]))
+    if (is.character(parm)) term %in% parm else sequence(n) %in% i
+  }
+  ci <- wald(est[keep], se[keep], level)
+  data.frame(dataset = rep(dataset_names(object), n)[keep], term = term[keep],
+             estimate = est[keep], std.error = se[keep], conf.low = unname(ci[, 1]),
+             conf.high = unname(ci[, 2]), stringsAsFactors = FALSE)
+}

@@ -1,0 +1,598 @@
+//! Standard errors (DESIGN §3): the observed information of the mixture
+//! log-likelihood at a fit's parameters, exact and in one pass over the
+//! data, and its inverse.
+//!
+//! The free parameters, in this order, are θ = (α_1..α_{K−1}, μ_1..μ_K,
+//! s_1..s_K), s being λ (inverse Gaussian) or σ (Normal), and α_K = 1 − Σ α_j.
+//! With f = Σ_m α_m p_m, responsibilities r_m = α_m p_m / f, and g_m, H_m the
+//! gradient and Hessian of log(α_m p_m) in θ, the Hessian of one
+//! observation's log f is
+//!
+//!   ∇² log f = Σ_m r_m (H_m + g_m g_mᵀ) − g gᵀ,   g = Σ_m r_m g_m = ∇ log f,
+//!
+//! and the observed information is I = −Σ_i ∇² log f(x_i). Here
+//! H_m + g_m g_mᵀ = ∇²(α_m p_m) / (α_m p_m), which has a simple pattern:
+//! α_m p_m is linear in the α's, so its α–α block is zero; its α_j–(μ_m, s_m)
+//! entries are (∂α_m/∂α_j)/α_m · ∂ log p_m (∂α_m/∂α_j is δ_jm for m < K and
+//! −1 for m = K), so, summed over observations, they are the sums of the
+//! score's (μ_m, s_m) entries divided by ±α_m; and its (μ_m, s_m) block is
+//! h_m + u_m u_mᵀ, with u_m and h_m the gradient and Hessian of log p_m in
+//! (μ_m, s_m). One pass accumulates Σ g gᵀ, Σ g and the K blocks.
+//!
+//! Per component, with d = x − μ:
+//!   inverse Gaussian: u = (λd/μ³, 1/(2λ) − d²/(2μ²x)),
+//!                     h = [[λ(2μ − 3x)/μ⁴, d/μ³], [d/μ³, −1/(2λ²)]];
+//!   Normal:           u = (d/σ², −1/σ + d²/σ³),
+//!                     h = [[−1/σ², −2d/σ³], [−2d/σ³, 1/σ² − 3d²/σ⁴]].
+//!
+//! Everything is computed on the dataset's rescaled data (x' = (x − shift) /
+//! scale) with the parameters in the same units, where squares and
+//! reciprocals stay inside double precision whatever the data's scale. The
+//! log-likelihood in the original units differs from the rescaled one by a
+//! constant (−N log scale), and θ' = (α, (μ − shift)/scale, s/scale) is
+//! affine in θ with the diagonal Jacobian J = diag(1, 1/scale, 1/scale), so
+//! I = J I' J and the covariance is V = J⁻¹ V' J⁻¹: entries for μ and s are
+//! multiplied by the scale once per index, and the standard errors are
+//! √V'_aa · scale without ever squaring the scale.
+
+use crate::dataset::Prepared;
+use crate::family;
+use crate::limits::{free_parameters, MAX_COMPONENTS};
+use crate::mathx::exp_nonpos;
+use crate::params::{Covariance, Family, Params, Singular};
+
+/// Below this fraction of its complete-data information left, given the
+/// parameters before it and the information lost to not knowing the
+/// components, a parameter counts as not identified. The information is a sum
+/// of N terms that cancel (the missing information is subtracted), so its
+/// entries carry rounding of order N·ε relative to the complete-data
+/// information; a remainder of 1e-10 is still well above that for any N a
+/// dataset has, and means standard errors 10⁵ times those of labelled data.
+pub const MIN_INFORMATION_LEFT: f64 = 1e-10;
+
+/// Positions of the free parameters in θ.
+fn alpha_at(j: usize) -> usize {
+    j
+}
+fn mu_at(k: usize, m: usize) -> usize {
+    k - 1 + m
+}
+fn shape_at(k: usize, m: usize) -> usize {
+    2 * k - 1 + m
+}
+
+/// Per-component constants of the derivatives of the module docs, so that
+/// the pass over the data divides by nothing but its own x:
+///   inverse Gaussian: λ/μ³, 1/(2λ), 1/(2μ²), λ/μ⁴, 1/μ³, −1/(2λ²);
+///   Normal:           1/σ², 1/σ, 1/σ³, 3/σ⁴, 2/σ³, 1/σ² (h_μμ = −1/σ²).
+fn derivative_constants(family: Family, mu: f64, shape: f64) -> [f64; 6] {
+    match family {
+        Family::InvGauss => {
+            let (lambda, mu2) = (shape, mu * mu);
+            let mu3 = mu2 * mu;
+            [lambda / mu3, 0.5 / lambda, 0.5 / mu2, lambda / (mu2 * mu2), 1.0 / mu3, -0.5 / (lambda * lambda)]
+        }
+        Family::Normal => {
+            let s2 = shape * shape;
+            [1.0 / s2, 1.0 / shape, 1.0 / (s2 * shape), 3.0 / (s2 * s2), 2.0 / (s2 * shape), 1.0 / s2]
+        }
+    }
+}
+
+/// (u_μ, u_s, h_μμ, h_μs, h_ss) of one component at x (g = family::aux(x)),
+/// from its `derivative_constants`.
+#[inline(always)]
+fn component_derivatives<const IG: bool>(x: f64, g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5] {
+    let d = x - mu;
+    if IG {
+        [c[0] * d, c[1] - d * d * g * c[2], c[3] * (2.0 * mu - 3.0 * x), c[4] * d, c[5]]
+    } else {
+        [d * c[0], d * d * c[2] - c[1], -c[5], -c[4] * d, c[5] - d * d * c[3]]
+    }
+}
+
+/// The observed information, −∇² ℓ(θ), of the mixture `p` on data `xs` (in
+/// the units of `p`): the 3K − 1 free parameters in the order of the module
+/// docs, a full symmetric matrix, column-major.
+pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
+    information(family, xs, p).0
+}
+
+/// The observed information and, beside it, the diagonal of the
+/// complete-data information Σ_i Σ_m r_m g_m g_mᵀ (what the data would tell
+/// about each parameter if every observation's component were known): the
+/// yardstick for "no information left".
+fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+    match family {
+        Family::InvGauss => information_of::<true>(family, xs, p),
+        Family::Normal => information_of::<false>(family, xs, p),
+    }
+}
+
+fn information_of<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+    let k = p.k;
+    let np = free_parameters(k);
+    let t = family::terms(family, p);
+    let last = k - 1;
+    let mut consts = [[0.0; 6]; MAX_COMPONENTS];
+    let mut inv_alpha = [0.0; MAX_COMPONENTS];
+    for m in 0..k {
+        consts[m] = derivative_constants(family, p.mu[m], p.shape[m]);
+        inv_alpha[m] = 1.0 / p.alpha[m];
+    }
+    // Σ g gᵀ (upper triangle, row a holding columns b ≥ a), Σ g, the (μ, s)
+    // blocks Σ r (h + u uᵀ), and the complete-data diagonal
+    let mut gg = vec![0.0; np * np];
+    let mut g_sum = vec![0.0; np];
+    let mut blocks = [[0.0; 3]; MAX_COMPONENTS];
+    let mut complete = vec![0.0; np];
+    let mut l = [0.0; MAX_COMPONENTS];
+    let mut r = [0.0; MAX_COMPONENTS];
+    let mut g = vec![0.0; np];
+    for &x in xs {
+        let aux = family::aux(family, x);
+        let mut top = f64::NEG_INFINITY;
+        for m in 0..k {
+            l[m] = t.c[m] - t.k[m] * family::q::<IG>(x, aux, t.mu[m]);
+            top = top.max(l[m]);
+        }
+        // responsibilities in the log domain, relative to the largest term:
+        // no underflow however far x is from every component
+        let mut total = 0.0;
+        for m in 0..k {
+            r[m] = exp_nonpos(l[m] - top);
+            total += r[m];
+        }
+        let scale = 1.0 / total;
+        for rm in &mut r[..k] {
+            *rm *= scale;
+        }
+        let r_last = r[last] * inv_alpha[last];
+        for j in 0..last {
+            let r_j = r[j] * inv_alpha[j];
+            g[alpha_at(j)] = r_j - r_last;
+            complete[alpha_at(j)] += r_j * inv_alpha[j] + r_last * inv_alpha[last];
+        }
+        for m in 0..k {
+            let [u_mu, u_s, h_mumu, h_mus, h_ss] = component_derivatives::<IG>(x, aux, t.mu[m], &consts[m]);
+            g[mu_at(k, m)] = r[m] * u_mu;
+            g[shape_at(k, m)] = r[m] * u_s;
+            blocks[m][0] += r[m] * (h_mumu + u_mu * u_mu);
+            blocks[m][1] += r[m] * (h_mus + u_mu * u_s);
+            blocks[m][2] += r[m] * (h_ss + u_s * u_s);
+            complete[mu_at(k, m)] += r[m] * u_mu * u_mu;
+            complete[shape_at(k, m)] += r[m] * u_s * u_s;
+        }
+        for (a, (row, sum)) in gg.chunks_exact_mut(np).zip(&mut g_sum).enumerate() {
+            let ga = g[a];
+            *sum += ga;
+            for (acc, &gb) in row[a..].iter_mut().zip(&g[a..]) {
+                *acc += ga * gb;
+            }
+        }
+    }
+    // I = Σ g gᵀ − Σ ∇²f/f
+    let mut info = vec![0.0; np * np];
+    for a in 0..np {
+        for b in a..np {
+            info[a + np * b] = gg[a * np + b];
+        }
+    }
+    for m in 0..k {
+        let (i, s) = (mu_at(k, m), shape_at(k, m));
+        info[i + np * i] -= blocks[m][0];
+        info[i + np * s] -= blocks[m][1];
+        info[s + np * s] -= blocks[m][2];
+        // α_j–(μ_m, s_m): Σ score / α_m, with ∂α_m/∂α_j = δ_jm, or −1 for m = K
+        for j in 0..last {
+            let da = if m == last {
+                -1.0
+            } else if m == j {
+                1.0
+            } else {
+                continue;
+            };
+            info[alpha_at(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
+            info[alpha_at(j) + np * s] -= da * g_sum[s] * inv_alpha[m];
+        }
+    }
+    for b in 0..np {
+        for a in b + 1..np {
+            info[a + np * b] = info[b + np * a];
+        }
+    }
+    (info, complete)
+}
+
+/// The inverse of the information `info` (np × np, column-major), by the
+/// Cholesky factorisation of the information scaled by the complete-data
+/// information `complete`, whose pivots say how much information each
+/// parameter has left given those before it.
+fn invert(info: &[f64], complete: &[f64]) -> Result<Vec<f64>, Singular> {
+    let np = complete.len();
+    if info.iter().chain(complete).any(|v| !v.is_finite()) {
+        return Err(Singular::NotFinite);
+    }
+    if let Some(at) = complete.iter().position(|&c| c <= 0.0) {
+        return Err(Singular::Collinear { at });
+    }
+    let root: Vec<f64> = complete.iter().map(|c| c.sqrt()).collect();
+    // lower-triangular L with C = L Lᵀ, C = D^{-1/2} I D^{-1/2}
+    let mut chol = vec![0.0; np * np];
+    for j in 0..np {
+        let mut left = info[j + np * j] / complete[j];
+        for c in 0..j {
+            left -= chol[j + np * c] * chol[j + np * c];
+        }
+        if left <= -MIN_INFORMATION_LEFT {
+            return Err(Singular::Indefinite { at: j });
+        }
+        if left < MIN_INFORMATION_LEFT {
+            return Err(Singular::Collinear { at: j });
+        }
+        let pivot = left.sqrt();
+        chol[j + np * j] = pivot;
+        for i in j + 1..np {
+            let mut v = info[i + np * j] / (root[i] * root[j]);
+            for c in 0..j {
+                v -= chol[i + np * c] * chol[j + np * c];
+            }
+            chol[i + np * j] = v / pivot;
+        }
+    }
+    // L⁻¹ (lower triangular), then C⁻¹ = L⁻ᵀ L⁻¹
+    let mut linv = vec![0.0; np * np];
+    for j in 0..np {
+        linv[j + np * j] = 1.0 / chol[j + np * j];
+        for i in j + 1..np {
+            let mut v = 0.0;
+            for c in j..i {
+                v -= chol[i + np * c] * linv[c + np * j];
+            }
+            linv[i + np * j] = v / chol[i + np * i];
+        }
+    }
+    let mut inv = vec![0.0; np * np];
+    for a in 0..np {
+        for b in a..np {
+            let v: f64 = (b..np).map(|c| linv[c + np * a] * linv[c + np * b]).sum();
+            let v = v / (root[a] * root[b]);
+            inv[a + np * b] = v;
+            inv[b + np * a] = v;
+        }
+    }
+    if inv.iter().any(|v| !v.is_finite()) {
+        return Err(Singular::NotFinite);
+    }
+    Ok(inv)
+}
+
+/// The covariance of a fit's parameters `params` (in the data's own units)
+/// and their standard errors, from the observed information on the prepared
+/// dataset `ds`; or why there are none.
+pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
+    let k = params.k;
+    let np = free_parameters(k);
+    let mut rescaled = *params;
+    for m in 0..k {
+        rescaled.mu[m] = (params.mu[m] - ds.shift) / ds.scale;
+        rescaled.shape[m] = params.shape[m] / ds.scale;
+    }
+    let (info, complete) = information(family, &ds.x, &rescaled);
+    let v = invert(&info, &complete)?;
+    // the Jacobian's inverse: 1 for the α's, the scale for μ and s
+    let unit = |a: usize| if a < k - 1 { 1.0 } else { ds.scale };
+    let mut vcov = vec![0.0; np * np];
+    for b in 0..np {
+        for a in 0..np {
+            vcov[a + np * b] = v[a + np * b] * unit(a) * unit(b);
+        }
+    }
+    let mut se = vec![0.0; 3 * k];
+    let mut alpha_k_var = 0.0;
+    for j in 0..k - 1 {
+        se[j] = v[j + np * j].sqrt();
+        alpha_k_var += (0..k - 1).map(|i| v[i + np * j]).sum::<f64>();
+    }
+    // Var(1 − Σ α_j) = 1ᵀ V_αα 1 (zero for K = 1: α_1 = 1 is not estimated)
+    se[k - 1] = alpha_k_var.max(0.0).sqrt();
+    for m in 0..k {
+        se[k + m] = v[mu_at(k, m) * (np + 1)].sqrt() * ds.scale;
+        se[2 * k + m] = v[shape_at(k, m) * (np + 1)].sqrt() * ds.scale;
+    }
+    Ok(Covariance { vcov, se })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::prepare;
+    use rand::RngExt;
+    use rand_pcg::Pcg64;
+
+    fn params(alpha: &[f64], mu: &[f64], shape: &[f64]) -> Params {
+        let mut p = Params::zeroed(alpha.len());
+        p.alpha[..alpha.len()].copy_from_slice(alpha);
+        p.mu[..mu.len()].copy_from_slice(mu);
+        p.shape[..shape.len()].copy_from_slice(shape);
+        p
+    }
+
+    /// n draws from a mixture: the inverse Gaussian by Michael, Schucany &
+    /// Haas (1976), normals by Box–Muller.
+    fn draw(family: Family, p: &Params, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Pcg64::new(seed as u128, 0xa02b_dbf7_bb3c_0a75);
+        (0..n)
+            .map(|_| {
+                let u: f64 = rng.random_range(0.0..1.0);
+                let mut m = 0;
+                let mut acc = p.alpha[0];
+                while u > acc && m + 1 < p.k {
+                    m += 1;
+                    acc += p.alpha[m];
+                }
+                let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random_range(0.0..1.0));
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                match family {
+                    Family::Normal => p.mu[m] + p.shape[m] * z,
+                    Family::InvGauss => {
+                        let (mu, lambda, y) = (p.mu[m], p.shape[m], z * z);
+                        let x = mu + mu * mu * y / (2.0 * lambda)
+                            - mu / (2.0 * lambda) * (4.0 * mu * lambda * y + mu * mu * y * y).sqrt();
+                        if rng.random_range(0.0..1.0) <= mu / (mu + x) {
+                            x
+                        } else {
+                            mu * mu / x
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// θ → parameters, α_K = 1 − Σ α_j.
+    fn from_theta(theta: &[f64], k: usize) -> Params {
+        let mut p = Params::zeroed(k);
+        let mut rest = 1.0;
+        for j in 0..k - 1 {
+            p.alpha[j] = theta[j];
+            rest -= theta[j];
+        }
+        p.alpha[k - 1] = rest;
+        for m in 0..k {
+            p.mu[m] = theta[mu_at(k, m)];
+            p.shape[m] = theta[shape_at(k, m)];
+        }
+        p
+    }
+
+    fn to_theta(p: &Params) -> Vec<f64> {
+        let k = p.k;
+        let mut theta = vec![0.0; free_parameters(k)];
+        for j in 0..k - 1 {
+            theta[j] = p.alpha[j];
+        }
+        for m in 0..k {
+            theta[mu_at(k, m)] = p.mu[m];
+            theta[shape_at(k, m)] = p.shape[m];
+        }
+        theta
+    }
+
+    /// −∇²ℓ by central differences of the reference log-likelihood
+    /// (family::log_likelihood), steps relative to each parameter, with one
+    /// Richardson extrapolation (steps h and 2h): smaller steps would drown
+    /// the smallest entries in the rounding of a sum of N terms.
+    fn numerical_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
+        let fine = differences(family, xs, p, 5e-4);
+        let coarse = differences(family, xs, p, 1e-3);
+        fine.iter().zip(&coarse).map(|(f, c)| (4.0 * f - c) / 3.0).collect()
+    }
+
+    fn differences(family: Family, xs: &[f64], p: &Params, rel: f64) -> Vec<f64> {
+        let k = p.k;
+        let theta = to_theta(p);
+        let np = theta.len();
+        let h: Vec<f64> = theta.iter().map(|t| rel * t.abs().max(1e-3)).collect();
+        let f = |steps: &[(usize, f64)]| {
+            let mut t = theta.clone();
+            for &(a, s) in steps {
+                t[a] += s;
+            }
+            family::log_likelihood(family, xs, &from_theta(&t, k))
+        };
+        let mut out = vec![0.0; np * np];
+        for a in 0..np {
+            for b in a..np {
+                let v = if a == b {
+                    (f(&[(a, h[a])]) - 2.0 * f(&[]) + f(&[(a, -h[a])])) / (h[a] * h[a])
+                } else {
+                    (f(&[(a, h[a]), (b, h[b])]) - f(&[(a, h[a]), (b, -h[b])]) - f(&[(a, -h[a]), (b, h[b])])
+                        + f(&[(a, -h[a]), (b, -h[b])]))
+                        / (4.0 * h[a] * h[b])
+                };
+                out[a + np * b] = -v;
+                out[b + np * a] = -v;
+            }
+        }
+        out
+    }
+
+    /// The largest |A − B|_ab relative to √(|B_aa B_bb|): a relative error
+    /// that does not depend on the units of each parameter.
+    fn worst(a: &[f64], b: &[f64], np: usize) -> f64 {
+        let mut w: f64 = 0.0;
+        for i in 0..np {
+            for j in 0..np {
+                let scale = (b[i + np * i] * b[j + np * j]).abs().sqrt();
+                w = w.max((a[i + np * j] - b[i + np * j]).abs() / scale);
+            }
+        }
+        w
+    }
+
+    /// Mixtures of 1 to 4 overlapping components, the data drawn from them,
+    /// the parameters a little off (the identity holds anywhere, not only at
+    /// the maximum).
+    fn cases(family: Family) -> Vec<(Vec<f64>, Params)> {
+        let alpha: [&[f64]; 4] = [&[1.0], &[0.35, 0.65], &[0.2, 0.5, 0.3], &[0.1, 0.3, 0.4, 0.2]];
+        let mu: [&[f64]; 4] = [&[2.0], &[1.0, 2.5], &[0.8, 2.0, 4.0], &[0.5, 1.5, 3.0, 5.0]];
+        let shape: [&[f64]; 4] = match family {
+            Family::InvGauss => [&[3.0], &[8.0, 6.0], &[10.0, 12.0, 20.0], &[4.0, 15.0, 25.0, 40.0]],
+            Family::Normal => [&[0.7], &[0.3, 0.6], &[0.3, 0.5, 0.8], &[0.2, 0.4, 0.5, 0.9]],
+        };
+        (0..4)
+            .map(|i| {
+                let p = params(alpha[i], mu[i], shape[i]);
+                let xs = draw(family, &p, 400, 7 + i as u64);
+                let mut off = p;
+                for m in 0..p.k {
+                    off.mu[m] *= 1.0 + 0.03 * (m as f64 - 1.0);
+                    off.shape[m] *= 1.05;
+                }
+                (xs, off)
+            })
+            .collect()
+    }
+
+    /// The same cases at their maximum-likelihood estimates (EM from the
+    /// truth, run to a standstill), where the information is positive definite.
+    fn mle_cases(family: Family) -> Vec<(Vec<f64>, Params)> {
+        cases(family)
+            .into_iter()
+            .map(|(xs, start)| {
+                let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                let mut p = start;
+                let mut previous = f64::NEG_INFINITY;
+                for _ in 0..20_000 {
+                    let st = crate::estep::e_step(family, &xs, &g, &p);
+                    if st.ll - previous < 1e-13 {
+                        break;
+                    }
+                    previous = st.ll;
+                    p = crate::mstep::m_step(family, p.k, &st, xs.len(), 1.0).unwrap();
+                }
+                (xs, p)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn information_matches_a_numerical_hessian() {
+        for family in Family::ALL {
+            for (xs, p) in cases(family) {
+                let np = free_parameters(p.k);
+                let exact = observed_information(family, &xs, &p);
+                let numeric = numerical_information(family, &xs, &p);
+                let w = worst(&exact, &numeric, np);
+                eprintln!("{family:?} K = {}: worst relative difference {w:.2e}", p.k);
+                assert!(w < 1e-5, "{family:?} K = {}: worst relative difference {w:e}", p.k);
+            }
+        }
+    }
+
+    #[test]
+    fn covariance_is_the_inverse_and_maps_to_the_data_units() {
+        // Without rescaling, on the data as they are: the inverse of the
+        // information in the original units must equal covariance()'s vcov,
+        // which went through the rescaled data and the Jacobian (a shift and
+        // a scale for the Normal, a scale for the inverse Gaussian).
+        for family in Family::ALL {
+            for (xs, p) in mle_cases(family) {
+                let k = p.k;
+                let np = free_parameters(k);
+                let ds = prepare(&xs, family).unwrap();
+                let cov = covariance(family, &ds, &p).unwrap();
+                let info = observed_information(family, &xs, &p);
+                // V I = identity
+                for a in 0..np {
+                    for b in 0..np {
+                        let vi: f64 = (0..np).map(|c| cov.vcov[a + np * c] * info[c + np * b]).sum();
+                        let want = if a == b { 1.0 } else { 0.0 };
+                        let scale = (cov.vcov[a + np * a] * info[b + np * b]).sqrt();
+                        assert!((vi - want).abs() < 1e-8 * scale.max(1.0), "{family:?} K={k} ({a},{b}): {vi}");
+                    }
+                }
+                // se: √diag, and α_K by the delta method
+                for j in 0..k - 1 {
+                    assert!((cov.se[j] - cov.vcov[j * (np + 1)].sqrt()).abs() <= 1e-15 * cov.se[j]);
+                }
+                let sum_alpha: f64 = (0..k - 1).flat_map(|a| (0..k - 1).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
+                assert!((cov.se[k - 1] - sum_alpha.sqrt()).abs() <= 1e-12 * cov.se[k - 1].max(1e-300));
+                for m in 0..k {
+                    let (i, s) = (mu_at(k, m), shape_at(k, m));
+                    assert!((cov.se[k + m] / cov.vcov[i * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
+                    assert!((cov.se[2 * k + m] / cov.vcov[s * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn standard_errors_scale_with_the_data_at_any_scale() {
+        // data × c, parameters × c (μ and s): α's standard errors unchanged,
+        // μ's and s's multiplied by c, from 1e-300 to 1e300
+        for family in Family::ALL {
+            for (xs, p) in mle_cases(family) {
+                let k = p.k;
+                let base = covariance(family, &prepare(&xs, family).unwrap(), &p).unwrap();
+                for c in [1e-300, 3e-200, 1e-3, 7e3, 7e153, 1e300] {
+                    let scaled: Vec<f64> = xs.iter().map(|v| v * c).collect();
+                    let mut pc = p;
+                    for m in 0..k {
+                        pc.mu[m] *= c;
+                        pc.shape[m] *= c;
+                    }
+                    let cov = covariance(family, &prepare(&scaled, family).unwrap(), &pc).unwrap();
+                    for (i, (a, b)) in cov.se.iter().zip(&base.se).enumerate() {
+                        let want = if i < k { *b } else { b * c };
+                        assert!((a - want).abs() <= 1e-9 * want, "{family:?} K={k} c={c} se[{i}]: {a} vs {want}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn identical_components_are_reported_singular() {
+        for family in Family::ALL {
+            let truth = params(&[1.0], &[2.0], &[if family == Family::Normal { 0.5 } else { 6.0 }]);
+            let xs = draw(family, &truth, 500, 3);
+            let ds = prepare(&xs, family).unwrap();
+            for alpha in [[0.5, 0.5], [0.3, 0.7]] {
+                let p = params(&alpha, &[2.0, 2.0], &[truth.shape[0]; 2]);
+                let why = covariance(family, &ds, &p).unwrap_err();
+                assert_eq!(why, Singular::Collinear { at: 0 }, "{family:?} {alpha:?}");
+                assert_eq!(why.describe(family, 2), "the observed information is singular (first at alpha1)");
+            }
+            // the same data fitted by one component is fine
+            let mut one = truth;
+            one.mu[0] = xs.iter().sum::<f64>() / xs.len() as f64;
+            assert!(covariance(family, &ds, &one).is_ok());
+        }
+    }
+
+    #[test]
+    fn away_from_a_maximum_the_information_is_indefinite() {
+        // σ ten times the data's spread: ∂²ℓ/∂σ² = Σ (1/σ² − 3d²/σ⁴) > 0
+        let truth = params(&[1.0], &[0.0], &[1.0]);
+        let xs = draw(Family::Normal, &truth, 300, 5);
+        let ds = prepare(&xs, Family::Normal).unwrap();
+        let wide = params(&[1.0], &[0.0], &[10.0]);
+        let why = covariance(Family::Normal, &ds, &wide).unwrap_err();
+        assert_eq!(why, Singular::Indefinite { at: 1 });
+        assert!(why.describe(Family::Normal, 1).contains("(first at sigma1)"));
+        // and non-finite parameters give a non-finite information
+        let nan = params(&[1.0], &[f64::NAN], &[1.0]);
+        assert_eq!(covariance(Family::Normal, &ds, &nan).unwrap_err(), Singular::NotFinite);
+    }
+
+    #[test]
+    fn parameter_names_follow_the_free_parameters() {
+        use crate::params::parameter_names;
+        assert_eq!(parameter_names(Family::InvGauss, 2), ["alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2"]);
+        assert_eq!(Singular::Collinear { at: 1 }.describe(Family::Normal, 2), "the observed information is singular (first at mu1)");
+        assert_eq!(Singular::Collinear { at: 4 }.describe(Family::Normal, 2), "the observed information is singular (first at sigma2)");
+        assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2).contains("parameter 10"));
+    }
+}
