@@ -231,4 +231,18 @@ test_that("every engine applies the spurious-solution screen alike", {
     }
     expect_equal(lapply(gpu, `[[`, "mu"), lapply(cpu, `[[`, "mu"), tolerance = 1e-8, label = engine)
   }
+  # every start rejected: the best rejected start is returned, with its parameters, on every engine
+  strict <- function(engine) {
+    quiet_bulkem(d[2:6], num.components = 2, random.inits = 20, family = "normal", seed = 4,
+                 use.gpu = if (engine == "cpu") FALSE else NA,
+                 control = list(engine = engine, spurious.ratio = 0.999))
+  }
+  cpu <- strict("cpu")
+  expect_true(all(vapply(cpu, `[[`, NA, "spurious")))
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    gpu <- strict(engine)
+    expect_identical(lapply(gpu, `[[`, "best_start"), lapply(cpu, `[[`, "best_start"), label = engine)
+    expect_identical(lapply(gpu, `[[`, "spurious"), lapply(cpu, `[[`, "spurious"), label = engine)
+    expect_equal(lapply(gpu, `[[`, "mu"), lapply(cpu, `[[`, "mu"), tolerance = 1e-8, label = engine)
+  }
 })

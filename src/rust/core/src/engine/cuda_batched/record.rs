@@ -61,17 +61,19 @@ pub fn record(
     if unfinished.load(Ordering::Relaxed) {
         return Err(Error::Gpu("em_batched left a fit without a result".into()));
     }
+    // the start each dataset returns: its best admissible one, or else its
+    // best spurious one (Best::returned), whose parameters are needed too
     let winners: Vec<(usize, i32)> = chunk
         .datasets
         .iter()
         .enumerate()
-        .filter_map(|(j, &d)| bests.with(d, |b| b.winner.as_ref().map(|w| (d, (j * starts + w.start as usize) as i32))))
+        .filter_map(|(j, &d)| bests.with(d, |b| b.returned().map(|(w, _)| (d, (j * starts + w.start as usize) as i32))))
         .collect();
     let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
     let rows = gather(counters, kernel, stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
     for (i, &(d, _)) in winners.iter().enumerate() {
         bests.with(d, |b| {
-            if let Some(w) = b.winner.as_mut() {
+            if let Some(w) = b.winner.as_mut().or(b.spurious.as_mut()) {
                 w.fit.params = Packed::params_of(&rows, i, k);
             }
         });
