@@ -1,13 +1,15 @@
 # The 2015 call signature, the fields of a fit, and their meaning.
 
 test_that("the 2015 arguments come first, in order, with their defaults", {
+  # max.iters and random.inits default to 5000 and 20 (2015: 100 and 1),
+  # chosen in inst/bench/results-defaults.md
   f <- formals(bulkem)
   expect_identical(names(f)[1:7], c("datasets", "num.components", "max.iters",
                                     "random.inits", "use.gpu", "epsilon", "verbose"))
   expect_identical(names(f)[8:10], c("family", "seed", "control"))
   expect_identical(f$num.components, 2)
-  expect_identical(f$max.iters, 100)
-  expect_identical(f$random.inits, 1)
+  expect_identical(f$max.iters, 5000)
+  expect_identical(f$random.inits, 20)
   expect_identical(f$use.gpu, NA)
   expect_identical(f$epsilon, 1e-6)
   expect_identical(f$verbose, FALSE)
@@ -120,7 +122,8 @@ test_that("verbose reports through message()", {
   x <- b1_dataset(100)
   msgs <- capture_messages(bulkem(list(x), verbose = TRUE))
   expect_length(msgs, 2)
-  expect_match(msgs[1], "1 datasets, invgauss, 2 component\\(s\\), 1 start\\(s\\) each, on the [a-z-]+ engine")
+  # the default number of starts, 20
+  expect_match(msgs[1], "1 datasets, invgauss, 2 component\\(s\\), 20 start\\(s\\) each, on the [a-z-]+ engine")
   expect_match(msgs[2], "done in [0-9.]+ s \\([a-z-]+ engine, [0-9]+ thread")
   expect_silent(bulkem(list(x), use.gpu = FALSE))
 })
