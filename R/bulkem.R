@@ -46,6 +46,22 @@
 #' pass the screen and fit valid data gives one warning of class
 #' `bulkem_warning_convergence` with the counts.
 #'
+#' @section Ties and collapse:
+#' On data with many ties (values rounded to a resolution, such as
+#' `iris$Sepal.Length` in tenths of a centimetre) most random starts run
+#' into a component collapsing onto one tied value, where the likelihood is
+#' infinite; such a start fails (status "failed", reason "collapsed onto a
+#' point"), and with 20 starts every start of a dataset sometimes does. A
+#' dataset left without an admissible finished start then gets
+#' `random.inits` fresh starts, up to `control$restarts` times (the remedy
+#' mixtools' `normalmixEM` applies per start). The estimates stay plain
+#' maximum-likelihood EM estimates: nothing constrains or penalises the EM,
+#' so a fit's parameters never depend on a constraint that bound. A floor on
+#' the components' standard deviations tied to the data's resolution was
+#' measured as the alternative and rejected: it turns collapse into narrow
+#' spikes that the screen rejects anyway, or, set high enough to stop them,
+#' binds on true components (`inst/bench/results-restarts.md`).
+#'
 #' @param datasets A list of numeric vectors, one per dataset (lengths may
 #'   differ; names are kept), or a single numeric vector; or a data frame in
 #'   long form with `value` and `group` (or `formula = value ~ group`) given:
@@ -122,6 +138,12 @@
 #'       observations (`n * alpha`) and its standard deviation is below
 #'       `spurious.count.ratio` (default 0.1) times the largest. 0 turns a
 #'       rule off.}
+#'     \item{`restarts`}{rounds of `random.inits` more starts for a dataset
+#'       where no start finished admissibly (each collapsed onto a point or
+#'       was rejected by the screen), as mixtools restarts a collapsed fit;
+#'       default 4, so up to `5 * random.inits` starts; 0 turns it off. Other
+#'       datasets are not affected, and start `i` is the same draw in any
+#'       round, so results stay reproducible. See "Ties and collapse" below.}
 #'   }
 #' @param ... For a data frame `datasets`: `value` and `group`, the names of
 #'   its value and grouping columns, or `formula = value ~ group`. Any other
@@ -146,6 +168,8 @@
 #'     \item{`message`}{why, for anything but `"converged"`; otherwise `""`.}
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
+#'     \item{`starts_run`}{how many starts were run: `random.inits`, times
+#'       the rounds `control$restarts` added.}
 #'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
 #'     \item{`starts_at_best`}{how many starts reached the winning
 #'       log-likelihood (within 1e-6 of it, relative): a confidence measure
@@ -225,6 +249,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     mixed_precision = control$precision == "mixed",
     keep_starts = control$keep.starts,
     screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
+    restarts = control$restarts,
     report = if (is.null(reporter)) NULL else reporter$update
   )
 

@@ -25,7 +25,7 @@ convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, mess
 #' Arguments were checked by bulkem() in R. Returns the fits, or the
 #' condition that stopped the call, for R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, report)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, restarts, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, restarts, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:
@@ -40,7 +40,8 @@ gpu_info_ <- function() .Call(wrap__gpu_info_)
 #' `list(max_components, free_parameters, shape_names, spurious)`: the
 #' largest K, the free parameters of each K = 1 .. max_components, the
 #' shape parameter's name by family, and the spurious-solution screen's
-#' default thresholds (ratio, count, count.ratio).
+#' default thresholds (ratio, count, count.ratio), and control$restarts'
+#' default.
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)
 

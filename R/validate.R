@@ -141,7 +141,8 @@ control_defaults <- function() {
   list(threads = NULL, engine = "auto", precision = "double",
        keep.data = FALSE, keep.starts = FALSE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
-       spurious.count.ratio = screen[["count.ratio"]])
+       spurious.count.ratio = screen[["count.ratio"]],
+       restarts = model_limits()$restarts)
 }
 
 check_control <- function(control) {
@@ -173,6 +174,7 @@ check_control <- function(control) {
   check_threshold(out$spurious.ratio, "control$spurious.ratio", 1)
   check_threshold(out$spurious.count, "control$spurious.count", Inf)
   check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)
+  out$restarts <- as.integer(check_whole(out$restarts, "control$restarts", 0, 1000))
   out
 }
 

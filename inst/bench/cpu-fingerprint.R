@@ -55,6 +55,10 @@ if (args[1] == "save") {
   ok <- TRUE
   for (n in names(cases)) {
     new <- cases[[n]]()
+    # a field the old results lack is new, not a changed result: reported,
+    # then left out of the comparison
+    added <- unique(unlist(lapply(seq_along(new), function(i) setdiff(names(new[[i]]), names(old[[n]][[i]])))))
+    if (length(added) > 0) new <- lapply(new, function(f) { f[added] <- NULL; f })
     same <- vapply(seq_along(new), function(i) identical(old[[n]][[i]], new[[i]]), NA)
     fields <- unique(unlist(lapply(which(!same), function(i) {
       o <- old[[n]][[i]]
@@ -62,8 +66,16 @@ if (args[1] == "save") {
       nm <- union(names(o), names(w))
       paste0(nm[!vapply(nm, function(f) identical(o[[f]], w[[f]]), NA)], " (", o$status, ")")
     })))
-    cat(sprintf("%-10s %5d fits, %d bitwise identical, %d differ%s\n", n, length(new), sum(same),
-                sum(!same), if (any(!same)) paste0(" in: ", paste(fields, collapse = ", ")) else ""))
+    cat(sprintf("%-10s %5d fits, %d bitwise identical, %d differ%s%s\n", n, length(new), sum(same),
+                sum(!same), if (any(!same)) paste0(" in: ", paste(fields, collapse = ", ")) else "",
+                if (length(added) > 0) paste0(" (new fields, not compared: ", paste(added, collapse = ", "), ")") else ""))
+    for (i in which(!same)) {
+      o <- old[[n]][[i]]
+      w <- new[[i]]
+      cat(sprintf("  fit %d: was %s%s, loglik %.6f, best start %s; now %s%s, loglik %.6f, best start %s\n",
+                  i, o$status, if (isTRUE(o$spurious)) " (spurious)" else "", o$loglik, o$best_start,
+                  w$status, if (isTRUE(w$spurious)) " (spurious)" else "", w$loglik, w$best_start))
+    }
     if (!all(same)) ok <- FALSE
   }
   if (!ok) quit(status = 1)

@@ -27,7 +27,7 @@ test_that("a 2015-style positional call returns every documented field", {
                     "loglik", "num_iterations", "fit_success", "family", "n",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "starts_at_best", "spurious", "spurious_starts",
-                    "loglik_spurious", "se", "vcov"))
+                    "loglik_spurious", "starts_run", "se", "vcov"))
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)
   expect_true(f$fit_success)
@@ -161,7 +161,7 @@ test_that("the engine reports progress to R while it works", {
   d <- replicate(60, b1_dataset(2000), simplify = FALSE)
   calls <- list()
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, bulkem:::model_limits()$spurious, report)
+  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, bulkem:::model_limits()$spurious, 0L, report)
   expect_gt(length(calls), 0)
   totals <- vapply(calls, `[`, 0, 2)
   dones <- vapply(calls, `[`, 0, 1)

@@ -204,7 +204,7 @@ test_that("cuda-batched reports progress while its kernel runs", {
   d <- replicate(4000, b1_dataset(2000), simplify = FALSE)
   calls <- list()
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, "invgauss", 2L, 500L, 1e-12, 100L, 1, 0L, "cuda-batched", FALSE, FALSE, bulkem:::model_limits()$spurious, report)
+  res <- bulkem:::fit_(d, "invgauss", 2L, 500L, 1e-12, 100L, 1, 0L, "cuda-batched", FALSE, FALSE, bulkem:::model_limits()$spurious, 0L, report)
   dones <- vapply(calls, `[`, 0, 1)
   totals <- vapply(calls, `[`, 0, 2)
   expect_true(any(dones > 0 & dones < totals))
@@ -246,4 +246,32 @@ test_that("every engine applies the spurious-solution screen alike", {
     expect_identical(lapply(gpu, `[[`, "spurious"), lapply(cpu, `[[`, "spurious"), label = engine)
     expect_equal(lapply(gpu, `[[`, "mu"), lapply(cpu, `[[`, "mu"), tolerance = 1e-8, label = engine)
   }
+})
+
+test_that("every engine runs the same restart rounds and returns the same fit", {
+  skip_if_no_gpu()
+  # iris$Sepal.Length (tied, in tenths) as 3 Normals: with some seeds all 20
+  # starts collapse and restart rounds run; a clean dataset beside it needs none
+  set.seed(72)
+  d <- list(sepal = iris$Sepal.Length, clean = c(rnorm(100), rnorm(100, 4), rnorm(100, 8)))
+  fit <- function(engine, seed) {
+    quiet_bulkem(d, num.components = 3, family = "normal", seed = seed,
+                 use.gpu = if (engine == "cpu") FALSE else NA,
+                 control = list(engine = engine, keep.starts = TRUE))
+  }
+  restarted <- 0
+  for (seed in 1:6) {
+    cpu <- fit("cpu", seed)
+    restarted <- restarted + (cpu$sepal$starts_run > 20L)
+    expect_identical(cpu$clean$starts_run, 20L)
+    for (engine in c("cuda-streams", "cuda-batched")) {
+      gpu <- fit(engine, seed)
+      for (field in c("starts_run", "best_start", "status", "spurious", "starts_ok")) {
+        expect_identical(lapply(gpu, `[[`, field), lapply(cpu, `[[`, field), label = paste(engine, seed, field))
+      }
+      expect_identical(gpu$sepal$starts$status, cpu$sepal$starts$status, label = paste(engine, seed))
+      expect_equal(lapply(gpu, `[[`, "mu"), lapply(cpu, `[[`, "mu"), tolerance = 1e-8, label = engine)
+    }
+  }
+  expect_gte(restarted, 1)
 })

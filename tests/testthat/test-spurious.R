@@ -36,7 +36,9 @@ test_that("if every start fails the screen, the best is returned and marked spur
   expect_warning(f <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
                              control = list(spurious.ratio = 0.99))[[1]],
                  "1 are marked spurious", class = "bulkem_warning_convergence")
-  plain <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
+  # every start rejected: control$restarts ran its rounds of 6 more
+  expect_identical(f$starts_run, 6L * (1L + bulkem:::model_limits()$restarts))
+  plain <- bulkem(list(x), random.inits = f$starts_run, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
   expect_true(f$spurious)
   expect_identical(f$spurious_starts, f$starts_ok)
   expect_true(is.na(f$loglik_spurious))

@@ -16,10 +16,10 @@ use extendr_ffi::{
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
 /// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
 /// See ?bulkem.
-const FIELDS: [&str; 24] = [
+const FIELDS: [&str; 25] = [
     "shape", "mu", "alpha", "init_shape", "init_mu", "init_alpha", "loglik", "num_iterations", "fit_success",
     "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic", "starts_at_best",
-    "spurious", "spurious_starts", "loglik_spurious", "se", "vcov",
+    "spurious", "spurious_starts", "loglik_spurious", "starts_run", "se", "vcov",
 ];
 const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
 /// Columns of `by_k`.
@@ -133,7 +133,8 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             set(19, if f.spurious { yes } else { no });
             set(20, int(i32::try_from(f.spurious_starts).ok()));
             set(21, real(f.loglik_spurious.unwrap_or(f64::NAN)));
-            set_standard_errors(l, 22, f, labels);
+            set(22, int(i32::try_from(f.starts_run).ok()));
+            set_standard_errors(l, 23, f, labels);
             if choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
                 set(FIELDS.len() + 1, by_k_frame(f, by_k_names, frame_class, &status_of));

@@ -38,11 +38,12 @@ fn fit_(
     mixed_precision: bool,
     keep_starts: bool,
     screen: &[f64],
+    restarts: i32,
     report: Robj,
 ) -> Robj {
     or_condition(fit(
         datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
-        screen, report,
+        screen, restarts, report,
     ))
 }
 
@@ -60,6 +61,7 @@ fn fit(
     mixed_precision: bool,
     keep_starts: bool,
     screen: &[f64],
+    restarts: i32,
     report: Robj,
 ) -> Result<List, Stop> {
     let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
@@ -80,6 +82,7 @@ fn fit(
             [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },
             _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
         },
+        restarts: as_count(restarts, "control$restarts")?,
     };
     let threads = match usize::try_from(threads) {
         Ok(0) | Err(_) => bulkem_core::default_threads(),

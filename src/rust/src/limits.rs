@@ -1,7 +1,7 @@
 //! The core's limits and names that R shows users or checks against, so R
 //! never keeps a copy of its own.
 
-use bulkem_core::limits::{free_parameters, MAX_COMPONENTS};
+use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, RESTARTS};
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
@@ -9,7 +9,8 @@ use extendr_api::prelude::*;
 /// `list(max_components, free_parameters, shape_names, spurious)`: the
 /// largest K, the free parameters of each K = 1 .. max_components, the
 /// shape parameter's name by family, and the spurious-solution screen's
-/// default thresholds (ratio, count, count.ratio).
+/// default thresholds (ratio, count, count.ratio), and control$restarts'
+/// default.
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
@@ -20,7 +21,13 @@ fn model_limits_() -> List {
     let d = Screen::default();
     let mut spurious = Robj::from(vec![d.ratio, d.count, d.count_ratio]);
     let _ = spurious.set_names(["ratio", "count", "count.ratio"]);
-    list!(max_components = MAX_COMPONENTS as i32, free_parameters = df, shape_names = shapes, spurious = spurious)
+    list!(
+        max_components = MAX_COMPONENTS as i32,
+        free_parameters = df,
+        shape_names = shapes,
+        spurious = spurious,
+        restarts = RESTARTS as i32
+    )
 }
 
 extendr_module! {

@@ -30,6 +30,17 @@ pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, cou
     for w in &works {
         let bests = Bests::new(job.datasets.len(), w.task.keep_starts);
         engine.run(w, &bests, cancel, counters)?;
+        for round in 1..=job.restarts {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let again = restart_round(w, round, &bests);
+            if again.start_fits() == 0 {
+                break;
+            }
+            counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
+            engine.run(&again, &bests, cancel, counters)?;
+        }
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
@@ -52,6 +63,20 @@ fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) ->
         .map(|(p, values)| if Invalid::too_short(values.len(), task.k).is_some() { None } else { p.as_ref().ok() })
         .collect();
     Work { task, datasets }
+}
+
+/// Restart round `round` of `w`: the next `starts` starts of every dataset
+/// whose starts so far all collapsed or were rejected by the screen. Which
+/// datasets these are depends only on their own starts, so a dataset's fit
+/// still depends only on its values, the seed and the settings.
+fn restart_round<'a>(w: &Work<'a>, round: u32, bests: &Bests) -> Work<'a> {
+    let datasets = w
+        .datasets
+        .iter()
+        .enumerate()
+        .map(|(d, ds)| ds.filter(|_| bests.with(d, |b| b.winner.is_none())))
+        .collect();
+    Work { task: Task { first_start: round * w.task.starts, ..w.task }, datasets }
 }
 
 /// With one K, its fits; with several, each dataset's fit of lowest BIC among
@@ -96,7 +121,7 @@ fn choose_k(mut per_k: Vec<Vec<Fit>>) -> Vec<Fit> {
 fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, best: &Best) -> Fit {
     let values = job.datasets[d];
     let n = values.len();
-    let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0);
+    let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0, 0);
     if let Some(short) = Invalid::too_short(n, t.k) {
         return invalid(&short);
     }
@@ -120,8 +145,8 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
     });
     let Some((w, spurious)) = best.returned() else {
         let reason = best.first_failure.map_or("", |(_, why)| why.describe());
-        let message = format!("all {} random starts failed (the first because {reason})", t.starts);
-        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
+        let message = format!("all {} random starts failed (the first because {reason})", best.starts_run);
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     };
     let jacobian = n as f64 * ds.scale.ln();
     // a rejected start that beat the returned one, in the data's units
@@ -137,7 +162,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
     let loglik = ds.log_likelihood(job.family, values, &params);
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
-        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_ok) };
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     }
     let (status, mut message) = match w.fit.outcome {
         Outcome::Converged => (Status::Converged, String::new()),
@@ -150,7 +175,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         let why = format!(
             "spurious: every start that finished has a component far narrower than the others \
              (the screen of control$spurious.*; {} of {} starts)",
-            best.spurious_starts, t.starts
+            best.spurious_starts, best.starts_run
         );
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
@@ -169,6 +194,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         loglik,
         iterations: w.fit.iterations,
         best_start: Some(w.start),
+        starts_run: best.starts_run,
         starts_ok: best.starts_ok,
         starts_at_best: best.starts_at_best(),
         spurious,

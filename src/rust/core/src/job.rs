@@ -27,6 +27,9 @@ pub struct Job<'a> {
     pub keep_starts: bool,
     /// Which finished starts are admissible (control$spurious.*).
     pub screen: Screen,
+    /// Rounds of `starts` more starts for a dataset whose starts all
+    /// collapsed or were rejected by the screen (control$restarts).
+    pub restarts: u32,
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -35,6 +38,9 @@ pub struct Task {
     pub family: Family,
     pub k: usize,
     pub starts: u32,
+    /// Index of the first start: 0, or where a restart round begins. Start
+    /// i is always the same draw (starts.rs), whichever round runs it.
+    pub first_start: u32,
     pub max_iters: u32,
     pub epsilon: f64,
     pub seed: u64,
@@ -60,6 +66,9 @@ impl Job<'_> {
         if self.starts < 1 {
             return bad("random.inits", "must be at least 1".into());
         }
+        if u64::from(self.starts) * (u64::from(self.restarts) + 1) > u64::from(u32::MAX) {
+            return bad("control$restarts", "times random.inits must stay below 2^32 starts".into());
+        }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
         }
@@ -76,6 +85,7 @@ impl Job<'_> {
             family: self.family,
             k,
             starts: if k == 1 { 1 } else { self.starts },
+            first_start: 0,
             max_iters: self.max_iters,
             epsilon: self.epsilon,
             seed: self.seed,
@@ -106,6 +116,8 @@ pub struct Fit {
     pub iterations: u32,
     /// Zero-based index of the winning start.
     pub best_start: Option<u32>,
+    /// Starts run: random.inits, times the rounds it took (control$restarts).
+    pub starts_run: u32,
     /// Starts that ended without degenerating.
     pub starts_ok: u32,
     /// Admissible starts whose log-likelihood reached the winner's (within
@@ -145,7 +157,7 @@ impl Fit {
         (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
     }
 
-    pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_ok: u32) -> Fit {
+    pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_run: u32, starts_ok: u32) -> Fit {
         Fit {
             n,
             k,
@@ -156,6 +168,7 @@ impl Fit {
             loglik: f64::NAN,
             iterations: 0,
             best_start: None,
+            starts_run,
             starts_ok,
             starts_at_best: 0,
             spurious: false,

@@ -19,6 +19,8 @@ pub struct Best {
     /// The best start the screen rejected.
     pub spurious: Option<Winner>,
     pub spurious_starts: u32,
+    /// Starts recorded, whatever their end.
+    pub starts_run: u32,
     /// Final log-likelihood of every finished start and whether it was
     /// spurious, for counting the starts that reached the winner's.
     pub finished: Vec<(f64, bool)>,
@@ -45,6 +47,7 @@ impl Best {
     /// Records start `start` (begun at `init`; `None` if no start could be
     /// drawn); `spurious`: its end state fails the screen.
     pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>, spurious: bool) {
+        self.starts_run += 1;
         if let Some(starts) = &mut self.starts {
             if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
                 starts.push(StartRecord {

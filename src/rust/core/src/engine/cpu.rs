@@ -21,7 +21,7 @@ impl Engine for Cpu {
         let starts = t.starts as usize;
         queue::for_each_index(valid.len() * starts, self.threads, cancel, |item| {
             let d = valid[item / starts];
-            let start = (item % starts) as u32;
+            let start = t.first_start + (item % starts) as u32;
             let Some(ds) = work.datasets[d] else { return };
             let init = initial_params(t.family, ds, t.k, t.seed, start);
             let fit = init.map(|p| run_em(t.family, ds, p, t.max_iters, t.epsilon, cancel));

@@ -55,8 +55,10 @@ impl Engine for CudaStreams {
         queue::run(valid.len(), workers, cancel, setup, |(stream, bufs), i| {
             let d = valid[i];
             let Some(ds) = work.datasets[d] else { return Ok(()) };
+            // a restart round adds to what the rounds before recorded
+            let before = bests.with(d, |b| b.clone());
             let best = contained("running the cuda-streams engine", || {
-                fit_dataset(&work.task, ds, gpu, stream, bufs, budget, cancel, counters)
+                fit_dataset(&work.task, ds, before, gpu, stream, bufs, budget, cancel, counters)
             })
             .map_err(Error::Gpu)?;
             bests.with(d, |b| *b = best);
@@ -89,6 +91,7 @@ fn ensure<'a>(slot: &'a mut Option<CudaSlice<f64>>, stream: &Arc<CudaStream>, le
 fn fit_dataset(
     t: &Task,
     ds: &Prepared,
+    mut best: Best,
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     bufs: &mut Buffers,
@@ -116,9 +119,8 @@ fn fit_dataset(
         return Err("buffer missing".into());
     };
 
-    let mut best = Best::new(t.keep_starts);
     let mut active: Vec<(u32, Params, EmState)> = Vec::with_capacity(t.starts as usize);
-    for s in 0..t.starts {
+    for s in t.first_start..t.first_start + t.starts {
         match crate::starts::initial_params(t.family, ds, k, t.seed, s) {
             Some(init) => active.push((s, init, EmState::new(init))),
             None => {

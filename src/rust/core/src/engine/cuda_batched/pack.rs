@@ -45,7 +45,7 @@ impl Packed {
 
 /// Packs the chunk in parallel, dataset by dataset, straight into the
 /// kernel's arrays: observations as (x, g) pairs, and the starting values of
-/// fits j*S .. (j+1)*S of the chunk's dataset j. A start that could not be
+/// fits j*S .. (j+1)*S of the chunk's dataset j (its starts first_start + 0..S). A start that could not be
 /// drawn keeps NaN parameters (the kernel fails it at once) and is recorded
 /// as such.
 pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> Result<Packed, Error> {
@@ -94,7 +94,7 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> 
         }
         for s in 0..starts {
             fit_ds[s] = j as i32;
-            if let Some(start) = initial_params(t.family, ds, k, t.seed, s as u32) {
+            if let Some(start) = initial_params(t.family, ds, k, t.seed, t.first_start + s as u32) {
                 let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
                 row[..k].copy_from_slice(&start.alpha[..k]);
                 row[k..2 * k].copy_from_slice(&start.mu[..k]);

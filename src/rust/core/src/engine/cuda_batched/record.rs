@@ -30,7 +30,7 @@ pub fn record(
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
-    let (k, starts) = (work.task.k, work.task.starts as usize);
+    let (k, starts, first) = (work.task.k, work.task.starts as usize, work.task.first_start);
     let clock = std::time::Instant::now();
     // each dataset's fits are contiguous: record them dataset by dataset, in
     // parallel; the winners' parameters are filled in afterwards
@@ -41,7 +41,7 @@ pub fn record(
             for s in 0..starts {
                 let f = j * starts + s;
                 if !p.drawn[f] {
-                    best.record(s as u32, None, None, false);
+                    best.record(first + s as u32, None, None, false);
                     continue;
                 }
                 let info = &ran.info[INFO * f..INFO * (f + 1)];
@@ -53,7 +53,7 @@ pub fn record(
                 passes += iterations as usize + 1;
                 let fit = StartFit { params: Params::zeroed(k), loglik: ran.ll[f], iterations, outcome };
                 // the kernel applied the screen to the fit's final parameters
-                best.record(s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit), info[2] != 0);
+                best.record(first + s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit), info[2] != 0);
             }
             counters.em_iterations.fetch_add(passes, Ordering::Relaxed);
         })
@@ -63,11 +63,16 @@ pub fn record(
     }
     // the start each dataset returns: its best admissible one, or else its
     // best spurious one (Best::returned), whose parameters are needed too
+    // unless an earlier restart round ran it (and gathered them)
     let winners: Vec<(usize, i32)> = chunk
         .datasets
         .iter()
         .enumerate()
-        .filter_map(|(j, &d)| bests.with(d, |b| b.returned().map(|(w, _)| (d, (j * starts + w.start as usize) as i32))))
+        .filter_map(|(j, &d)| {
+            let start = bests.with(d, |b| b.returned().map(|(w, _)| w.start))?;
+            let s = start.checked_sub(first).filter(|&s| (s as usize) < starts)?;
+            Some((d, (j * starts + s as usize) as i32))
+        })
         .collect();
     let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
     let rows = gather(counters, kernel, stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
