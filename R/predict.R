@@ -95,14 +95,17 @@ mixture_cdf <- function(fit, x) {
   pmin(pmax(p, 0), 1)
 }
 
-# Quantiles of the components, by component (a matrix length(p) x K).
+# Quantiles of the components, by component (a matrix length(p) x K); NA
+# where statmod::qinvgauss() cannot find one (it can fail far in the tails
+# of a very skewed component).
 component_quantiles <- function(fit, p) {
   shape <- fit_shape(fit)
   vapply(seq_along(fit$mu), function(m) {
     if (fit$family == "normal") {
       stats::qnorm(p, fit$mu[m], shape[m])
     } else {
-      statmod::qinvgauss(p, mean = fit$mu[m], shape = shape[m])
+      tryCatch(suppressWarnings(statmod::qinvgauss(p, mean = fit$mu[m], shape = shape[m])),
+               error = function(e) rep(NA_real_, length(p)))
     }
   }, numeric(length(p)))
 }
@@ -221,7 +224,9 @@ predict.bulkem <- function(object, newdata = NULL,
 #' bracketed: the mixture's `p` quantile lies between the smallest and the
 #' largest of its components' `p` quantiles ([stats::qnorm()],
 #' [statmod::qinvgauss()]; inverse Gaussian by mean `mu` and shape
-#' `lambda`).
+#' `lambda`), and where rounding (or a component quantile that statmod
+#' cannot find, far in the tail of a very skewed component) leaves the
+#' bracket short, it is widened until the cdf changes sign.
 #'
 #' @param x A `bulkem_fit`, or a `bulkem` result.
 #' @param probs Probabilities, in \[0, 1\].
@@ -273,17 +278,37 @@ prob_names <- function(probs) {
 
 mixture_quantile <- function(fit, p, tol) {
   if (!has_fit(fit)) return(NA_real_)
-  if (p == 0) return(if (fit$family == "normal") -Inf else 0)
+  normal <- fit$family == "normal"
+  if (p == 0) return(if (normal) -Inf else 0)
   if (p == 1) return(Inf)
+  f <- function(x) mixture_cdf(fit, x) - p
+  # The mixture's p quantile lies between its components' (F(lo) <= p <=
+  # F(hi) in exact arithmetic); widen the bracket where rounding or a
+  # component quantile statmod could not find leaves it short.
   q <- component_quantiles(fit, p)
+  q <- q[is.finite(q)]
+  if (length(q) == 0) q <- fit$mu
   lo <- min(q)
   hi <- max(q)
-  # F(lo) <= p <= F(hi) in exact arithmetic; rounding can put p just outside
-  f <- function(x) mixture_cdf(fit, x) - p
-  if (lo == hi || f(lo) >= 0) return(lo)
-  if (f(hi) <= 0) return(hi)
+  sd <- if (normal) fit$sigma else sqrt(fit$mu^3 / fit$lambda)
+  step <- max(hi - lo, sd, .Machine$double.xmin)
+  for (i in seq_len(3000)) {
+    if (f(lo) <= 0) break
+    if (normal) lo <- lo - step else lo <- lo / 2
+    step <- 2 * step
+  }
+  step <- max(hi - lo, sd, .Machine$double.xmin)
+  for (i in seq_len(3000)) {
+    if (f(hi) >= 0) break
+    if (normal) hi <- hi + step else hi <- 2 * hi
+    step <- 2 * step
+  }
+  flo <- f(lo)
+  fhi <- f(hi)
+  if (flo == 0 || lo == hi) return(lo)
+  if (fhi == 0) return(hi)
   scale <- max(abs(lo), abs(hi), hi - lo)
-  stats::uniroot(f, c(lo, hi), tol = tol * scale, maxiter = 1000)$root
+  stats::uniroot(f, c(lo, hi), f.lower = flo, f.upper = fhi, tol = tol * scale, maxiter = 1000)$root
 }
 
 #' Random samples from a fitted mixture
