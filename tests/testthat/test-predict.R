@@ -237,3 +237,16 @@ test_that("simulate() of a result: one data frame per dataset", {
   big <- simulate(m$fits["b"], n = 20000, seed = 6)$b$sim_1
   expect_gt(suppressWarnings(ks.test(big, function(q) ref_cdf(m$fits$b, q)))$p.value, 0.001)
 })
+
+test_that("goodness-of-fit plots: PP and QQ against the fitted mixture", {
+  m <- predict_fits("invgauss")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_silent(plot(m$fits$a, which = "pp"))
+  expect_silent(plot(m$fits$a, which = "qq", log = "xy", col = "blue", xlab = "fitted", main = "QQ"))
+  expect_silent(plot(m$fits$a, which = "density"))
+  expect_error(plot(m$fits$a, which = "hist"), class = "bulkem_error_argument")
+  nodata <- predict_fits("normal", keep = FALSE)
+  expect_error(plot(nodata$fits$a, which = "pp"), class = "bulkem_error_argument")
+  expect_silent(plot(nodata$fits$a, data = nodata$d$a, which = "qq"))
+})
