@@ -21,7 +21,8 @@ dataset_names <- function(x) {
 #' @param row.names,optional Ignored (for the generic).
 #' @param i Which fits to keep.
 #' @param ... Not used.
-#' @returns `summary()`: a data frame with `dataset`, `n`, `status`,
+#' @returns `summary()`: a data frame with `dataset`, `n`, `k` (the number of
+#'   components of the fit, the one chosen when several were fitted), `status`,
 #'   `converged`, `iterations`, `loglik`, `aic`, `bic`, `starts_ok`,
 #'   `best_start`. `as.data.frame()`: a data frame as described under `what`.
 #'   `coef()`: for one fit, a matrix with one row per component and columns
@@ -43,7 +44,8 @@ NULL
 summary.bulkem <- function(object, ...) {
   get <- function(field, type) vapply(object, function(f) f[[field]], type, USE.NAMES = FALSE)
   data.frame(
-    dataset = dataset_names(object), n = get("n", 0L), status = get("status", ""),
+    dataset = dataset_names(object), n = get("n", 0L),
+    k = vapply(object, function(f) length(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
     converged = get("converged", NA), iterations = get("num_iterations", 0L),
     loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0),
     starts_ok = get("starts_ok", 0L), best_start = get("best_start", 0L),
@@ -85,6 +87,7 @@ coef.bulkem <- function(object, ...) as.data.frame.bulkem(object)
 #' @export
 `[.bulkem` <- function(x, i) {
   out <- unclass(x)[i]
+  if (any(vapply(out, is.null, NA))) stop_arg("`i` selects datasets that are not in the result")
   a <- attributes(x)
   a$names <- names(out)
   attributes(out) <- a
@@ -128,9 +131,12 @@ print.bulkem <- function(x, n = 5, ...) {
   cat(sprintf("bulkem: %d dataset%s, %s mixture%s of %s\n", length(x),
               if (length(x) == 1) "" else "s", attr(x, "family"),
               if (length(x) == 1) "" else "s",
-              if (length(k) > 1) paste0(paste(k, collapse = ", "), " components (chosen by BIC)")
+              if (length(k) > 1) {
+                paste0(paste(k, collapse = ", "), " components",
+                       if (any(vapply(x, function(f) !is.null(f$by_k), NA))) " (chosen by BIC)")
+              }
               else paste0(k, " component", if (k == 1) "" else "s")))
-  if (!is.null(attr(x, "engine"))) {
+  if (!is.null(attr(x, "engine")) && !is.null(attr(x, "threads")) && !is.null(attr(x, "elapsed"))) {
     cat(sprintf("engine: %s (%d thread%s), %.3f s\n", attr(x, "engine"), attr(x, "threads"),
                 if (identical(attr(x, "threads"), 1L)) "" else "s", attr(x, "elapsed")))
   }
@@ -157,54 +163,4 @@ print.bulkem_fit <- function(x, ...) {
     print(coef.bulkem_fit(x))
   }
   invisible(x)
-}
-
-#' Posterior component probabilities for new observations
-#'
-#' For each observation, the posterior probability of each component of a
-#' fitted mixture and the most likely component, computed by the package's
-#' own E-step.
-#'
-#' @param object A `bulkem_fit`, or a `bulkem` result.
-#' @param newdata For a `bulkem_fit`, a numeric vector; for a `bulkem`
-#'   result, a list of numeric vectors, one per dataset, in the same order.
-#' @param ... Not used.
-#' @returns For a `bulkem_fit`, a data frame with columns `x`, `comp1` ..
-#'   `compK` (posterior probabilities, `NA` where `x` is outside the family's
-#'   support or the dataset has no fit) and `component` (the most likely
-#'   one); for a `bulkem` result, a list of such data frames, named like the
-#'   datasets.
-#' @examples
-#' set.seed(3)
-#' fits <- bulkem(list(c(rnorm(200), rnorm(200, 6))), family = "normal", use.gpu = FALSE)
-#' predict(fits[[1]], c(-1, 3, 7))
-#' @export
-predict.bulkem_fit <- function(object, newdata, ...) {
-  if (!is.numeric(newdata)) stop_arg("`newdata` must be a numeric vector")
-  x <- as.double(newdata)
-  k <- length(object$mu)
-  post <- if (isTRUE(object$fit_success)) {
-    core_value(posterior_(x, object$family, object$alpha, object$mu, object[[shape_name(object$family)]]))
-  } else {
-    rep(NA_real_, length(x) * k)
-  }
-  post <- matrix(post, nrow = length(x), ncol = k)
-  out <- data.frame(x = x, post)
-  names(out) <- c("x", paste0("comp", seq_len(k)))
-  best <- max.col(replace(post, is.na(post), -Inf), ties.method = "first")
-  best[rowSums(is.na(post)) > 0] <- NA_integer_
-  out$component <- best
-  out
-}
-
-#' @rdname predict.bulkem_fit
-#' @export
-predict.bulkem <- function(object, newdata, ...) {
-  if (!is.list(newdata) || length(newdata) != length(object)) {
-    stop_arg("`newdata` must be a list with one numeric vector per dataset (",
-             length(object), ")")
-  }
-  out <- Map(predict.bulkem_fit, unclass(object), newdata)
-  names(out) <- names(object)
-  out
 }

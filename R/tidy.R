@@ -1,0 +1,200 @@
+# Tidy output in the broom convention, through the generics package:
+# tidy() (parameters), glance() (one row per fit), augment() (the data with
+# per-observation results). Plain data frames.
+
+#' @importFrom generics tidy
+#' @export
+generics::tidy
+
+#' @importFrom generics glance
+#' @export
+generics::glance
+
+#' @importFrom generics augment
+#' @export
+generics::augment
+
+#' Tidy tables of bulkem fits: parameters, fit statistics, observations
+#'
+#' The broom convention, through the generics package: `tidy()` gives one
+#' row per parameter, `glance()` one row per fit, `augment()` one row per
+#' observation. On a `bulkem` result, each table covers every dataset and
+#' begins with a `dataset` column; on one `bulkem_fit` it has no `dataset`
+#' column. All are plain data frames.
+#'
+#' Parameters: `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian
+#' shape, in statmod's mean/shape parameterisation: dispersion
+#' `1 / lambda`, variance `mu^3 / lambda`) or `sigma` (Normal standard
+#' deviation). Standard errors come from the observed information and the
+#' intervals are Wald intervals (see [confint.bulkem_fit()]); both are `NA`
+#' where the information is singular or the dataset has no fit.
+#'
+#' @param x A `bulkem` result or a `bulkem_fit`.
+#' @param conf.int If `TRUE` (default), add `conf.low` and `conf.high`.
+#' @param conf.level Confidence level of the intervals.
+#' @param data,newdata The observations to augment. For a `bulkem_fit`, a
+#'   numeric vector; for a `bulkem` result, a list with one numeric vector
+#'   per dataset (in the result's order), or one numeric vector used for
+#'   every dataset. `newdata`, if given, is used; otherwise `data`, whose
+#'   default is the data kept in the fits with `bulkem(..., control =
+#'   list(keep.data = TRUE))` (an error when there is none).
+#' @param ... Not used; any argument given here is an error.
+#' @returns
+#' `tidy()`: one row per (dataset,) component and parameter, with columns
+#' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"` or
+#' `"sigma"`), `estimate`, `std.error` and, with `conf.int`, `conf.low` and
+#' `conf.high`.
+#'
+#' `glance()`: one row per fit, with columns (`dataset`,) `family`, `k`
+#' (number of components), `logLik`, `AIC`, `BIC`, `deviance` (`-2
+#' logLik`), `df` (`3k - 1`), `nobs`, `status`, `converged`, `iterations`,
+#' `starts_ok`, `starts_at_best`, `spurious` and `spurious_starts` (see
+#' [bulkem()] for what these fields mean).
+#'
+#' `augment()`: one row per observation, with columns (`dataset`,) `x` (the
+#' value), `.component` (the most likely component, an integer),
+#' `.posterior_1` .. `.posterior_K` (posterior probabilities; on a result
+#' with different Ks, up to the largest, `NA` beyond a dataset's own K) and
+#' `.uncertainty` (one minus the largest posterior probability). These are
+#' `NA` outside the family's support and for a dataset without a fit; see
+#' [predict.bulkem_fit()].
+#' @examples
+#' set.seed(11)
+#' d <- list(a = c(rnorm(100), rnorm(100, 4)), b = c(rnorm(150, 1), rnorm(50, 6)))
+#' fits <- bulkem(d, family = "normal", random.inits = 5, use.gpu = FALSE,
+#'                control = list(keep.data = TRUE))
+#' tidy(fits)
+#' glance(fits)
+#' head(augment(fits))
+#' tidy(fits$a, conf.level = 0.9)
+#' augment(fits$a, newdata = c(-1, 2, 5))
+#' @name bulkem-tidy
+NULL
+
+#' @rdname bulkem-tidy
+#' @export
+tidy.bulkem_fit <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
+  check_dots_empty(...)
+  out <- tidy_fits(list(x), conf.int, conf.level)
+  out$dataset <- NULL
+  out
+}
+
+#' @rdname bulkem-tidy
+#' @export
+tidy.bulkem <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
+  check_dots_empty(...)
+  out <- tidy_fits(unclass(x), conf.int, conf.level)
+  out$dataset <- dataset_names(x)[out$dataset]
+  out
+}
+
+tidy_fits <- function(fits, conf.int, conf.level) {
+  if (!is.logical(conf.int) || length(conf.int) != 1 || is.na(conf.int)) {
+    stop_arg("`conf.int` must be TRUE or FALSE")
+  }
+  if (!is.numeric(conf.level) || length(conf.level) != 1 || is.na(conf.level) ||
+      conf.level <= 0 || conf.level >= 1) {
+    stop_arg("`conf.level` must be a single number between 0 and 1")
+  }
+  # vectors over all fits at once; within a fit, parameters in the order of
+  # `se` (alpha1..K, mu1..K, shape1..K), then sorted by component
+  k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
+  est <- unlist(lapply(fits, function(f) c(f$alpha, f$mu, fit_shape(f))), use.names = FALSE)
+  se <- unlist(lapply(fits, function(f) {
+    s <- unname(f$se)
+    if (length(s) != 3 * length(f$mu)) rep(NA_real_, 3 * length(f$mu)) else s
+  }), use.names = FALSE)
+  term <- unlist(lapply(fits, function(f) rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu))),
+                 use.names = FALSE)
+  fit_id <- rep(seq_along(fits), 3L * k)
+  component <- unlist(lapply(k, function(kk) rep(seq_len(kk), 3)), use.names = FALSE)
+  term_order <- rep(rep(1:3, length(k)), rep(k, each = 3))
+  o <- order(fit_id, component, term_order)
+  out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],
+                    estimate = est[o], std.error = se[o], stringsAsFactors = FALSE)
+  if (conf.int) {
+    z <- stats::qnorm((1 + conf.level) / 2)
+    out$conf.low <- out$estimate - z * out$std.error
+    out$conf.high <- out$estimate + z * out$std.error
+  }
+  out
+}
+
+#' @rdname bulkem-tidy
+#' @export
+glance.bulkem_fit <- function(x, ...) {
+  check_dots_empty(...)
+  out <- glance_fits(list(x))
+  out$dataset <- NULL
+  out
+}
+
+#' @rdname bulkem-tidy
+#' @export
+glance.bulkem <- function(x, ...) {
+  check_dots_empty(...)
+  out <- glance_fits(unclass(x))
+  out$dataset <- dataset_names(x)
+  out
+}
+
+glance_fits <- function(fits) {
+  get <- function(value, type) vapply(fits, value, type, USE.NAMES = FALSE)
+  ll <- get(fit_loglik, 0)
+  df <- get(fit_df, 0)
+  n <- get(function(f) as.integer(f$n), 0L)
+  data.frame(dataset = seq_along(fits), family = get(function(f) f$family, ""),
+             k = get(function(f) length(f$mu), 0L), logLik = ll,
+             AIC = -2 * ll + 2 * df, BIC = -2 * ll + log(n) * df, deviance = -2 * ll,
+             df = as.integer(df), nobs = n, status = get(function(f) f$status, ""),
+             converged = get(function(f) isTRUE(f$converged), NA),
+             iterations = get(function(f) as.integer(f$num_iterations), 0L),
+             starts_ok = get(function(f) as.integer(f$starts_ok), 0L),
+             starts_at_best = get(function(f) as.integer(f$starts_at_best), 0L),
+             spurious = get(function(f) isTRUE(f$spurious), NA),
+             spurious_starts = get(function(f) as.integer(f$spurious_starts), 0L),
+             stringsAsFactors = FALSE)
+}
+
+#' @rdname bulkem-tidy
+#' @export
+augment.bulkem_fit <- function(x, data = NULL, newdata = NULL, ...) {
+  check_dots_empty(...)
+  values <- if (!is.null(newdata)) fit_data(x, newdata, "newdata") else fit_data(x, data, "data")
+  augment_values(x, values, length(x$mu))
+}
+
+#' @rdname bulkem-tidy
+#' @export
+augment.bulkem <- function(x, data = NULL, newdata = NULL, ...) {
+  check_dots_empty(...)
+  arg <- if (!is.null(newdata)) "newdata" else "data"
+  given <- if (!is.null(newdata)) newdata else data
+  given <- tryCatch(result_newdata(x, given), bulkem_error_argument = function(e) {
+    stop_arg("`", arg, "` must be a numeric vector or a list with one numeric vector per dataset (",
+             length(x), ")")
+  })
+  fits <- unclass(x)
+  kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
+  parts <- Map(function(f, d) augment_values(f, fit_data(f, d, arg), kmax), fits, given)
+  n <- vapply(parts, nrow, 0L, USE.NAMES = FALSE)
+  cols <- names(augment_values(fits[[1]], numeric(0), kmax))
+  out <- lapply(cols, function(cl) unlist(lapply(parts, `[[`, cl), use.names = FALSE))
+  names(out) <- cols
+  out <- c(list(dataset = rep(dataset_names(x), n)), out)
+  out$.component <- as.integer(out$.component)
+  as.data.frame(out, stringsAsFactors = FALSE, optional = TRUE)
+}
+
+# Values, class, posteriors (padded with NA columns up to `kmax`) and
+# uncertainty of one fit.
+augment_values <- function(fit, x, kmax) {
+  post <- mixture_posterior(fit, x)
+  out <- data.frame(x = x, .component = posterior_class(post))
+  pad <- matrix(NA_real_, nrow = length(x), ncol = kmax)
+  pad[, seq_len(ncol(post))] <- post
+  for (m in seq_len(kmax)) out[[paste0(".posterior_", m)]] <- pad[, m]
+  out$.uncertainty <- posterior_uncertainty(post)
+  out
+}

@@ -1,0 +1,323 @@
+# R's model verbs on a whole result (`bulkem`, one value per dataset) and on
+# one fit (`bulkem_fit`): logLik, AIC, BIC, nobs, deviance; fitted,
+# residuals and sigma, which a mixture does not have; summary() of one fit;
+# c(); and the table comparing the Ks fitted.
+
+#' Log-likelihoods, information criteria and sizes of many fits
+#'
+#' On a `bulkem` result, `logLik()`, `AIC()`, `BIC()`, `nobs()` and
+#' `deviance()` give one value per dataset: a numeric vector named by
+#' dataset (`"1"`, `"2"`, .. when the datasets have no names), `NA` where a
+#' dataset has no fit (its `status` is `"failed"` or `"invalid"`), except
+#' `nobs()`, which is always the dataset's number of observations. On one
+#' fit they give the usual single values (`logLik()` with its `df` and
+#' `nobs`, so [stats::AIC()] and [stats::BIC()] work on it).
+#'
+#' A K-component fit has \eqn{3K - 1}{3K - 1} free parameters (`df`): K means,
+#' K shapes and K - 1 weights. `AIC = -2 logLik + k df` (`k = 2` by default),
+#' `BIC = -2 logLik + log(n) df`, and `deviance()` is `-2 logLik`, as for
+#' models fitted by maximum likelihood in lme4 (there is no saturated
+#' mixture to measure a deviance from).
+#'
+#' A mixture has no fitted values, residuals or residual standard deviation:
+#' `fitted()`, `residuals()` and `sigma()` of a fit or a result are errors
+#' (class `bulkem_error_argument`) that say what to use instead:
+#' [predict()][predict.bulkem_fit] or [augment()][augment.bulkem_fit] for
+#' each observation's posterior probabilities and class, and [coef()] for
+#' the components' parameters (the Normal's `sigma` is each component's
+#' standard deviation; the inverse Gaussian's is `sqrt(mu^3 / lambda)`).
+#'
+#' @param object A `bulkem` result or a `bulkem_fit`.
+#' @param k The penalty per parameter of `AIC()`.
+#' @param ... Not used: one result at a time (to compare several Ks, fit
+#'   them in one call and see [bulkem_compare()]).
+#' @returns Named numeric vectors, one element per dataset (`nobs()`: an
+#'   integer vector).
+#' @examples
+#' set.seed(7)
+#' fits <- bulkem(list(a = c(rnorm(150), rnorm(150, 4)), b = rnorm(200, 1, 2)),
+#'                family = "normal", random.inits = 5, use.gpu = FALSE)
+#' logLik(fits)
+#' AIC(fits)
+#' BIC(fits)
+#' nobs(fits)
+#' deviance(fits$a)
+#' try(fitted(fits$a))
+#' @name bulkem-ic
+NULL
+
+# A field of every fit, as a vector named by dataset.
+per_dataset <- function(object, value) {
+  out <- vapply(unclass(object), value, 0, USE.NAMES = FALSE)
+  names(out) <- dataset_names(object)
+  out
+}
+
+fit_df <- function(fit) as.numeric(free_parameters(length(fit$mu)))
+
+fit_loglik <- function(fit) if (has_fit(fit)) as.numeric(fit$loglik) else NA_real_
+
+one_result <- function(...) {
+  if (...length() > 0) {
+    stop_arg("only one bulkem result at a time: to compare numbers of components, fit them ",
+             "in one call (num.components = 1:3) and see bulkem_compare()")
+  }
+}
+
+#' @rdname bulkem-ic
+#' @export
+logLik.bulkem <- function(object, ...) {
+  one_result(...)
+  per_dataset(object, fit_loglik)
+}
+
+#' @rdname bulkem-ic
+#' @importFrom stats AIC
+#' @export
+AIC.bulkem <- function(object, ..., k = 2) {
+  one_result(...)
+  per_dataset(object, function(f) -2 * fit_loglik(f) + k * fit_df(f))
+}
+
+#' @rdname bulkem-ic
+#' @importFrom stats BIC
+#' @export
+BIC.bulkem <- function(object, ...) {
+  one_result(...)
+  per_dataset(object, function(f) -2 * fit_loglik(f) + log(f$n) * fit_df(f))
+}
+
+#' @rdname bulkem-ic
+#' @export
+nobs.bulkem <- function(object, ...) {
+  out <- vapply(unclass(object), function(f) as.integer(f$n), 0L, USE.NAMES = FALSE)
+  names(out) <- dataset_names(object)
+  out
+}
+
+#' @rdname bulkem-ic
+#' @importFrom stats deviance
+#' @export
+deviance.bulkem <- function(object, ...) per_dataset(object, function(f) -2 * fit_loglik(f))
+
+#' @rdname bulkem-ic
+#' @export
+deviance.bulkem_fit <- function(object, ...) -2 * fit_loglik(object)
+
+no_fitted_values <- function(object, ...) {
+  stop_arg("`object` is a mixture fit, which has no fitted values or residuals: use ",
+           "predict(object) for each observation's posterior probabilities, class and ",
+           "uncertainty, or augment(object) for them next to the data")
+}
+
+#' @rdname bulkem-ic
+#' @importFrom stats fitted
+#' @export
+fitted.bulkem <- no_fitted_values
+
+#' @rdname bulkem-ic
+#' @export
+fitted.bulkem_fit <- no_fitted_values
+
+#' @rdname bulkem-ic
+#' @importFrom stats residuals
+#' @export
+residuals.bulkem <- no_fitted_values
+
+#' @rdname bulkem-ic
+#' @export
+residuals.bulkem_fit <- no_fitted_values
+
+no_sigma <- function(object, ...) {
+  stop_arg("`object` is a mixture fit, which has no residual standard deviation: coef(object) ",
+           "gives each component's parameters (the Normal's `sigma` is its standard deviation, ",
+           "the inverse Gaussian's is sqrt(mu^3 / lambda))")
+}
+
+#' @rdname bulkem-ic
+#' @importFrom stats sigma
+#' @export
+sigma.bulkem <- no_sigma
+
+#' @rdname bulkem-ic
+#' @export
+sigma.bulkem_fit <- no_sigma
+
+#' Summary of one fit
+#'
+#' A table of the fitted components, each parameter with its standard error
+#' (from the observed information, see [vcov.bulkem_fit()]), and the fit's
+#' log-likelihood, AIC, BIC, size, status and the trust measures
+#' (`starts_at_best`, `spurious`). ([summary.bulkem()] summarises a whole
+#' result, one row per dataset.)
+#'
+#' Inverse Gaussian components are given by mean `mu` and shape `lambda`
+#' (statmod's parameterisation: dispersion `1 / lambda`, variance
+#' `mu^3 / lambda`), Normal ones by mean `mu` and standard deviation `sigma`.
+#'
+#' @param object A `bulkem_fit` (one element of a `bulkem` result).
+#' @param x A `summary.bulkem_fit`.
+#' @param digits Significant digits to print.
+#' @param ... Not used.
+#' @returns An object of class `summary.bulkem_fit`: a list with
+#'   `coefficients` (a data frame with one row per component: `component`,
+#'   `alpha`, `alpha.se`, `mu`, `mu.se`, `lambda` or `sigma` and its `.se`),
+#'   `family`, `k`, `n`, `df`, `loglik`, `aic`, `bic`, `status`,
+#'   `converged`, `message`, `iterations`, `starts_ok`, `starts_at_best`,
+#'   `spurious`, `spurious_starts` and `by_k` (when several Ks were fitted,
+#'   else `NULL`). Its print method shows them as a table.
+#' @examples
+#' set.seed(8)
+#' fits <- bulkem(list(c(rnorm(200), rnorm(200, 4))), family = "normal",
+#'                random.inits = 5, use.gpu = FALSE)
+#' summary(fits[[1]])
+#' summary(fits[[1]])$coefficients
+#' @export
+summary.bulkem_fit <- function(object, ...) {
+  k <- length(object$mu)
+  shape <- shape_name(object$family)
+  se <- unname(object$se)
+  if (length(se) != 3 * k) se <- rep(NA_real_, 3 * k)
+  coefs <- data.frame(component = seq_len(k),
+                      alpha = object$alpha, alpha.se = se[seq_len(k)],
+                      mu = object$mu, mu.se = se[k + seq_len(k)],
+                      shape = object[[shape]], shape.se = se[2 * k + seq_len(k)])
+  names(coefs)[6:7] <- c(shape, paste0(shape, ".se"))
+  structure(list(
+    coefficients = coefs, family = object$family, k = k, n = object$n, df = fit_df(object),
+    loglik = fit_loglik(object), aic = object$aic, bic = object$bic, status = object$status,
+    converged = object$converged, message = object$message, iterations = object$num_iterations,
+    starts_ok = object$starts_ok, starts_at_best = object$starts_at_best,
+    spurious = object$spurious, spurious_starts = object$spurious_starts,
+    by_k = object$by_k), class = "summary.bulkem_fit")
+}
+
+#' @rdname summary.bulkem_fit
+#' @export
+print.summary.bulkem_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat(sprintf("bulkem fit: %s mixture, K = %d, n = %d\n",
+              if (x$family == "normal") "Normal" else "inverse Gaussian", x$k, x$n))
+  cat(sprintf("status: %s after %d iteration%s; %d good start%s, %d at the best log-likelihood%s\n",
+              x$status, x$iterations, if (identical(x$iterations, 1L)) "" else "s",
+              x$starts_ok, if (identical(x$starts_ok, 1L)) "" else "s", x$starts_at_best,
+              if (isTRUE(x$spurious)) "; SPURIOUS (no start passed the screen)" else ""))
+  if (nzchar(x$message)) cat(x$message, "\n")
+  cf <- x$coefficients
+  est <- function(v, s) {
+    paste0(format(signif(v, digits)), " (", format(signif(s, 2)), ")")
+  }
+  tab <- data.frame(component = cf$component, alpha = est(cf[[2]], cf[[3]]),
+                    mu = est(cf[[4]], cf[[5]]), shape = est(cf[[6]], cf[[7]]))
+  names(tab)[4] <- names(cf)[6]
+  cat("\nComponents (standard errors in parentheses):\n")
+  print(tab, row.names = FALSE, right = TRUE)
+  cat(sprintf("\nlog-likelihood %s (df = %d), AIC %s, BIC %s\n",
+              format(signif(x$loglik, digits + 3)), as.integer(x$df),
+              format(signif(x$aic, digits + 3)), format(signif(x$bic, digits + 3))))
+  if (!is.null(x$by_k)) {
+    cat(sprintf("K = %d chosen by BIC among K = %s:\n", x$k, paste(x$by_k$K, collapse = ", ")))
+    print(x$by_k, row.names = FALSE, digits = digits + 3)
+  }
+  invisible(x)
+}
+
+#' Combine bulkem results
+#'
+#' `c()` joins `bulkem` results (and single `bulkem_fit`s) of the same
+#' family into one `bulkem` result, names as [c()] gives them. The
+#' attributes that describe the work done (`elapsed`, `em_iterations`,
+#' `kernel_launches`, `kernel_seconds`, `timings`) are summed over the
+#' results; `engine`, `threads` and `seed` are kept where all results agree
+#' and dropped otherwise; `num.components` is the union of the results'.
+#'
+#' @param ... `bulkem` results or `bulkem_fit`s.
+#' @returns A `bulkem` result.
+#' @examples
+#' set.seed(9)
+#' a <- bulkem(list(a = c(rnorm(100), rnorm(100, 4))), family = "normal",
+#'             random.inits = 3, use.gpu = FALSE)
+#' b <- bulkem(list(b = rnorm(100)), num.components = 1, family = "normal", use.gpu = FALSE)
+#' ab <- c(a, b)
+#' names(ab)
+#' c(ab, extra = a$a)
+#' @export
+c.bulkem <- function(...) {
+  parts <- list(...)
+  results <- Filter(function(p) inherits(p, "bulkem"), parts)
+  ok <- vapply(parts, function(p) inherits(p, c("bulkem", "bulkem_fit")), NA)
+  if (!all(ok)) stop_arg("c() combines bulkem results and bulkem fits only")
+  family <- unique(vapply(parts, function(p) {
+    if (inherits(p, "bulkem")) attr(p, "family") else p$family
+  }, ""))
+  if (length(family) > 1) stop_arg("c() cannot combine fits of different families (", paste(family, collapse = ", "), ")")
+  lists <- lapply(parts, function(p) if (inherits(p, "bulkem")) unclass(p) else list(p))
+  out <- do.call(c, lists)
+  attr_of <- function(name) lapply(results, attr, name)
+  same <- function(name) {
+    v <- unique(attr_of(name))
+    if (length(v) == 1) v[[1]] else NULL
+  }
+  total <- function(name) {
+    v <- attr_of(name)
+    if (length(v) == 0 || any(vapply(v, is.null, NA))) return(NULL)
+    if (length(unique(lapply(v, names))) != 1) return(NULL)
+    Reduce(`+`, v)
+  }
+  ks <- unlist(c(attr_of("num.components"),
+                 lapply(Filter(function(p) inherits(p, "bulkem_fit"), parts), function(f) length(f$mu))))
+  structure(out, class = "bulkem", engine = same("engine"), threads = same("threads"),
+            elapsed = total("elapsed"), seed = same("seed"), family = family,
+            num.components = sort(unique(as.integer(ks))),
+            em_iterations = total("em_iterations"), kernel_launches = total("kernel_launches"),
+            kernel_seconds = total("kernel_seconds"), timings = total("timings"))
+}
+
+#' Compare the numbers of components fitted
+#'
+#' When `bulkem()` fitted several numbers of components (`num.components =
+#' 1:3`), each fit keeps the log-likelihood, AIC, BIC and status of every K
+#' (its `by_k`) and is the one of lowest BIC among the Ks that converged and
+#' passed the spurious-solution screen. `bulkem_compare()` puts these in one
+#' long table, one row per dataset and K, for model comparison across
+#' datasets (e.g. how often each K wins, or how clear the choice was).
+#'
+#' @param object A `bulkem` result (or one `bulkem_fit`).
+#' @returns A data frame with one row per dataset and K: `dataset`, `K`,
+#'   `df` (`3K - 1`), `loglik`, `aic`, `bic`, `status` (of that K's fit),
+#'   `delta_bic` (its BIC minus the lowest BIC of the dataset's Ks, `NA`
+#'   where it has none) and `chosen` (`TRUE` for the K the returned fit has).
+#'   A result fitted with one K gives one row per dataset, that K's.
+#' @examples
+#' set.seed(10)
+#' d <- list(one = rnorm(300), two = c(rnorm(150), rnorm(150, 5)))
+#' fits <- bulkem(d, num.components = 1:3, family = "normal", random.inits = 5,
+#'                use.gpu = FALSE)
+#' cmp <- bulkem_compare(fits)
+#' cmp
+#' table(cmp$K[cmp$chosen])
+#' @export
+bulkem_compare <- function(object) {
+  if (inherits(object, "bulkem_fit")) object <- structure(list(object), class = "bulkem")
+  if (!inherits(object, "bulkem")) stop_arg("`object` must be a bulkem result")
+  fits <- unclass(object)
+  # vectors over all fits at once: results can hold 100,000s of them
+  tabs <- lapply(fits, function(f) {
+    if (!is.null(f$by_k)) return(f$by_k)
+    list(K = length(f$mu), loglik = fit_loglik(f), aic = as.numeric(f$aic),
+         bic = as.numeric(f$bic), status = f$status)
+  })
+  n <- vapply(tabs, function(t) length(t$K), 0L, USE.NAMES = FALSE)
+  col <- function(name) unlist(lapply(tabs, `[[`, name), use.names = FALSE)
+  k <- as.integer(col("K"))
+  bic <- as.numeric(col("bic"))
+  best <- vapply(tabs, function(t) {
+    if (all(is.na(t$bic))) NA_real_ else min(t$bic, na.rm = TRUE)
+  }, 0, USE.NAMES = FALSE)
+  chosen_k <- vapply(fits, function(f) if (has_fit(f)) length(f$mu) else NA_integer_, 0L,
+                     USE.NAMES = FALSE)
+  data.frame(dataset = rep(dataset_names(object), n), K = k, df = as.integer(free_parameters(k)),
+             loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
+             status = as.character(col("status")), delta_bic = bic - rep(best, n),
+             chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n),
+             stringsAsFactors = FALSE)
+}
