@@ -190,7 +190,6 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
     let mut complete = vec![0.0; np];
     // one block's terms, column by column: g (np columns), r (h + u uᵀ)
     // (3 per component), and the complete-data diagonal (np columns).
-    // Padding rows (x = 1) are computed and left out of the sums.
     let mut xb = [1.0f64; BLOCK];
     let mut gb = [1.0f64; BLOCK];
     let mut r = [[0.0f64; BLOCK]; MAX_COMPONENTS];
@@ -200,38 +199,37 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
     for xc in xs.chunks(BLOCK) {
         let len = xc.len();
         xb[..len].copy_from_slice(xc);
-        xb[len..].fill(1.0);
-        for j in 0..BLOCK {
+        for j in 0..len {
             gb[j] = family::aux(family, xb[j]);
         }
         // responsibilities in the log domain, relative to the largest term:
         // no underflow however far x is from every component
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
-            for j in 0..BLOCK {
+            for j in 0..len {
                 r[m][j] = c - km * family::q::<IG>(xb[j], gb[j], mu);
             }
         }
         let mut top = r[0];
         for rm in &r[1..k] {
-            for j in 0..BLOCK {
+            for j in 0..len {
                 top[j] = if rm[j] > top[j] { rm[j] } else { top[j] };
             }
         }
         let mut total = [0.0f64; BLOCK];
         for rm in &mut r[..k] {
-            for j in 0..BLOCK {
+            for j in 0..len {
                 let e = exp_nonpos(rm[j] - top[j]);
                 rm[j] = e;
                 total[j] += e;
             }
         }
         let mut inv = [0.0f64; BLOCK];
-        for j in 0..BLOCK {
+        for j in 0..len {
             inv[j] = 1.0 / total[j];
         }
         for rm in &mut r[..k] {
-            for j in 0..BLOCK {
+            for j in 0..len {
                 rm[j] *= inv[j];
             }
         }
@@ -239,7 +237,7 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
         let (r_k, ia_k) = (r[last], inv_alpha[last]);
         for a in 0..last {
             let ia = inv_alpha[a];
-            for j in 0..BLOCK {
+            for j in 0..len {
                 let (r_j, r_l) = (r[a][j] * ia, r_k[j] * ia_k);
                 g_cols[alpha_at(a)][j] = r_j - r_l;
                 c_cols[alpha_at(a)][j] = r_j * ia + r_l * ia_k;
@@ -248,7 +246,7 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
         for m in 0..k {
             let (i_mu, i_s) = (mu_at(k, m), shape_at(k, m));
             let (mu, c) = (t.mu[m], &consts[m]);
-            for j in 0..BLOCK {
+            for j in 0..len {
                 let [u_mu, u_s, h_mumu, h_mus, h_ss] = component_derivatives::<IG>(xb[j], gb[j], mu, c);
                 let rm = r[m][j];
                 g_cols[i_mu][j] = rm * u_mu;
