@@ -144,6 +144,12 @@
 #'       default 4, so up to `5 * random.inits` starts; 0 turns it off. Other
 #'       datasets are not affected, and start `i` is the same draw in any
 #'       round, so results stay reproducible. See "Ties and collapse" below.}
+#'     \item{`devices`}{the GPUs to use, numbered from 0 as
+#'       [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
+#'       every GPU. `cuda-batched` shares its chunks of work among them, one
+#'       host thread pair and one stream pair per GPU, kernels compiled once
+#'       per GPU; a fit is the same whichever GPUs run it. `cuda-streams` uses
+#'       the first one.}
 #'   }
 #' @param ... For a data frame `datasets`: `value` and `group`, the names of
 #'   its value and grouping columns, or `formula = value ~ group`. Any other
@@ -250,6 +256,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     keep_starts = control$keep.starts,
     screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
     restarts = control$restarts,
+    devices = control$devices,
     report = if (is.null(reporter)) NULL else reporter$update
   )
 

@@ -59,10 +59,10 @@ run_with_fallback <- function(run, engine, use.gpu) {
 #' the device by NVRTC, which takes a fraction of a second).
 #'
 #' @returns A list with `driver_found` and `nvrtc_found` (logical), `devices`
-#'   (a data frame with `name`, `compute_capability`, `memory_gib` and
-#'   `free_gib` per GPU), `usable` (logical), `reason` (why not, or `""`) and
+#'   (a data frame with `device` (the number `control$devices` takes, from
+#'   0), `name`, `compute_capability`, `memory_gib` and `free_gib` per GPU), `usable` (logical), `reason` (why not, or `""`) and
 #'   `kernel_compilations` (how often this R session compiled the kernels:
-#'   once, whatever the number of calls).
+#'   once per GPU used, whatever the number of calls).
 #' @examples
 #' info <- bulkem_gpu_info()
 #' info$usable
@@ -70,7 +70,8 @@ run_with_fallback <- function(run, engine, use.gpu) {
 bulkem_gpu_info <- function() {
   r <- gpu_info_()
   list(driver_found = r$driver_found, nvrtc_found = r$nvrtc_found,
-       devices = data.frame(name = as.character(r$device_name),
+       devices = data.frame(device = seq_along(r$device_name) - 1L,
+                            name = as.character(r$device_name),
                             compute_capability = as.character(r$compute_capability),
                             memory_gib = as.numeric(r$memory_gib),
                             free_gib = as.numeric(r$free_gib)),

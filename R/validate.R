@@ -142,7 +142,7 @@ control_defaults <- function() {
        keep.data = FALSE, keep.starts = FALSE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
        spurious.count.ratio = screen[["count.ratio"]],
-       restarts = model_limits()$restarts)
+       restarts = model_limits()$restarts, devices = NULL)
 }
 
 check_control <- function(control) {
@@ -175,6 +175,7 @@ check_control <- function(control) {
   check_threshold(out$spurious.count, "control$spurious.count", Inf)
   check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)
   out$restarts <- as.integer(check_whole(out$restarts, "control$restarts", 0, 1000))
+  out$devices <- check_devices(out$devices)
   out
 }
 
@@ -185,4 +186,15 @@ check_threshold <- function(x, arg, most) {
              if (is.finite(most)) most else "any finite value", ", not ", format_value(x))
   }
   invisible(x)
+}
+
+# control$devices: CUDA ordinals (0, 1, ...), distinct; NULL: every GPU.
+check_devices <- function(x) {
+  if (is.null(x)) return(integer(0))
+  if (!is.numeric(x) || length(x) == 0 || anyNA(x) || any(x != round(x)) || any(x < 0) ||
+      any(x > 1023) || anyDuplicated(x)) {
+    stop_arg("`control$devices` must be distinct GPU numbers as bulkem_gpu_info() lists them ",
+             "(0, 1, ...), or NULL for every GPU, not ", format_value(x))
+  }
+  as.integer(x)
 }

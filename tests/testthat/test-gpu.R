@@ -8,7 +8,7 @@ test_that("bulkem_gpu_info() reports what it sees without failing", {
   expect_type(info$driver_found, "logical")
   expect_type(info$nvrtc_found, "logical")
   expect_s3_class(info$devices, "data.frame")
-  expect_named(info$devices, c("name", "compute_capability", "memory_gib", "free_gib"))
+  expect_named(info$devices, c("device", "name", "compute_capability", "memory_gib", "free_gib"))
   # the streams kernels when the GPU is set up, the batched ones per family and K used
   expect_true(if (info$usable) info$kernel_compilations >= 1 else info$kernel_compilations == 0)
   expect_identical(nzchar(info$reason), !info$usable)
@@ -274,4 +274,22 @@ test_that("every engine runs the same restart rounds and returns the same fit", 
     }
   }
   expect_gte(restarted, 1)
+})
+
+test_that("control$devices is checked, and one named GPU gives the default's fits", {
+  for (bad in list(-1, 1.5, NA, "0", c(0, 0))) {
+    expect_error(bulkem(list(rnorm(50)), control = list(devices = bad)), "control\\$devices",
+                 class = "bulkem_error_argument")
+  }
+  skip_if_no_gpu()
+  n <- nrow(bulkem_gpu_info()$devices)
+  expect_identical(bulkem_gpu_info()$devices$device, seq_len(n) - 1L)
+  expect_error(bulkem(list(rnorm(50)), use.gpu = TRUE, control = list(devices = n)), "control\\$devices",
+               class = "bulkem_error_argument")
+  set.seed(73)
+  d <- replicate(30, c(rnorm(200), rnorm(200, 3)), simplify = FALSE)
+  all <- quiet_bulkem(d, family = "normal", seed = 5, use.gpu = TRUE)
+  first <- quiet_bulkem(d, family = "normal", seed = 5, use.gpu = TRUE, control = list(devices = 0))
+  strip <- function(f) { f <- unclass(f); attributes(f) <- NULL; f }
+  expect_identical(strip(first), strip(all))
 })

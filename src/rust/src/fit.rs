@@ -39,11 +39,12 @@ fn fit_(
     keep_starts: bool,
     screen: &[f64],
     restarts: i32,
+    devices: &[i32],
     report: Robj,
 ) -> Robj {
     or_condition(fit(
         datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
-        screen, restarts, report,
+        screen, restarts, devices, report,
     ))
 }
 
@@ -62,6 +63,7 @@ fn fit(
     keep_starts: bool,
     screen: &[f64],
     restarts: i32,
+    devices: &[i32],
     report: Robj,
 ) -> Result<List, Stop> {
     let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
@@ -83,6 +85,7 @@ fn fit(
             _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
         },
         restarts: as_count(restarts, "control$restarts")?,
+        devices: devices.iter().map(|&d| as_count(d, "control$devices").map(|d| d as usize)).collect::<Result<_, _>>()?,
     };
     let threads = match usize::try_from(threads) {
         Ok(0) | Err(_) => bulkem_core::default_threads(),

@@ -19,7 +19,7 @@ use crate::outcome::{Outcome, StartRecord, Status};
 /// `Error::Cancelled` soon after.
 pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Fit>, Error> {
     job.validate()?;
-    let engine = kind.engine(threads)?;
+    let engine = kind.engine(threads, &job.devices)?;
     let clock = std::time::Instant::now();
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| prepare(job.datasets[d], job.family))?;
     let clock = counters.lap("prepare", clock);

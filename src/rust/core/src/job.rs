@@ -30,6 +30,9 @@ pub struct Job<'a> {
     /// Rounds of `starts` more starts for a dataset whose starts all
     /// collapsed or were rejected by the screen (control$restarts).
     pub restarts: u32,
+    /// The GPUs a CUDA engine runs on, by CUDA ordinal; empty: every GPU
+    /// (control$devices).
+    pub devices: Vec<usize>,
 }
 
 /// The settings of one K of a job: what an engine runs.

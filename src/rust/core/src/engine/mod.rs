@@ -70,14 +70,28 @@ impl EngineKind {
     }
 
     /// The engine, ready to run with `threads` host threads (CPU workers, GPU
-    /// stream workers, or threads packing the GPU's work); a GPU engine sets
-    /// the GPU up first, so an unusable one fails before any work.
-    pub fn engine(self, threads: usize) -> Result<Box<dyn Engine>, Error> {
-        let gpu = || crate::gpu::gpu().map_err(Error::GpuUnavailable);
+    /// stream workers, or threads packing the GPU's work) on the GPUs
+    /// `devices` (CUDA ordinals; empty: every GPU). cuda-batched shares its
+    /// chunks among them; cuda-streams, the 2015 design, uses the first. A
+    /// GPU engine sets its GPUs up first, so an unusable one fails before
+    /// any work.
+    pub fn engine(self, threads: usize, devices: &[usize]) -> Result<Box<dyn Engine>, Error> {
+        if self == EngineKind::Cpu {
+            return Ok(Box::new(cpu::Cpu { threads }));
+        }
+        let count = crate::gpu::device_count().map_err(Error::GpuUnavailable)?;
+        if let Some(&bad) = devices.iter().find(|&&d| d >= count) {
+            return Err(Error::Argument {
+                arg: "control$devices",
+                message: format!("names GPU {bad}, but the GPUs here are numbered 0 to {}", count.saturating_sub(1)),
+            });
+        }
+        let gpus = crate::gpu::gpu_devices(devices).map_err(Error::GpuUnavailable)?;
+        let first = gpus.first().cloned().ok_or(Error::GpuUnavailable(crate::error::Unavailable::NoDevice))?;
         Ok(match self {
             EngineKind::Cpu => Box::new(cpu::Cpu { threads }),
-            EngineKind::CudaStreams => Box::new(cuda_streams::CudaStreams { gpu: gpu()?, workers: threads }),
-            EngineKind::CudaBatched => Box::new(cuda_batched::CudaBatched { gpu: gpu()?, host_threads: threads }),
+            EngineKind::CudaStreams => Box::new(cuda_streams::CudaStreams { gpu: first, workers: threads }),
+            EngineKind::CudaBatched => Box::new(cuda_batched::CudaBatched { gpus, host_threads: threads }),
         })
     }
 }

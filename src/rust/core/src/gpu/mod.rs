@@ -23,8 +23,9 @@ pub fn fault_injected(which: &str) -> bool {
     std::env::var(FAULT_ENV).is_ok_and(|v| v.split(',').any(|f| f.trim() == which))
 }
 
-/// The GPU every CUDA engine uses: device 0, its context and the kernels.
+/// One GPU a CUDA engine uses: its ordinal, context and kernels.
 pub struct Gpu {
+    pub ordinal: usize,
     pub ctx: Arc<CudaContext>,
     pub name: String,
     pub compute_capability: (i32, i32),
@@ -56,12 +57,48 @@ pub fn compilations() -> usize {
     kernels::COMPILATIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-static GPU: OnceLock<Result<Arc<Gpu>, Unavailable>> = OnceLock::new();
+/// Each GPU of the machine, set up on its first use; the slots themselves
+/// are made once, when the driver is first asked how many GPUs there are.
+static GPUS: OnceLock<Result<Vec<OnceLock<Result<Arc<Gpu>, Unavailable>>>, Unavailable>> = OnceLock::new();
 
-/// The process's GPU, set up on first use (libraries probed, context made,
-/// kernels compiled by NVRTC for its compute capability); later calls reuse it.
+/// The machine's first GPU: what `gpu_devices(&[])` starts with.
 pub fn gpu() -> Result<Arc<Gpu>, Unavailable> {
-    GPU.get_or_init(|| init().map(Arc::new)).clone()
+    device(0)
+}
+
+/// GPU `ordinal`, set up on first use (libraries probed, context made,
+/// kernels compiled by NVRTC for its compute capability); later calls reuse it.
+pub fn device(ordinal: usize) -> Result<Arc<Gpu>, Unavailable> {
+    let slots = GPUS.get_or_init(|| count().map(|n| (0..n).map(|_| OnceLock::new()).collect())).as_ref().map_err(Clone::clone)?;
+    let slot = slots.get(ordinal).ok_or(Unavailable::NoDevice)?;
+    slot.get_or_init(|| init(ordinal).map(Arc::new)).clone()
+}
+
+/// How many GPUs the driver lists (0 gives `NoDevice` on use).
+pub fn device_count() -> Result<usize, Unavailable> {
+    match GPUS.get_or_init(|| count().map(|n| (0..n).map(|_| OnceLock::new()).collect())) {
+        Ok(slots) => Ok(slots.len()),
+        Err(why) => Err(why.clone()),
+    }
+}
+
+/// The GPUs named by `ordinals` (every GPU when empty), each set up.
+pub fn gpu_devices(ordinals: &[usize]) -> Result<Vec<Arc<Gpu>>, Unavailable> {
+    let all: Vec<usize> = if ordinals.is_empty() { (0..device_count()?).collect() } else { ordinals.to_vec() };
+    if all.is_empty() {
+        return Err(Unavailable::NoDevice);
+    }
+    all.into_iter().map(device).collect()
+}
+
+fn count() -> Result<usize, Unavailable> {
+    driver_present()?;
+    nvrtc_present()?;
+    contained("setting up CUDA", || {
+        CudaContext::device_count().map_err(|e| format!("the CUDA driver failed to start: {e:?}"))
+    })
+    .map_err(Unavailable::Setup)
+    .map(|n| n.max(0) as usize)
 }
 
 /// Runs `f`, turning a panic inside cudarc into an error that says `what`
@@ -86,19 +123,13 @@ fn nvrtc_present() -> Result<(), Unavailable> {
     Ok(())
 }
 
-fn init() -> Result<Gpu, Unavailable> {
-    driver_present()?;
-    nvrtc_present()?;
-    contained("setting up CUDA", open).map_err(Unavailable::Setup)?.ok_or(Unavailable::NoDevice)
+fn init(ordinal: usize) -> Result<Gpu, Unavailable> {
+    contained("setting up CUDA", || open(ordinal)).map_err(Unavailable::Setup)
 }
 
-/// Device 0 with its context and kernels, or `None` if the driver lists no GPU.
-fn open() -> Result<Option<Gpu>, String> {
-    let count = CudaContext::device_count().map_err(|e| format!("the CUDA driver failed to start: {e:?}"))?;
-    if count < 1 {
-        return Ok(None);
-    }
-    let ctx = CudaContext::new(0).map_err(|e| format!("could not open GPU 0: {e:?}"))?;
+/// GPU `ordinal` with its context and kernels.
+fn open(ordinal: usize) -> Result<Gpu, String> {
+    let ctx = CudaContext::new(ordinal).map_err(|e| format!("could not open GPU {ordinal}: {e:?}"))?;
     let compute_capability = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
     let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
     let total_memory = ctx.total_mem().unwrap_or(0);
@@ -113,7 +144,7 @@ fn open() -> Result<Option<Gpu>, String> {
     // (counter) and volatile (flag), so any interleaving is correct.
     unsafe { ctx.disable_event_tracking() };
     let kernels = Kernels::compile(&ctx, compute_capability)?;
-    Ok(Some(Gpu { ctx, name, compute_capability, total_memory, kernels }))
+    Ok(Gpu { ordinal, ctx, name, compute_capability, total_memory, kernels })
 }
 
 /// Everything bulkem can tell about CUDA on this machine, without failing.

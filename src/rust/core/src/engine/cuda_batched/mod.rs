@@ -34,7 +34,8 @@ const WARP_MIN_MEAN_N: usize = 256;
 const WORKERS: usize = 2;
 
 pub struct CudaBatched {
-    pub gpu: Arc<Gpu>,
+    /// The GPUs sharing the chunks; each has WORKERS host workers.
+    pub gpus: Vec<Arc<Gpu>>,
     /// Threads packing chunks and recording results.
     pub host_threads: usize,
 }
@@ -48,22 +49,35 @@ enum Mapping {
 
 impl Engine for CudaBatched {
     fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error> {
-        let gpu = &self.gpu;
         let t = &work.task;
-        let free = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
-            .map_err(Error::Gpu)?
-            .0;
-        let chunks = chunks::plan(work, free / (2 * WORKERS));
-        let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision).map_err(Error::Gpu)?;
+        // chunks sized for the GPU with the least free memory, and with
+        // several GPUs at least two per worker, so that every GPU gets work
+        // (results do not depend on chunking or on which GPU runs a chunk)
+        let mut free = usize::MAX;
+        for gpu in &self.gpus {
+            let f = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
+                .map_err(Error::Gpu)?
+                .0;
+            free = free.min(f);
+        }
+        let workers = WORKERS * self.gpus.len();
+        let pieces = if self.gpus.len() > 1 { 2 * workers } else { 1 };
+        let chunks = chunks::plan(work, free / (2 * WORKERS), pieces);
         let mapping = mapping(work);
+        // worker w runs on GPU w mod #GPUs, with that GPU's compiled kernel
+        let next_worker = std::sync::atomic::AtomicUsize::new(0);
         let setup = || {
-            contained("creating a CUDA stream", || {
+            let w = next_worker.fetch_add(1, Ordering::Relaxed);
+            let gpu = &self.gpus[w % self.gpus.len()];
+            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision).map_err(Error::Gpu)?;
+            let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
                 gpu.ctx.new_stream().map_err(|e| format!("{e:?}"))
             })
-            .map_err(Error::Gpu)
+            .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+            Ok((gpu.clone(), kernel, stream))
         };
-        queue::run(chunks.len(), WORKERS, cancel, setup, |stream, c| {
+        queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, stream), c| {
             let chunk = &chunks[c];
             let clock = std::time::Instant::now();
             let packed = pack::pack(work, chunk, self.host_threads, cancel)?;
@@ -71,11 +85,12 @@ impl Engine for CudaBatched {
             if packed.fits() == 0 || cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let ran = device::run(gpu, &kernel, mapping, stream, &packed, t, cancel, counters).map_err(Error::Gpu)?;
+            let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
+            let ran = device::run(gpu, kernel, mapping, stream, &packed, t, cancel, counters).map_err(on_gpu)?;
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            record::record(work, chunk, &packed, &ran, &kernel, stream, bests, self.host_threads, cancel, counters)
+            record::record(work, chunk, &packed, &ran, kernel, stream, bests, self.host_threads, cancel, counters)
         })
     }
 }

@@ -1,0 +1,54 @@
+# Several GPUs of one host (run on a machine with two or more):
+#   source .gpu/device-setup.sh && Rscript tests/gpu/multi.R [fraction]
+# B2 x 4 (40,000 datasets x 1,000 observations x 100 starts) on GPU 0 alone
+# and on every GPU, alternated twice in one run; the fits must be identical,
+# and the wall times are printed side by side. Then agreement of the
+# several-GPU fits with the CPU engine on a sample.
+suppressPackageStartupMessages(library(bulkem))
+source("inst/bench/workloads.R")
+args <- commandArgs(TRUE)
+fraction <- if (length(args)) as.numeric(args[1]) else 1
+info <- bulkem_gpu_info()
+print(info$devices)
+n_gpu <- nrow(info$devices)
+if (n_gpu < 2) stop("tests/gpu/multi.R needs two GPUs or more")
+w <- workload("B2", fraction)
+datasets <- rep(w$datasets, 4)
+names(datasets) <- NULL
+cat(sprintf("%d datasets x %d starts\n", length(datasets), w$args$random.inits))
+run <- function(devices) {
+  t0 <- proc.time()[["elapsed"]]
+  f <- do.call(bulkem, c(list(datasets), w$args, list(seed = 11, use.gpu = TRUE,
+                 control = list(engine = "cuda-batched", devices = devices))))
+  list(fits = f, seconds = proc.time()[["elapsed"]] - t0, kernel = attr(f, "kernel_seconds"))
+}
+invisible(run(0)); invisible(run(seq_len(n_gpu) - 1)) # warm-up: kernels compiled on every GPU
+strip <- function(f) { f <- unclass(f); attributes(f) <- NULL; f }
+rows <- list()
+for (rep in 1:2) {
+  for (devices in list(0, seq_len(n_gpu) - 1)) {
+    r <- run(devices)
+    if (rep == 1 && length(devices) == 1) reference <- strip(r$fits)
+    same <- identical(strip(r$fits), reference)
+    rows[[length(rows) + 1]] <- data.frame(run = rep, gpus = length(devices), seconds = round(r$seconds, 3),
+                                           kernel_seconds = round(r$kernel, 3), identical_to_one_gpu = same)
+    if (length(devices) > 1) several <- r$fits
+  }
+}
+tab <- do.call(rbind, rows)
+print(tab, row.names = FALSE)
+one <- tab$seconds[tab$gpus == 1]
+many <- tab$seconds[tab$gpus > 1]
+cat(sprintf("speed-up, %d GPUs over 1: %.2fx (best of 2 each: %.3f s vs %.3f s)\n",
+            n_gpu, min(one) / min(many), min(one), min(many)))
+# agreement with the CPU engine on 200 of the datasets
+pick <- seq(1, length(datasets), length.out = 200)
+cpu <- do.call(bulkem, c(list(datasets[pick]), w$args, list(seed = 11, use.gpu = FALSE)))
+gpu <- unclass(several)[pick]
+rel <- function(a, b) max(abs(a - b) / pmax(abs(b), 1e-300))
+bad <- sum(vapply(seq_along(pick), function(i) !identical(gpu[[i]]$best_start, cpu[[i]]$best_start) ||
+                    !identical(gpu[[i]]$status, cpu[[i]]$status), NA))
+worst <- max(vapply(seq_along(pick), function(i) rel(gpu[[i]]$mu, cpu[[i]]$mu), 0))
+cat(sprintf("several GPUs vs CPU on %d datasets: %d differ in status or winning start; worst mu %.2e relative\n",
+            length(pick), bad, worst))
+if (!all(tab$identical_to_one_gpu) || bad > 0) quit(status = 1)
