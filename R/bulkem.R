@@ -45,7 +45,7 @@
 #'     `formula =`: the same as the formula form.}
 #' }
 #' Missing values are dropped by default (`na.action`, above), in every form
-#' alike, and counted in each fit's `n_dropped`; so a list and the same data
+#' alike, and counted in the fit's `n_dropped`; so a list and the same data
 #' as a formula give identical fits. A group whose values were all dropped
 #' stays in the result as an `"invalid"` dataset of 0 observations.
 #'
@@ -168,8 +168,8 @@
 #'   [na.exclude()] (the same here), [na.fail()] (an error if there are any)
 #'   or [na.pass()] (keep them; a dataset holding one is then `"invalid"`),
 #'   or its name. The default is `getOption("na.action")`, [na.omit()] in a
-#'   standard R session, as for [lm()]. When values were dropped, each fit
-#'   records in `n_dropped` how many were dropped from it; a data frame's
+#'   standard R session, as for [lm()]. The fit of a dataset that lost values
+#'   records in `n_dropped` how many; a data frame's
 #'   rows whose group is missing belong to no dataset, and the result's
 #'   attribute `na.action` lists every row dropped.
 #' @param value,group For a data frame `datasets`: the name of the column of
@@ -216,9 +216,9 @@
 #'       from the observed information; `NA` when it is singular, and
 #'       `message` says why. See [vcov.bulkem_fit()] and
 #'       [confint.bulkem_fit()].}
-#'     \item{`n_dropped`}{in the fits of a call where `na.action` dropped
-#'       missing values: how many it dropped from this dataset (`n` counts
-#'       those that remained).}
+#'     \item{`n_dropped`}{only in the fit of a dataset from which `na.action`
+#'       dropped missing values (as [lm()] has `na.action` only when it
+#'       dropped rows): how many (`n` counts those that remained).}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],
@@ -343,13 +343,15 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
       f
     }, fits, datasets)
   }
-  # how many missing values na.action dropped from each dataset, in every
-  # fit of a call that dropped any (a call without costs nothing here)
-  if (any(input$n_dropped > 0)) {
-    fits <- Map(function(f, k) {
+  # how many missing values na.action dropped, in the fits of the datasets
+  # that lost any (as lm() has `na.action` only when it dropped rows): a
+  # fit depends on its own dataset alone, and clean data costs nothing here
+  lost <- which(input$n_dropped > 0)
+  if (length(lost) > 0) {
+    fits[lost] <- Map(function(f, k) {
       f$n_dropped <- k
       f
-    }, fits, input$n_dropped)
+    }, fits[lost], input$n_dropped[lost])
   }
   names(fits) <- names(datasets)
   # everything the caller waits for, R's share included

@@ -167,7 +167,12 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   fenv <- if (is.null(environment(f))) env else environment(f)
   vars <- setdiff(all.vars(f), ".")
   in_data <- vars %in% names(data)
-  absent <- vars[!in_data & !vapply(vars, exists, NA, envir = fenv)]
+  # a variable, not a function of the same name (t, c, df), must be there
+  visible <- function(v) {
+    x <- get0(v, envir = fenv)
+    !is.null(x) && !is.function(x)
+  }
+  absent <- vars[!in_data & !vapply(vars, visible, NA)]
   if (length(absent) > 0) {
     stop_arg(labels$formula, " uses ", paste0("`", absent, "`", collapse = ", "), ", which ",
              if (length(absent) == 1) "is" else "are",

@@ -136,7 +136,7 @@ test_that("a group whose values are all missing stays, invalid and empty; a miss
   expect_identical(fits$s3$n, 0L)
   expect_identical(fits$s3$n_dropped, sum(df$subject == "s3", na.rm = TRUE))
   # rows 1:5 (subject s2) have no group: dropped, not counted against a dataset
-  expect_identical(fits$s2$n_dropped, 0L)
+  expect_null(fits$s2$n_dropped)
   expect_identical(fits$s2$n, sum(df$subject == "s2", na.rm = TRUE))
   expect_true(all(1:5 %in% attr(fits, "na.action")))
 })
@@ -150,9 +150,12 @@ test_that("a list drops NA and NaN by default and counts them per dataset", {
   clean <- bulkem(list(a = x, b = y), family = "normal", random.inits = 3, seed = 2)
   expect_identical(fit_values(fits), fit_values(clean))
   expect_identical(fits$a$n_dropped, 2L)
-  expect_identical(fits$b$n_dropped, 0L)
+  # a fit depends on its dataset alone: b lost nothing and has no n_dropped,
+  # exactly as b fitted in a call without a
+  expect_null(fits$b$n_dropped)
+  expect_identical(unclass(fits$b), unclass(bulkem(list(b = y), family = "normal", random.inits = 3, seed = 2)$b))
   expect_identical(fits$a$n, length(x))
-  # a call that dropped nothing has no n_dropped, as before
+  # a dataset that lost nothing has no n_dropped, as before
   expect_null(clean$a$n_dropped)
   # one vector, likewise
   expect_identical(bulkem(c(x, NA), family = "normal", random.inits = 3, seed = 2)[[1]]$n_dropped, 1L)
@@ -189,6 +192,8 @@ test_that("errors name the argument and the variable the caller wrote", {
   expect_s3_class(e, "bulkem_error_argument")
   expect_match(conditionMessage(e), "the formula `w ~ subject` uses `w`", fixed = TRUE)
   expect_match(conditionMessage(e), "`data`", fixed = TRUE)
+  # a column named like a function (t) that data lacks is missing too
+  expect_error(bulkem(t ~ subject, data = df), "uses `t`", class = "bulkem_error_argument")
   e <- tryCatch(bulkem(df, formula = w ~ subject), error = identity)
   expect_s3_class(e, "bulkem_error_argument")
   expect_match(conditionMessage(e), "`formula = w ~ subject` uses `w`", fixed = TRUE)
