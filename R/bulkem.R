@@ -3,7 +3,7 @@
 #' Fits a mixture of `num.components` inverse Gaussian or Gaussian components
 #' to every dataset by EM, from `random.inits` random starts each, and keeps
 #' each dataset's best start. All (dataset, start) pairs run concurrently on
-#' all CPU cores. The first seven arguments are those of the 2015 bulkem, in
+#' the CPU cores this R session may use (`control$threads`). The first seven arguments are those of the 2015 bulkem, in
 #' the same order and with the same meaning; the defaults of `max.iters` and
 #' `random.inits` are larger than in 2015 (a call that gives them is
 #' unaffected).
@@ -28,6 +28,35 @@
 #' stream that depends only on `seed`, `s` and the dataset's values. So a
 #' dataset's fit is the same whatever the number of threads, its position in
 #' `datasets` and the other datasets in the call.
+#'
+#' @section Input:
+#' The data can come in the forms R's model functions accept:
+#' \describe{
+#'   \item{A list}{of numeric vectors (or one vector): one dataset each, as in
+#'     2015.}
+#'   \item{A formula}{`value ~ group` with `data`, `subset` and `na.action`,
+#'     built by [stats::model.frame()] as [lm()] builds its data: the
+#'     left-hand side is evaluated, so `log(rt) ~ subject` fits `log(rt)`;
+#'     every combination of the grouping variables on the right (`~ subject +
+#'     condition`) that occurs (after `subset`) is one dataset, named
+#'     `"s1:c1"` and in the order of [split()]; `value ~ 1` makes one
+#'     dataset.}
+#'   \item{A long data frame}{with `value` and `group` naming its columns, or
+#'     `formula =`: the same as the formula form.}
+#' }
+#' Missing values are dropped by default (`na.action`, above), in every form
+#' alike, and counted in the fit's `n_dropped`; so a list and the same data
+#' as a formula give identical fits. A group whose values were all dropped
+#' stays in the result as an `"invalid"` dataset of 0 observations.
+#'
+#' @section Progress:
+#' bulkem reports its progress through the \pkg{progressr} package, from R's
+#' main thread while the engine works, as the fraction of the work done
+#' (never going back, ending at 1). Like every progressr user, it shows
+#' nothing unless you ask: wrap a call in [progressr::with_progress()], or
+#' once per session call `progressr::handlers(global = TRUE)`; choose how it
+#' looks with [progressr::handlers()] (e.g. `handlers("cli")` or
+#' `handlers("txtprogressbar")`). `verbose` is independent of it.
 #'
 #' @section Spurious solutions:
 #' A mixture likelihood is unbounded: a component squeezed onto a few nearly
@@ -62,11 +91,12 @@
 #' spikes that the screen rejects anyway, or, set high enough to stop them,
 #' binds on true components (`inst/bench/results-restarts.md`).
 #'
-#' @param datasets A list of numeric vectors, one per dataset (lengths may
-#'   differ; names are kept), or a single numeric vector; or a data frame in
-#'   long form with `value` and `group` (or `formula = value ~ group`) given:
-#'   one dataset per group (or per combination of several grouping columns,
-#'   named `"a:b"`), in the order of `split()`.
+#' @param datasets The data, in one of these forms (see "Input" below):
+#'   a list of numeric vectors, one per dataset (lengths may differ; names
+#'   are kept), or a single numeric vector; a formula `value ~ group` with
+#'   `data`, as for [lm()]; or a data frame in long form with `value` and
+#'   `group`. A matrix is an error: give a list of its columns
+#'   (`asplit(m, 2)`).
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest BIC is returned, with
@@ -95,10 +125,8 @@
 #' @param epsilon Convergence threshold: a start stops when an update raises
 #'   the log-likelihood by less than this.
 #' @param verbose If `TRUE`, reports the engine, threads and timing with
-#'   [message()]. Calls that run longer than about two seconds show a progress
-#'   bar with an estimated time to completion (through [message()], so
-#'   [suppressMessages()] hides it) when `verbose` is `TRUE` or the session is
-#'   interactive.
+#'   [message()] (one line before the fit and one after). It does not turn
+#'   on a progress bar: progress goes through progressr (see "Progress").
 #' @param family Component family: `"invgauss"` (inverse Gaussian, positive
 #'   data) or `"normal"`.
 #' @param seed A whole number from 0 to 2^53 that fixes the random starts.
@@ -106,7 +134,10 @@
 #'   [set.seed()] before the call makes it reproducible.
 #' @param control A named list of further settings:
 #'   \describe{
-#'     \item{`threads`}{number of host threads (default: all cores): CPU
+#'     \item{`threads`}{number of host threads (default:
+#'       [parallelly::availableCores()], which honours `options(mc.cores)`,
+#'       a container's CPU limit, a Slurm, PBS, SGE or LSF allocation and
+#'       `_R_CHECK_LIMIT_CORES_`, and otherwise counts all cores): CPU
 #'       workers for the `cpu` engine, stream workers for `cuda-streams`,
 #'       threads preparing the work for `cuda-batched`.}
 #'     \item{`engine`}{`"auto"` (default: the GPU engine if `use.gpu` allows
@@ -151,9 +182,31 @@
 #'       per GPU; a fit is the same whichever GPUs run it. `cuda-streams` uses
 #'       the first one.}
 #'   }
-#' @param ... For a data frame `datasets`: `value` and `group`, the names of
-#'   its value and grouping columns, or `formula = value ~ group`. Any other
-#'   argument is an error (it catches misspelt argument names).
+#' @param ... Nothing: the arguments after it are matched by their full
+#'   names only, and anything else given is an error (it catches misspelt
+#'   argument names).
+#' @param data A data frame holding the variables of a formula `datasets`
+#'   (or `formula`), as for [lm()]; variables not in it are looked up where
+#'   the formula was written.
+#' @param subset An expression evaluated in the data (a formula's `data`, or
+#'   a data frame `datasets`) selecting the rows to use, as for [lm()], e.g.
+#'   `subset = rt > 0.1`.
+#' @param na.action What to do with missing values (`NA` and `NaN`), in every
+#'   form of input: a function such as [na.omit()] (drop them),
+#'   [na.exclude()] (the same here), [na.fail()] (an error if there are any)
+#'   or [na.pass()] (keep them; a dataset holding one is then `"invalid"`),
+#'   or its name. The default is `getOption("na.action")`, [na.omit()] in a
+#'   standard R session, as for [lm()]. The fit of a dataset that lost values
+#'   records in `n_dropped` how many; a data frame's
+#'   rows whose group is missing belong to no dataset, and the result's
+#'   attribute `na.action` lists every row dropped.
+#' @param value,group For a data frame `datasets`: the name of the column of
+#'   values and the name(s) of the grouping column(s), the same as the
+#'   formula `value ~ group1 + group2` (any column names work here).
+#' @param formula For a data frame `datasets`: `formula = value ~ group`, the
+#'   same as `bulkem(value ~ group, data = datasets)` (kept for scripts that
+#'   use it). Also `bulkem(formula = value ~ group, data = df)` works, as
+#'   for [lm()].
 #'
 #' @returns A list of class `bulkem` with one element of class `bulkem_fit`
 #'   per dataset, named as `datasets` was. Each fit is a list with
@@ -169,8 +222,9 @@
 #'     \item{`converged`}{`TRUE` if the winning start met the convergence rule.}
 #'     \item{`status`}{`"converged"`, `"max_iters"` (stopped at `max.iters`),
 #'       `"failed"` (every start degenerated) or `"invalid"` (the data cannot
-#'       be fitted: too few observations, `NA`/`NaN`/`Inf`, values <= 0 for the
-#'       inverse Gaussian, all values equal).}
+#'       be fitted: too few observations, `Inf`, `NA`/`NaN` kept by
+#'       `na.action = na.pass`, values <= 0 for the inverse Gaussian, all
+#'       values equal).}
 #'     \item{`message`}{why, for anything but `"converged"`; otherwise `""`.}
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
@@ -192,6 +246,9 @@
 #'       from the observed information; `NA` when it is singular, and
 #'       `message` says why. See [vcov.bulkem_fit()] and
 #'       [confint.bulkem_fit()].}
+#'     \item{`n_dropped`}{only in the fit of a dataset from which `na.action`
+#'       dropped missing values (as [lm()] has `na.action` only when it
+#'       dropped rows): how many (`n` counts those that remained).}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
 #'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],
@@ -204,7 +261,8 @@
 #'   arguments in R, rescaling the datasets (once, whatever the number of
 #'   Ks), the engine (and, for `cuda-batched`, its own phases), finishing the
 #'   fits, choosing K, building the R result, and the total: everything the
-#'   call waited for, as `elapsed`) record the call.
+#'   call waited for, as `elapsed`) record the call; `na.action`, when rows
+#'   of a data frame were dropped, lists them (as [na.omit()] records them).
 #'
 #' @examples
 #' set.seed(1)
@@ -220,14 +278,52 @@
 #' by_subject <- bulkem(df, value = "rt", group = "subject", num.components = 1,
 #'                      family = "normal", control = list(threads = 1))
 #' names(by_subject)
+#'
+#' # the same with a formula, as for lm(); the left-hand side is evaluated
+#' by_formula <- bulkem(rt ~ subject, data = df, num.components = 1,
+#'                      family = "normal", control = list(threads = 1))
+#' identical(by_formula$s1$mu, by_subject$s1$mu)
+#' log_rt <- bulkem(log(rt) ~ subject, data = df, subset = rt > 0.3,
+#'                  num.components = 1, family = "normal",
+#'                  control = list(threads = 1))
+#' log_rt$s2$mu
+#'
+#' # missing values are dropped (na.action = na.omit) and counted per dataset
+#' oz <- bulkem(Ozone ~ Month, data = airquality, num.components = 1,
+#'              random.inits = 1, control = list(threads = 1))
+#' vapply(oz, function(f) f$n_dropped, 0L)
+#' # a list as well
+#' one <- bulkem(list(a = c(x, NA)), num.components = 2, random.inits = 5,
+#'               family = "normal", control = list(threads = 1))
+#' one$a$n_dropped
+#'
+#' # progress through progressr, shown only when asked for
+#' progressr::with_progress(
+#'   fits <- bulkem(list(a = x, b = x * 2), random.inits = 5,
+#'                  family = "normal", control = list(threads = 1))
+#' )
 #' @export
 bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    random.inits = 20, use.gpu = NA, epsilon = 1e-6,
                    verbose = FALSE, family = c("invgauss", "normal"),
-                   seed = NULL, control = list(), ...) {
+                   seed = NULL, control = list(), ...,
+                   data = NULL, subset, na.action,
+                   value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
-  datasets <- datasets_from_frame(datasets, list(...))
-  datasets <- check_datasets(datasets)
+  check_dots(list(...))
+  if (!missing(datasets) && inherits(datasets, "formula") && is.data.frame(num.components)) {
+    # bulkem(y ~ g, df), as lm(y ~ g, df): the second argument is num.components
+    stop_arg("the data frame of a formula goes by name, bulkem(", format(datasets),
+             ", data = df): the second argument of bulkem() is `num.components`")
+  }
+  input <- make_datasets(
+    datasets = if (!missing(datasets)) datasets, data = data,
+    subset = if (!missing(subset)) substitute(subset),
+    na.action = if (!missing(na.action)) na.action,
+    value = value, group = group, formula = formula,
+    given = c(datasets = !missing(datasets), data = !missing(data), na.action = !missing(na.action)),
+    env = parent.frame())
+  datasets <- input$datasets
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
@@ -257,7 +353,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
     restarts = control$restarts,
     devices = control$devices,
-    report = if (is.null(reporter)) NULL else reporter$update
+    report = reporter$update
   )
 
   if (verbose) {
@@ -266,11 +362,10 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
       length(datasets), family, paste(num.components, collapse = ", "), random.inits, engine))
   }
   checked <- proc.time()[["elapsed"]]
-  reporter <- progress_reporter(verbose || interactive())
-  # an error or interrupt leaves a drawn bar's line ended, not dangling
-  if (!is.null(reporter)) on.exit(reporter$close(), add = TRUE)
+  # progressr finishes it when this call exits, however it exits
+  reporter <- progress_reporter()
   res <- run_with_fallback(run, engine, use.gpu)
-  if (!is.null(reporter)) reporter$finish()
+  reporter$finish()
   engine <- res$engine
   fits <- res$fits
   if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
@@ -279,6 +374,16 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
       f$data <- d
       f
     }, fits, datasets)
+  }
+  # how many missing values na.action dropped, in the fits of the datasets
+  # that lost any (as lm() has `na.action` only when it dropped rows): a
+  # fit depends on its own dataset alone, and clean data costs nothing here
+  lost <- which(input$n_dropped > 0)
+  if (length(lost) > 0) {
+    fits[lost] <- Map(function(f, k) {
+      f$n_dropped <- k
+      f
+    }, fits[lost], input$n_dropped[lost])
   }
   names(fits) <- names(datasets)
   # everything the caller waits for, R's share included
@@ -294,5 +399,16 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
             em_iterations = res$em_iterations,
             kernel_launches = res$kernel_launches,
             kernel_seconds = res$kernel_seconds,
-            timings = timings)
+            timings = timings, na.action = input$na.action)
+}
+
+# bulkem()'s `...` takes nothing: it is there so that the arguments after it
+# are matched only by their full names; anything in it is misspelt or
+# misplaced.
+check_dots <- function(extra) {
+  if (length(extra) == 0) return(invisible(NULL))
+  nms <- names(extra)
+  if (is.null(nms)) nms <- rep("", length(extra))
+  stop_arg("unknown argument(s) to bulkem(): ",
+           paste(ifelse(nzchar(nms), nms, "<unnamed>"), collapse = ", "))
 }

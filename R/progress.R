@@ -1,46 +1,34 @@
-# The progress bar of long calls: drawn from R's main thread while the engine
-# works (the glue calls `update` about four times a second), with message()
-# so that suppressMessages() silences it. Nothing shows before `after`
-# seconds, so short calls stay quiet.
+# Progress of a call, through progressr: the engine's watcher on R's main
+# thread calls `update(done, total)` about four times a second while the
+# engine works (src/rust/src/fit.rs, run_watched), and this turns the
+# fraction done into progressr steps. progressr shows nothing unless the
+# user asked for it (progressr::with_progress(), or
+# progressr::handlers(global = TRUE)), with the handler the user chose.
 
-progress_reporter <- function(show, after = 2) {
-  if (!show) return(NULL)
-  started <- proc.time()[["elapsed"]]
-  drawn <- FALSE
-  width <- 30
-  draw <- function(frac, tail) {
-    message(sprintf("\r|%-*s| %3.0f%% %s", width, strrep("=", round(width * frac)), 100 * frac, tail),
-            appendLF = FALSE)
+# Steps of a call's progressor: the fraction done in thousandths. (progressr
+# keeps a timestamp per step, so the steps cannot be the units of work,
+# which may number in the hundreds of millions.)
+progress_steps <- 1000L
+
+# A progressor for the call whose frame is `envir` (progressr finishes it
+# when that frame exits, also on an error or interrupt), and the functions
+# the glue and bulkem() call: `update(done, total)` signals the steps gained
+# since the last call, never going back; `finish()` the rest, up to 1.
+progress_reporter <- function(envir = parent.frame()) {
+  p <- progressr::progressor(steps = progress_steps, envir = envir)
+  sent <- 0L
+  advance <- function(to) {
+    if (to > sent) {
+      p(amount = to - sent)
+      sent <<- to
+    }
+    invisible(NULL)
   }
   list(
     update = function(done, total) {
-      elapsed <- proc.time()[["elapsed"]] - started
-      if (elapsed < after || total <= 0) return(invisible(NULL))
-      frac <- min(1, done / total)
-      eta <- if (frac > 0) sprintf("ETA %s   ", format_seconds(elapsed * (1 - frac) / frac)) else ""
-      draw(frac, eta)
-      drawn <<- TRUE
+      if (total > 0) advance(as.integer(floor(progress_steps * min(1, done / total))))
       invisible(NULL)
     },
-    finish = function() {
-      if (drawn) {
-        draw(1, sprintf("done in %s   ", format_seconds(proc.time()[["elapsed"]] - started)))
-        message("")
-        drawn <<- FALSE
-      }
-      invisible(NULL)
-    },
-    # ends the bar's line if the call stopped before finish()
-    close = function() {
-      if (drawn) message("")
-      drawn <<- FALSE
-      invisible(NULL)
-    }
+    finish = function() advance(progress_steps)
   )
-}
-
-format_seconds <- function(s) {
-  if (s < 60) return(sprintf("%.0fs", s))
-  if (s < 3600) return(sprintf("%dm%02.0fs", s %/% 60, s %% 60))
-  sprintf("%dh%02.0fm", s %/% 3600, (s %% 3600) / 60)
 }

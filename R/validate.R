@@ -3,51 +3,9 @@
 # one dataset's values are not checked here but reported per dataset by the
 # engine (status "invalid").
 
-# A long data frame, with `value` and `group` or a formula `value ~ group`,
-# becomes a list of datasets named by group; anything else in `extra`
-# (bulkem()'s ...) is an error. (A formula cannot come first with `data =`:
-# R would match `data` to `datasets`.)
-datasets_from_frame <- function(datasets, extra) {
-  allowed <- if (is.data.frame(datasets)) c("value", "group", "formula") else character(0)
-  nms <- names(extra)
-  if (is.null(nms)) nms <- rep("", length(extra))
-  unknown <- !nzchar(nms) | !(nms %in% allowed)
-  if (any(unknown)) {
-    stop_arg("unknown argument(s) to bulkem(): ",
-             paste(ifelse(nzchar(nms[unknown]), nms[unknown], "<unnamed>"), collapse = ", "))
-  }
-  if (!is.null(extra$formula)) {
-    f <- extra$formula
-    vars <- if (inherits(f, "formula")) all.vars(f) else character(0)
-    if (!inherits(f, "formula") || length(f) != 3 || length(vars) < 2 ||
-        length(all.vars(f[[2]])) != 1) {
-      stop_arg("`formula` must be `value ~ group` (or `value ~ group1 + group2`), ",
-               "naming columns of `datasets`")
-    }
-    extra <- list(value = vars[1], group = vars[-1])
-  }
-  if (!is.data.frame(datasets)) return(datasets)
-  for (arg in c("value", "group")) {
-    col <- extra[[arg]]
-    if (!is.character(col) || length(col) < 1 || (arg == "value" && length(col) != 1) ||
-        !all(col %in% names(datasets))) {
-      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ",
-               if (arg == "value") "one of its columns" else "one or more of its columns")
-    }
-  }
-  values <- datasets[[extra$value]]
-  if (!is.numeric(values) || is.factor(values)) {
-    stop_arg("column `", extra$value, "` of `datasets` must be numeric")
-  }
-  # several grouping columns: one dataset per combination, named "a:b"
-  split(as.double(values), as.list(datasets[extra$group]), drop = TRUE, sep = ":")
-}
-
+# A list of datasets or one numeric vector (data frames, formulas and
+# matrices were dealt with by make_datasets(), R/input.R).
 check_datasets <- function(datasets) {
-  if (is.data.frame(datasets)) {
-    stop_arg("`datasets` is a data frame: say which columns hold the values and ",
-             "the groups, e.g. bulkem(df, value = \"rt\", group = \"subject\")")
-  }
   if (is.numeric(datasets) && !is.object(datasets)) {
     datasets <- list(datasets)
   }
@@ -163,7 +121,7 @@ check_control <- function(control) {
   out <- control_defaults()
   for (nm in nms) out[nm] <- list(control[[nm]])
   out$threads <- if (is.null(out$threads)) {
-    0L # the engine uses all cores
+    default_threads()
   } else {
     as.integer(check_whole(out$threads, "control$threads", 1, 4096))
   }
@@ -177,6 +135,13 @@ check_control <- function(control) {
   out$restarts <- as.integer(check_whole(out$restarts, "control$restarts", 0, 1000))
   out$devices <- check_devices(out$devices)
   out
+}
+
+# The cores this R session may use, as parallelly counts them: the fewest of
+# the machine's cores, the cgroup (container) limit, options(mc.cores), a
+# Slurm/PBS/SGE/LSF allocation and _R_CHECK_LIMIT_CORES_ (R CMD check).
+default_threads <- function() {
+  max(1L, as.integer(parallelly::availableCores()))
 }
 
 # A screen threshold: a number from 0 (the rule off) to `most`.

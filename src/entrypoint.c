@@ -2,6 +2,7 @@
 // (extendr_module! generates R_init_bulkem_extendr); calling it from here also
 // keeps the linker from dropping the Rust static library.
 
+#include <setjmp.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 #include <R_ext/Utils.h>
@@ -17,8 +18,8 @@ void R_init_bulkem(DllInfo *dll) {
 }
 
 // R's main thread hands control to R while bulkem's workers run: to check
-// for Ctrl-C and time limits (R_CheckUserInterrupt) and to draw the progress
-// bar. Whatever R raises then must not longjmp over the Rust frames of the
+// for Ctrl-C and time limits (R_CheckUserInterrupt) and to report progress
+// (R/progress.R). Whatever R raises then must not longjmp over the Rust frames of the
 // call, and must reach the user as R's own condition once the workers have
 // stopped. So it is caught here, as a condition, and returned to Rust.
 struct watched {
@@ -65,14 +66,72 @@ static SEXP interrupt_condition(void) {
     return cond;
 }
 
+// What a jump out of the progress callback becomes: an error that says so
+// (the jump itself cannot go on over the Rust frames of the call).
+static SEXP jump_condition(void) {
+    SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
+    SEXP names = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_STRING_ELT(names, 0, Rf_mkChar("message"));
+    SET_STRING_ELT(names, 1, Rf_mkChar("call"));
+    Rf_setAttrib(cond, R_NamesSymbol, names);
+    SET_VECTOR_ELT(cond, 0, Rf_mkString(
+        "a condition handler left bulkem's progress report by a jump (a restart or an exiting "
+        "handler), which cannot cross the running fit; the fit was stopped"));
+    SEXP classes = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_STRING_ELT(classes, 0, Rf_mkChar("error"));
+    SET_STRING_ELT(classes, 1, Rf_mkChar("condition"));
+    Rf_classgets(cond, classes);
+    UNPROTECT(3);
+    return cond;
+}
+
+// A jump out of R_UnwindProtect() lands here instead of going on over the
+// Rust frames of the call: the cleanup escapes to the setjmp() of
+// watched_expr(), and the jump is abandoned, as R_ToplevelExec abandons one.
+static void escape_jump(void *data, Rboolean jump) {
+    if (jump) longjmp(*(jmp_buf *) data, 1);
+}
+
+static SEXP watched_expr_body(void *data) {
+    watched_run(data);
+    return R_NilValue;
+}
+
+// Evaluates `expr` (the progress callback) with the caller's condition
+// handlers in place, unlike R_ToplevelExec (which empties the handler
+// stack): progressr signals its progress as conditions, which reach the
+// handlers of with_progress() or handlers(global = TRUE) only so. Errors and
+// interrupts are caught as conditions (watched_run); any other jump (a
+// restart invoked from `expr`, an exiting handler of the caller's) is caught
+// by R_UnwindProtect and stops the fit with an error (jump_condition).
+static void watched_expr(struct watched *w) {
+    jmp_buf escape;
+    SEXP cont = PROTECT(R_MakeUnwindCont());
+    if (setjmp(escape)) {
+        UNPROTECT(1);
+        w->caught = PROTECT(jump_condition());
+        R_PreserveObject(w->caught);
+        UNPROTECT(1);
+        return;
+    }
+    R_UnwindProtect(watched_expr_body, w, escape_jump, &escape, cont);
+    UNPROTECT(1);
+}
+
 // Called from Rust (src/rust/src/interrupt.rs) on R's main thread. Returns
 // the condition R raised, preserved with R_PreserveObject (the caller
-// releases it), or R_NilValue. R_ToplevelExec stops any jump that is not a
-// condition the handler sees (a restart invoked from `expr`, an interrupt in
-// the few evaluations before the handler is set up); such a jump means "stop"
-// too, reported as an interrupt.
+// releases it), or R_NilValue. `expr` runs first (watched_expr); then the
+// check for an interrupt runs under R_ToplevelExec, which stops any jump
+// that is not a condition the handler sees (an interrupt in the few
+// evaluations before the handler is set up); such a jump means "stop" too,
+// reported as an interrupt.
 SEXP bulkem_watched_eval(SEXP expr) {
     struct watched w = { expr, R_NilValue };
+    if (expr != R_NilValue) {
+        watched_expr(&w);
+        if (w.caught != R_NilValue) return w.caught;
+        w.expr = R_NilValue;
+    }
     if (!R_ToplevelExec(watched_run, &w) && w.caught == R_NilValue) {
         w.caught = PROTECT(interrupt_condition());
         R_PreserveObject(w.caught);

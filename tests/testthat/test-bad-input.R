@@ -57,8 +57,11 @@ test_that("bad datasets are reported one by one while the others fit unchanged",
     null = NULL
   )
   bad["null"] <- list(NULL)
-  # one warning for the call, counting the invalid datasets
-  expect_warning(fits <- bulkem(c(list(good = good), bad), random.inits = 3, seed = 5),
+  # one warning for the call, counting the invalid datasets; NA and NaN are
+  # kept (na.action = na.pass) to be reported, not dropped as by default
+  # (test-input.R)
+  expect_warning(fits <- bulkem(c(list(good = good), bad), random.inits = 3, seed = 5,
+                                na.action = na.pass),
                  "of 10 fits, 9 were invalid", class = "bulkem_warning_convergence")
   alone <- bulkem(list(good = good), random.inits = 3, seed = 5)
   expect_identical(unclass(fits$good), unclass(alone$good))

@@ -128,40 +128,12 @@ test_that("verbose reports through message()", {
   expect_silent(bulkem(list(x), use.gpu = FALSE))
 })
 
-test_that("the progress bar is drawn through message() with an ETA, and only after a while", {
-  r <- bulkem:::progress_reporter(TRUE, after = 0)
-  msgs <- capture_messages({
-    r$update(25, 100)
-    r$finish()
-  })
-  expect_match(msgs[1], "25% ETA [0-9]+s")
-  expect_match(paste(msgs, collapse = ""), "100% done in")
-  quiet <- bulkem:::progress_reporter(TRUE, after = 3600)
-  expect_silent({
-    quiet$update(5, 10)
-    quiet$finish()
-  })
-  expect_null(bulkem:::progress_reporter(FALSE))
-  # a call that stops after the bar was drawn ends its line; finish() then close() adds nothing
-  stopped <- bulkem:::progress_reporter(TRUE, after = 0)
-  msgs <- capture_messages({
-    stopped$update(10, 100)
-    stopped$close()
-    stopped$close()
-  })
-  expect_identical(msgs[length(msgs)], "\n")
-  expect_length(msgs, 2)
-  expect_identical(capture_messages({
-    r$close()
-  }), character(0))
-})
-
 test_that("the engine reports progress to R while it works", {
   set.seed(9)
   d <- replicate(60, b1_dataset(2000), simplify = FALSE)
   calls <- list()
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, bulkem:::model_limits()$spurious, 0L, report)
+  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, bulkem:::model_limits()$spurious, 0L, integer(0), report)
   expect_gt(length(calls), 0)
   totals <- vapply(calls, `[`, 0, 2)
   dones <- vapply(calls, `[`, 0, 1)

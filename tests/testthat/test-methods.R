@@ -3,8 +3,9 @@
 method_fits <- function() {
   set.seed(11)
   d <- list(a = c(rnorm(200), rnorm(100, 4)), b = c(rnorm(150, 1), rnorm(150, 6, 2)), bad = c(1, NA))
+  # na.pass: `bad` keeps its NA, to be an invalid fit of 2 observations
   list(d = d, fits = quiet_bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
-                            control = list(keep.data = TRUE)))
+                            control = list(keep.data = TRUE), na.action = na.pass))
 }
 
 test_that("summary and as.data.frame tabulate every fit", {

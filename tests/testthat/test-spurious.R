@@ -78,8 +78,9 @@ test_that("starts_at_best counts the starts that reached the winning log-likelih
 test_that("one warning per call counts what did not end well, and none when all did", {
   set.seed(63)
   good <- c(rnorm(200), rnorm(200, 6))
+  # na.pass keeps the NA, so that the second dataset is invalid
   w <- tryCatch(bulkem(list(good, c(1, NA, 3, 4, 5, 6, 7), good + 1), max.iters = 2, random.inits = 2,
-                       family = "normal", use.gpu = FALSE, seed = 1),
+                       family = "normal", use.gpu = FALSE, seed = 1, na.action = na.pass),
                 warning = function(w) w)
   expect_s3_class(w, "bulkem_warning_convergence")
   expect_s3_class(w, "bulkem_warning")

@@ -7,7 +7,7 @@ tidy_fits <- function(family, keep = TRUE) {
   d <- if (family == "normal") {
     list(a = rmix(300, c(0.4, 0.6), c(0, 4), c(1, 1.5), "normal"),
          b = rmix(300, c(0.3, 0.3, 0.4), c(-5, 0, 6), c(1, 0.7, 1.2), "normal"),
-         bad = c(1, NA, 3))
+         bad = c(1, Inf, 3))
   } else {
     list(a = b1_dataset(500), b = rmix(400, c(0.6, 0.4), c(1, 5), c(5, 20)), bad = c(-1, 2, 3))
   }

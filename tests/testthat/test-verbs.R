@@ -8,7 +8,7 @@ verb_fits <- function(family) {
   d <- if (family == "normal") {
     list(a = rmix(400, c(0.4, 0.6), c(0, 4), c(1, 1.5), "normal"),
          b = rmix(300, c(0.5, 0.5), c(10, 20), c(2, 3), "normal"),
-         bad = c(1, NA, 3))
+         bad = c(1, Inf, 3))
   } else {
     list(a = b1_dataset(600), b = rmix(400, c(0.6, 0.4), c(1, 5), c(5, 20)), bad = c(-1, 2, 3))
   }

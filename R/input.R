@@ -1,0 +1,230 @@
+# The first argument of bulkem(), in whichever form it came, made into the
+# list of datasets the engine fits:
+#   - a list of numeric vectors, or one numeric vector;
+#   - a long data frame with `value` and `group` (column names), or with
+#     `formula = value ~ group` (an alias of the formula form);
+#   - a formula `value ~ group` with `data`, `subset` and `na.action`, built
+#     by stats::model.frame() as lm() does, so `log(v) ~ g` fits log(v).
+# Missing values are handled by `na.action` in every form. Errors name the
+# arguments as the caller wrote them (stop_arg(), R/conditions.R).
+#
+# The dispatch is done here rather than by S3 methods of bulkem(): R's S3
+# dispatch picks its object by matching argument names partially against the
+# first formal (`datasets`), so `bulkem(y ~ g, data = df)` would dispatch on
+# `df` (`data` is a prefix of `datasets`). One function with `data` as a
+# formal of its own matches `data =` exactly and keeps the 2015 signature.
+
+# Returns list(datasets, n_dropped, na.action): the named list of double
+# vectors (or NULLs), how many values `na.action` dropped from each, and the
+# rows a data frame lost (`na.action`'s record, as lm() keeps it) or NULL.
+# `given` says which arguments the caller supplied; `subset` is the
+# unevaluated expression or NULL; `env` is the caller's frame.
+make_datasets <- function(datasets, data, subset, na.action, value, group, formula,
+                          given, env) {
+  na <- resolve_na_action(na.action, given[["na.action"]])
+  if (!given[["datasets"]]) {
+    if (is.null(formula)) {
+      stop_arg("`datasets` is missing: give a list of numeric vectors, one numeric vector, ",
+               "a data frame with `value` and `group`, or a formula with `data`")
+    }
+    # bulkem(formula = y ~ g, data = df), as one would call lm()
+    return(datasets_from_formula(formula, data, subset, na, env,
+                                 labels = formula_labels(formula, "`formula`", "`data`")))
+  }
+  if (inherits(datasets, "formula")) {
+    unused_with(c(value = !is.null(value), group = !is.null(group), formula = !is.null(formula)),
+                "a formula `datasets` (the formula says which columns hold the values and groups)")
+    return(datasets_from_formula(datasets, data, subset, na, env,
+                                 labels = formula_labels(datasets, "the formula", "`data`")))
+  }
+  if (is.data.frame(datasets)) {
+    if (given[["data"]]) {
+      stop_arg("`data` goes with a formula as the first argument, e.g. bulkem(rt ~ subject, ",
+               "data = df); here `datasets` is the data frame already")
+    }
+    if (!is.null(formula)) {
+      unused_with(c(value = !is.null(value), group = !is.null(group)), "`formula`")
+      return(datasets_from_formula(formula, datasets, subset, na, env,
+                                   labels = formula_labels(formula, "`formula`", "`datasets`")))
+    }
+    return(datasets_from_columns(datasets, value, group, subset, na, env))
+  }
+  if (length(dim(datasets)) >= 2) {
+    stop_arg("`datasets` is a ", if (is.matrix(datasets)) "matrix" else "array",
+             ": bulkem fits one dataset per element of a list; give a list of its columns, ",
+             "e.g. asplit(m, 2), or c(m) for a single dataset")
+  }
+  unused_with(c(data = given[["data"]], subset = !is.null(subset), value = !is.null(value),
+                group = !is.null(group), formula = !is.null(formula)),
+              "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
+  datasets <- check_datasets(datasets)
+  dropped <- drop_missing(datasets, na)
+  list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL)
+}
+
+# How the caller gave the formula and the data, for error messages.
+formula_labels <- function(f, how, data) {
+  shown <- if (inherits(f, "formula")) {
+    paste0("`", paste(deparse(f, width.cutoff = 500L), collapse = " "), "`")
+  } else {
+    ""
+  }
+  list(formula = if (how == "`formula`") paste0("`formula = ", substring(shown, 2)) else
+         paste(how, shown),
+       data = data)
+}
+
+# Stops when arguments that only go with another form of input were given.
+unused_with <- function(given, needs) {
+  if (any(given)) {
+    args <- paste0("`", names(given)[given], "`", collapse = ", ")
+    stop_arg(args, if (sum(given) == 1) " goes" else " go", " with ", needs)
+  }
+}
+
+# The na.action function and how to name it in messages: the argument, or
+# getOption("na.action") (na.omit in a standard session) when not given, as
+# model.frame() does; NULL (no option set) keeps missing values.
+resolve_na_action <- function(na.action, given) {
+  label <- if (given) "`na.action`" else "getOption(\"na.action\")"
+  if (!given) na.action <- getOption("na.action")
+  if (is.null(na.action)) return(list(fun = stats::na.pass, label = label))
+  fun <- if (is.function(na.action)) {
+    na.action
+  } else if (is.character(na.action) && length(na.action) == 1 && !is.na(na.action)) {
+    tryCatch(match.fun(na.action), error = function(e) NULL)
+  }
+  if (is.null(fun)) {
+    stop_arg(label, " must be a function such as na.omit, na.exclude, na.fail or na.pass, ",
+             "or its name, not ", format_value(na.action))
+  }
+  list(fun = fun, label = label)
+}
+
+# Applies na.action to each dataset of a checked list that holds NA or NaN
+# (the others are left alone, so a long list costs one anyNA() each).
+drop_missing <- function(datasets, na) {
+  n_dropped <- integer(length(datasets))
+  for (i in which(vapply(datasets, anyNA, NA))) {
+    d <- datasets[[i]]
+    kept <- tryCatch(na$fun(d), error = function(e) {
+      stop_arg(na$label, " stopped at `datasets[[", i, "]]`: ", conditionMessage(e))
+    })
+    if (!is.numeric(kept)) {
+      stop_arg(na$label, " must return the values it keeps, as na.omit does; for ",
+               "`datasets[[", i, "]]` it returned ", describe_type(kept))
+    }
+    kept <- as.double(kept) # without na.omit's attributes
+    n_dropped[i] <- length(d) - length(kept)
+    datasets[i] <- list(kept)
+  }
+  list(datasets = datasets, n_dropped = n_dropped)
+}
+
+# value = "rt", group = c("subject", "block"): checked by name, then made
+# into the formula `rt ~ subject + block` (any column name works, as a
+# symbol) and built like one.
+datasets_from_columns <- function(df, value, group, subset, na, env) {
+  for (arg in c("value", "group")) {
+    col <- if (arg == "value") value else group
+    if (!is.character(col) || length(col) < 1 || anyNA(col) ||
+        (arg == "value" && length(col) != 1) || !all(col %in% names(df))) {
+      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ",
+               if (arg == "value") "one of its columns" else "one or more of its columns",
+               " (or give a formula: bulkem(rt ~ subject, data = df))")
+    }
+  }
+  values <- df[[value]]
+  if (!is.numeric(values) || is.factor(values)) {
+    stop_arg("column `", value, "` of `datasets` must be numeric, not ", describe_type(values))
+  }
+  rhs <- Reduce(function(a, b) call("+", a, b), lapply(group, as.name))
+  f <- eval(call("~", as.name(value), rhs))
+  environment(f) <- env
+  labels <- list(formula = paste0("`value = \"", value, "\"` with `group`"), data = "`datasets`")
+  datasets_from_formula(f, df, subset, na, env, labels)
+}
+
+# The formula form, as lm() builds its data: stats::model.frame() with
+# `data` and `subset` (evaluated in `data`, then where the formula was
+# written), keeping missing values; then `na.action` on that frame, so that
+# the rows it drops are known and counted per dataset. One dataset per
+# combination of the grouping variables present after `subset` (named
+# "a:b", in the order of split()); a group whose values were all dropped is
+# kept, empty ("invalid", with its count dropped). Rows whose group is
+# missing belong to no dataset.
+datasets_from_formula <- function(f, data, subset, na, env, labels) {
+  if (!inherits(f, "formula")) {
+    stop_arg("`formula` must be a formula such as value ~ group, not ", format_value(f))
+  }
+  if (length(f) != 3L) {
+    stop_arg(labels$formula, " has no response (the values): write it as value ~ group, ",
+             "value ~ group1 + group2, or value ~ 1 for one dataset")
+  }
+  if (!is.null(data) && !is.data.frame(data)) {
+    stop_arg(labels$data, " must be a data frame, not ", describe_type(data))
+  }
+  fenv <- if (is.null(environment(f))) env else environment(f)
+  vars <- setdiff(all.vars(f), ".")
+  in_data <- vars %in% names(data)
+  # a variable, not a function of the same name (t, c, df), must be there
+  visible <- function(v) {
+    x <- get0(v, envir = fenv)
+    !is.null(x) && !is.function(x)
+  }
+  absent <- vars[!in_data & !vapply(vars, visible, NA)]
+  if (length(absent) > 0) {
+    stop_arg(labels$formula, " uses ", paste0("`", absent, "`", collapse = ", "), ", which ",
+             if (length(absent) == 1) "is" else "are",
+             if (is.null(data)) " not a variable" else paste0(" neither a column of ", labels$data, " nor a variable"),
+             " where the formula was written")
+  }
+  for (v in vars[in_data]) {
+    if (is.list(data[[v]])) {
+      stop_arg("column `", v, "` of ", labels$data, " is a list column; the values and the groups ",
+               "must be vectors (groups: factor, character, numeric or logical)")
+    }
+  }
+  build <- call("model.frame", formula = f, data = data, subset = subset,
+                na.action = stats::na.pass, drop.unused.levels = TRUE)
+  build[[1L]] <- quote(stats::model.frame)
+  if (is.null(subset)) build$subset <- NULL
+  mf <- tryCatch(eval(build, env), error = function(e) {
+    stop_arg("cannot make the datasets from ", labels$formula, ": ", conditionMessage(e))
+  })
+  if (nrow(mf) == 0L) {
+    stop_arg(labels$formula, " with ", labels$data, if (!is.null(subset)) " and `subset`",
+             " gives no rows to fit")
+  }
+  y <- mf[[1L]]
+  if (!is.numeric(y) || is.factor(y) || !is.null(dim(y))) {
+    stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
+             labels$formula, " must be a numeric vector, not ", describe_type(y))
+  }
+  groups <- as.list(mf[-1L])
+  for (v in names(groups)) {
+    if (is.list(groups[[v]]) || !is.null(dim(groups[[v]]))) {
+      stop_arg("the group `", v, "` of ", labels$formula, " must be a vector ",
+               "(factor, character, numeric or logical), not ", describe_type(groups[[v]]))
+    }
+  }
+  # groups as split() would make them, before any row is dropped
+  g <- if (length(groups) > 0) interaction(groups, drop = TRUE, sep = ":")
+  kept_frame <- tryCatch(na$fun(mf), error = function(e) stop_arg(na$label, " stopped the call: ", conditionMessage(e)))
+  if (!is.data.frame(kept_frame)) {
+    stop_arg(na$label, " must return the rows it keeps, as na.omit does, not ", describe_type(kept_frame))
+  }
+  keep <- match(row.names(kept_frame), row.names(mf))
+  values <- as.double(y[keep])
+  if (is.null(g)) {
+    datasets <- list(values)
+    n_dropped <- nrow(mf) - length(keep)
+  } else {
+    datasets <- split(values, g[keep])
+    dropped <- rep(TRUE, nrow(mf))
+    dropped[keep] <- FALSE
+    n_dropped <- tabulate(as.integer(g)[dropped], nlevels(g))
+  }
+  list(datasets = datasets, n_dropped = as.integer(n_dropped),
+       na.action = attr(kept_frame, "na.action"))
+}
