@@ -174,13 +174,18 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, ...) {
                    ylab = if (ig) "lambda (shape)" else "sigma (standard deviation)", main = main)
   args <- plot_args(defaults, dots)
   if (legend) {
-    entries <- list(label = character(), col = character(), pch = numeric())
-    add <- function(label, col, pch) {
+    entries <- list(label = character(), col = character(), pch = numeric(), lty = numeric())
+    add <- function(label, col, pch, lty = NA) {
       entries$label <<- c(entries$label, label)
       entries$col <<- c(entries$col, rep(col, length.out = length(label)))
       entries$pch <<- c(entries$pch, rep(pch, length.out = length(label)))
+      entries$lty <<- c(entries$lty, rep(lty, length.out = length(label)))
     }
-    if (is.null(dots$col)) add(paste("component", seq_len(kmax)), cols[seq_len(kmax)], 15)
+    # component colours as a bar of colour when the symbols stand for K
+    if (is.null(dots$col)) {
+      add(paste("component", seq_len(kmax)), cols[seq_len(kmax)],
+          if (by_k && is.null(dots$pch)) NA else 15, if (by_k && is.null(dots$pch)) 1 else NA)
+    }
     if (is.null(dots$pch)) {
       if (by_k) add(paste("K =", ks), "black", filled[pmin(ks, length(filled))])
       if (any(status[ok] == "max_iters")) add(if (by_k) "open: stopped at max.iters" else "stopped at max.iters", "black", 1)
@@ -190,7 +195,9 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, ...) {
       op <- graphics::par(no.readonly = TRUE)["mar"]
       on.exit(graphics::par(op), add = TRUE)
       cex <- 0.8
-      width <- max(graphics::strwidth(entries$label, units = "inches", cex = cex)) + 0.45
+      # text, and room for the symbol (a longer one for a bar of colour)
+      width <- max(graphics::strwidth(entries$label, units = "inches", cex = cex)) +
+        if (any(!is.na(entries$lty))) 0.8 else 0.45
       mar <- graphics::par("mar")
       mar[4] <- max(mar[4], width / graphics::par("csi") + 0.5)
       graphics::par(mar = mar)
@@ -199,7 +206,8 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, ...) {
   do.call(graphics::plot, args)
   if (legend && length(entries$label) > 0) {
     graphics::legend("topleft", inset = c(1.02, 0), xpd = NA, bty = "n", cex = 0.8,
-                     legend = entries$label, col = entries$col, pch = entries$pch)
+                     legend = entries$label, col = entries$col, pch = entries$pch,
+                     lty = entries$lty, lwd = ifelse(is.na(entries$lty), 1, 4))
   }
   invisible(x)
 }
