@@ -197,7 +197,7 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, ...) {
       cex <- 0.8
       # text, and room for the symbol (a longer one for a bar of colour)
       width <- max(graphics::strwidth(entries$label, units = "inches", cex = cex)) +
-        if (any(!is.na(entries$lty))) 0.8 else 0.45
+        if (any(!is.na(entries$lty))) 0.95 else 0.6
       mar <- graphics::par("mar")
       mar[4] <- max(mar[4], width / graphics::par("csi") + 0.5)
       graphics::par(mar = mar)
