@@ -336,7 +336,15 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   } else {
     check_whole(seed, "seed", 0, 2^53)
   }
+  given_control <- control
   control <- check_control(control)
+  if (control$future) {
+    # sharded over the workers of the user's future::plan() (R/future.R)
+    return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
+                                  random.inits = random.inits, use.gpu = use.gpu,
+                                  epsilon = epsilon, family = family, seed = seed),
+                      given_control, control, verbose, started))
+  }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) fit_(
     datasets = datasets,
