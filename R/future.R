@@ -63,9 +63,6 @@ shard_count <- function(given, n_datasets) {
 # as the value, so that the parent can name the shard.
 fit_shard <- function(shard, args, p, fault) {
   started <- proc.time()[["elapsed"]]
-  if (identical(fault, paste0("error:", shard$index))) {
-    stop("injected failure (BULKEM_FUTURE_FAULT)")
-  }
   if (identical(fault, paste0("die:", shard$index))) {
     # a worker process that dies, as one killed by a scheduler
     tools::pskill(Sys.getpid(), tools::SIGKILL)
@@ -73,8 +70,12 @@ fit_shard <- function(shard, args, p, fault) {
   old <- options(progressr.enable = TRUE)
   on.exit(options(old))
   fits <- tryCatch(
-    withCallingHandlers(
-      do.call(bulkem::bulkem, c(list(datasets = shard$datasets), args)),
+    withCallingHandlers({
+      if (identical(fault, paste0("error:", shard$index))) {
+        stop("injected failure (BULKEM_FUTURE_FAULT)")
+      }
+      do.call(bulkem::bulkem, c(list(datasets = shard$datasets), args))
+    },
       bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"),
       progression = function(cond) {
         if (identical(cond$type, "update") && isTRUE(cond$amount > 0)) p(amount = cond$amount)
@@ -138,7 +139,8 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
     FutureError = function(e) {
       # a worker that died: future names the future, whose label is its shard
       label <- tryCatch(e$future$label, error = function(e2) NULL)
-      s <- suppressWarnings(as.integer(sub("^bulkem-shard-", "", label %||% "")))
+      if (!is.character(label) || length(label) != 1) label <- conditionMessage(e)
+      s <- suppressWarnings(as.integer(sub("^.*bulkem-shard-([0-9]+).*$", "\\1", label)))
       if (length(s) != 1 || is.na(s) || s < 1 || s > n_shards) {
         cond <- structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
                           list(message = paste0("a future worker failed: ", conditionMessage(e)),
@@ -213,5 +215,3 @@ internal_condition <- function(message) {
   structure(class = c("bulkem_error_internal", "bulkem_error", "error", "condition"),
             list(message = message, call = NULL))
 }
-
-`%||%` <- function(a, b) if (is.null(a)) b else a
