@@ -65,7 +65,7 @@ fit_shard <- function(shard, args, p, fault) {
   started <- proc.time()[["elapsed"]]
   if (identical(fault, paste0("die:", shard$index))) {
     # a worker process that dies, as one killed by a scheduler
-    tools::pskill(Sys.getpid(), tools::SIGKILL)
+    quit(save = "no", status = 1, runLast = FALSE)
   }
   old <- options(progressr.enable = TRUE)
   on.exit(options(old))
