@@ -181,6 +181,28 @@
 #'       host thread pair and one stream pair per GPU, kernels compiled once
 #'       per GPU; a fit is the same whichever GPUs run it. `cuda-streams` uses
 #'       the first one.}
+#'     \item{`future`}{`TRUE` shards the call's datasets over the workers of
+#'       the [future::plan()] you set (`multisession`, `cluster`, or
+#'       `future.batchtools` on Slurm, SGE, PBS ...), through
+#'       [future.apply::future_lapply()]; bulkem never sets the plan. Each
+#'       worker fits its shard by calling `bulkem()` with the same arguments
+#'       and seed (drawn once in your session when `seed = NULL`) on its own
+#'       GPU or cores (`threads`, unless given, counted there by
+#'       [parallelly::availableCores()]), and the fits come back in dataset
+#'       order, identical to those of the same call without `future` (every
+#'       start depends only on the seed, its index and its dataset's values).
+#'       Progress crosses the workers through progressr; the convergence
+#'       warning is raised once for the whole call. A shard that fails, or
+#'       whose worker dies, stops the call with an error of class
+#'       `bulkem_error_future` naming the shard and its datasets, never a
+#'       partial result. Needs the future and future.apply packages. Default
+#'       `FALSE`.}
+#'     \item{`shards`}{with `future = TRUE`, the number of shards (contiguous
+#'       runs of datasets, sizes differing by at most one, one future each);
+#'       default `NULL`: 4 per worker of the plan
+#'       ([future::nbrOfWorkers()]; 32 workers assumed where the plan gives
+#'       no limit), so that workers that finish early take more, and never
+#'       more than the datasets.}
 #'   }
 #' @param ... Nothing: the arguments after it are matched by their full
 #'   names only, and anything else given is an error (it catches misspelt
@@ -261,7 +283,15 @@
 #'   arguments in R, rescaling the datasets (once, whatever the number of
 #'   Ks), the engine (and, for `cuda-batched`, its own phases), finishing the
 #'   fits, choosing K, building the R result, and the total: everything the
-#'   call waited for, as `elapsed`) record the call; `na.action`, when rows
+#'   call waited for, as `elapsed`) record the call. With `control$future`
+#'   they are combined over the shards: `elapsed` is the wall time of the
+#'   whole call, `em_iterations`, `kernel_launches` and `kernel_seconds` are
+#'   summed, `engine` lists the engines the shards used, `threads` sums the
+#'   threads of the distinct worker processes, `timings` has `check`,
+#'   `shards` (waiting for the workers), `result` and `total`, and the
+#'   attribute `shards` is a data frame with one row per shard (`shard`,
+#'   `first` and `last` dataset, `engine`, `threads`, `worker` (host and
+#'   process id) and the shard's own `elapsed`). `na.action`, when rows
 #'   of a data frame were dropped, lists them (as [na.omit()] records them).
 #'
 #' @examples
@@ -336,7 +366,15 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   } else {
     check_whole(seed, "seed", 0, 2^53)
   }
+  given_control <- control
   control <- check_control(control)
+  if (control$future) {
+    # sharded over the workers of the user's future::plan() (R/future.R)
+    return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
+                                  random.inits = random.inits, use.gpu = use.gpu,
+                                  epsilon = epsilon, family = family, seed = seed),
+                      given_control, control, verbose, started))
+  }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) fit_(
     datasets = datasets,

@@ -16,6 +16,11 @@
 #'   \item{`bulkem_error_gpu`}{The GPU failed during the fit (memory, a
 #'     kernel). With `use.gpu = NA`, bulkem says so in a message and fits
 #'     on the CPU instead.}
+#'   \item{`bulkem_error_future`}{A shard of a call with `control$future =
+#'     TRUE` failed, or its worker died; the message names the shard and its
+#'     datasets ("shard 3 of 8 (datasets 201-300) failed: ..."), the fields
+#'     `shard` and `datasets` give them, and `parent` is the worker's own
+#'     condition (e.g. a `bulkem_error_gpu_unavailable`).}
 #'   \item{`bulkem_error_internal`}{A bug in bulkem; please report it.}
 #' }
 #'

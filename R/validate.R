@@ -100,7 +100,7 @@ control_defaults <- function() {
        keep.data = FALSE, keep.starts = FALSE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
        spurious.count.ratio = screen[["count.ratio"]],
-       restarts = model_limits()$restarts, devices = NULL)
+       restarts = model_limits()$restarts, devices = NULL, future = FALSE, shards = NULL)
 }
 
 check_control <- function(control) {
@@ -134,7 +134,7 @@ check_control <- function(control) {
   check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)
   out$restarts <- as.integer(check_whole(out$restarts, "control$restarts", 0, 1000))
   out$devices <- check_devices(out$devices)
-  out
+  check_future_control(out)
 }
 
 # The cores this R session may use, as parallelly counts them: the fewest of

@@ -1,28 +1,7 @@
 # Progress through progressr and the default thread count (issue 11,
 # item 7).
 
-# A progressr handler that records what it is shown: the step and the
-# number of steps at each initiate, update and finish; `seen()` returns them
-# as a data frame.
-recording_handler <- function() {
-  rows <- list()
-  add <- function(type) {
-    force(type)
-    function(config, state, ...) {
-      rows[[length(rows) + 1L]] <<- data.frame(type = type, step = state$step, steps = config$max_steps)
-    }
-  }
-  handler <- function(...) {
-    progressr::make_progression_handler(
-      "record", reporter = list(initiate = add("initiate"), update = add("update"), finish = add("finish")),
-      enable = TRUE, ...)
-  }
-  list(handler = handler, seen = function() do.call(rbind, rows))
-}
-
-with_recorded_progress <- function(expr, rec) {
-  progressr::with_progress(expr, handlers = rec$handler, enable = TRUE)
-}
+# recording_handler() and with_recorded_progress(): helper-progress.R.
 
 test_that("the reporter turns the engine's reports into monotone progressr steps ending at 1", {
   rec <- recording_handler()

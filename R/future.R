@@ -1,0 +1,217 @@
+# control$future = TRUE: one bulkem() call sharded over the workers of the
+# user's future::plan() (DESIGN §8). bulkem never sets the plan. The datasets,
+# already made by make_datasets() (na.action applied), are cut into
+# contiguous shards; future.apply::future_lapply() runs one future per shard,
+# and each worker fits its shard by calling bulkem() itself with the same
+# settings and the seed drawn once here, with its own GPU or cores
+# (control$threads, unless given, from parallelly::availableCores() there).
+# Every start depends only on the seed, its index and its dataset's values,
+# so the fits are identical to the same call without future; the parent puts
+# them back in dataset order, adds what it owns (keep.data, n_dropped, the
+# call's attributes) and raises the call's one convergence warning.
+
+# Shards per worker when control$shards is not given, so that workers that
+# finish early take more work; and the workers assumed when the plan gives
+# no finite number (a scheduler's queue: nbrOfWorkers() is Inf).
+shards_per_worker <- 4L
+workers_if_unlimited <- 32L
+
+# control$future and control$shards, as check_control() needs them: a flag,
+# and NULL or a whole number; with future = TRUE the packages must be there.
+check_future_control <- function(control) {
+  check_flag(control$future, "control$future")
+  if (!is.null(control$shards)) {
+    control$shards <- as.integer(check_whole(control$shards, "control$shards", 1, .Machine$integer.max))
+  }
+  if (control$future) {
+    for (pkg in c("future", "future.apply")) {
+      if (!requireNamespace(pkg, quietly = TRUE)) {
+        stop_arg("`control$future = TRUE` needs the ", pkg, " package, which is not installed: ",
+                 "install.packages(\"", pkg, "\")")
+      }
+    }
+  } else if (!is.null(control$shards)) {
+    stop_arg("`control$shards` goes with `control$future = TRUE`")
+  }
+  control
+}
+
+# The datasets' indices cut into `n` contiguous shards whose sizes differ by
+# at most one (the first ones the larger).
+shard_ranges <- function(n_datasets, n) {
+  n <- max(1L, min(as.integer(n), n_datasets))
+  size <- n_datasets %/% n
+  sizes <- size + (seq_len(n) <= n_datasets %% n)
+  last <- cumsum(sizes)
+  data.frame(shard = seq_len(n), first = last - sizes + 1L, last = last)
+}
+
+# How many shards: control$shards, or shards_per_worker per worker of the
+# current plan; never more than the datasets.
+shard_count <- function(given, n_datasets) {
+  if (!is.null(given)) return(min(given, n_datasets))
+  workers <- suppressWarnings(as.numeric(future::nbrOfWorkers()))
+  if (length(workers) != 1 || is.na(workers) || workers < 1) workers <- 1
+  if (!is.finite(workers)) workers <- workers_if_unlimited
+  as.integer(min(n_datasets, shards_per_worker * workers))
+}
+
+# What runs on a worker: bulkem() on the shard's datasets, with the
+# convergence warning muffled (the parent raises one for the whole call) and
+# the shard's progress forwarded, step by step, to the parent's progressor
+# `p` (future relays progressr's conditions to the parent). Errors come back
+# as the value, so that the parent can name the shard.
+fit_shard <- function(shard, args, p, fault) {
+  started <- proc.time()[["elapsed"]]
+  if (identical(fault, paste0("die:", shard$index))) {
+    # a worker process that dies, as one killed by a scheduler
+    quit(save = "no", status = 1, runLast = FALSE)
+  }
+  old <- options(progressr.enable = TRUE)
+  on.exit(options(old))
+  fits <- tryCatch(
+    withCallingHandlers({
+      if (identical(fault, paste0("error:", shard$index))) {
+        stop("injected failure (BULKEM_FUTURE_FAULT)")
+      }
+      do.call(bulkem::bulkem, c(list(datasets = shard$datasets), args))
+    },
+      bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"),
+      progression = function(cond) {
+        if (identical(cond$type, "update") && isTRUE(cond$amount > 0)) p(amount = cond$amount)
+        invokeRestart("muffleProgression")
+      }),
+    error = function(e) e)
+  list(index = shard$index, fits = fits, worker = paste(Sys.info()[["nodename"]], Sys.getpid()),
+       elapsed = proc.time()[["elapsed"]] - started)
+}
+
+# The classed error of a failed shard: bulkem_error_future, naming the shard
+# and its datasets; `parent` is the worker's condition.
+shard_error <- function(range, n_shards, cond, failed = 1L) {
+  msg <- sprintf("shard %d of %d (datasets %d-%d) failed%s: %s", range$shard, n_shards,
+                 range$first, range$last,
+                 if (failed > 1) sprintf(" (and %d more shard(s))", failed - 1L) else "",
+                 conditionMessage(cond))
+  structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
+            list(message = msg, call = NULL, shard = range$shard,
+                 datasets = c(range$first, range$last), parent = cond))
+}
+
+# bulkem() with control$future = TRUE, called by bulkem() once its arguments
+# are checked and the seed is drawn. `input` is make_datasets()'s value,
+# `args` the arguments every shard's bulkem() gets besides its datasets,
+# `given_control` the control list the caller gave (checked), `control` the
+# checked one, `started` the call's start time.
+fit_future <- function(input, args, given_control, control, verbose, started) {
+  datasets <- input$datasets
+  n <- length(datasets)
+  ranges <- shard_ranges(n, shard_count(control$shards, n))
+  n_shards <- nrow(ranges)
+  # Every shard gets the same settings: the caller's control (threads only
+  # if given, so that each worker counts its own cores), the data as made
+  # here (na.action already applied: missing values kept by na.pass stay),
+  # data kept here rather than sent back, and no sharding inside.
+  shard_control <- given_control
+  shard_control$future <- NULL
+  shard_control$shards <- NULL
+  shard_control$keep.data <- NULL
+  args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
+  shards <- lapply(seq_len(n_shards), function(s) {
+    list(index = s, datasets = datasets[ranges$first[s]:ranges$last[s]])
+  })
+  if (verbose) {
+    message(sprintf(
+      "bulkem: %d datasets, %s, %s component(s), %d start(s) each, in %d shard(s) over %s future worker(s)",
+      n, args$family, paste(args$num.components, collapse = ", "), args$random.inits, n_shards,
+      format(future::nbrOfWorkers())))
+  }
+  checked <- proc.time()[["elapsed"]]
+  # progressr finishes it when this call exits, however it exits; every
+  # shard contributes its own call's progress_steps
+  p <- progressr::progressor(steps = n_shards * progress_steps)
+  fault <- Sys.getenv("BULKEM_FUTURE_FAULT")
+  out <- tryCatch(
+    future.apply::future_lapply(
+      shards, fit_shard, args = args, p = p, fault = fault,
+      future.seed = NULL, future.chunk.size = 1, future.packages = "bulkem",
+      future.label = "bulkem-shard-%d"),
+    FutureError = function(e) {
+      # a worker that died: future names the future, whose label is its shard
+      label <- tryCatch(e$future$label, error = function(e2) NULL)
+      if (!is.character(label) || length(label) != 1) label <- conditionMessage(e)
+      s <- suppressWarnings(as.integer(sub("^.*bulkem-shard-([0-9]+).*$", "\\1", label)))
+      if (length(s) != 1 || is.na(s) || s < 1 || s > n_shards) {
+        cond <- structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
+                          list(message = paste0("a future worker failed: ", conditionMessage(e)),
+                               call = NULL, shard = NA_integer_, parent = e))
+        raise(cond)
+      }
+      raise(shard_error(ranges[s, ], n_shards, e))
+    })
+  computed <- proc.time()[["elapsed"]]
+  failed <- which(vapply(out, function(o) inherits(o$fits, "condition"), NA))
+  if (length(failed) > 0) {
+    s <- failed[1]
+    raise(shard_error(ranges[s, ], n_shards, out[[s]]$fits, failed = length(failed)))
+  }
+  if (!identical(vapply(out, function(o) o$index, 0L), seq_len(n_shards)) ||
+      !identical(vapply(out, function(o) length(o$fits), 0L), ranges$last - ranges$first + 1L)) {
+    raise(internal_condition("the shards' results do not match the shards"))
+  }
+  results <- lapply(out, `[[`, "fits")
+  fits <- do.call(c, lapply(results, unclass))
+  if (control$keep.data) {
+    fits <- Map(function(f, d) {
+      f$data <- d
+      f
+    }, fits, datasets)
+  }
+  lost <- which(input$n_dropped > 0)
+  if (length(lost) > 0) {
+    fits[lost] <- Map(function(f, k) {
+      f$n_dropped <- k
+      f
+    }, fits[lost], input$n_dropped[lost])
+  }
+  names(fits) <- names(datasets)
+  attr_of <- function(name) lapply(results, attr, name)
+  total <- function(name) Reduce(`+`, attr_of(name))
+  engines <- unique(unlist(attr_of("engine")))
+  threads <- unlist(attr_of("threads"))
+  workers <- vapply(out, `[[`, "", "worker")
+  shard_info <- data.frame(ranges, engine = unlist(attr_of("engine")), threads = threads,
+                           worker = workers, elapsed = vapply(out, `[[`, 0, "elapsed"),
+                           stringsAsFactors = FALSE)
+  elapsed <- proc.time()[["elapsed"]] - started
+  if (verbose) {
+    message(sprintf("bulkem: done in %.3f s (%d shard(s) on %d worker(s), %s engine)",
+                    elapsed, n_shards, length(unique(workers)), paste(engines, collapse = ", ")))
+  }
+  timings <- c(check = checked - started, shards = computed - checked,
+               result = proc.time()[["elapsed"]] - computed, total = elapsed)
+  warn_convergence(outcome_counts(fits), length(fits))
+  structure(fits, class = "bulkem", engine = paste(engines, collapse = ", "),
+            threads = as.integer(sum(threads[!duplicated(workers)])),
+            elapsed = elapsed, seed = args$seed, family = args$family,
+            num.components = as.integer(args$num.components),
+            em_iterations = total("em_iterations"),
+            kernel_launches = total("kernel_launches"),
+            kernel_seconds = total("kernel_seconds"),
+            timings = timings, shards = shard_info, na.action = input$na.action)
+}
+
+# The counts of warn_convergence() from the fits themselves, as the glue
+# counts them (src/rust/src/convert.rs, outcome_counts).
+outcome_counts <- function(fits) {
+  status <- vapply(fits, function(f) f$status, "", USE.NAMES = FALSE)
+  c(max_iters = sum(status == "max_iters"), failed = sum(status == "failed"),
+    spurious = sum(vapply(fits, function(f) isTRUE(f$spurious), NA)),
+    invalid = sum(status == "invalid"))
+}
+
+# An internal error (a bug), classed as the glue classes its own.
+internal_condition <- function(message) {
+  structure(class = c("bulkem_error_internal", "bulkem_error", "error", "condition"),
+            list(message = message, call = NULL))
+}
