@@ -62,6 +62,10 @@ mkdir "$work/lib"
 R CMD INSTALL -l "$work/lib" "$tarball"
 done_step
 
+step "sharded bulkem() on a one-node Slurm (future.batchtools)"
+bash .ci/test-cluster.sh "$work/lib"
+done_step
+
 step "generated files up to date"
 # Snapshot, regenerate, compare. Unlike `git diff`, this also sees new or
 # removed man pages and works before the first commit; on a clean clone
