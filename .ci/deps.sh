@@ -13,7 +13,7 @@ min_rust=$(sed -n 's/^MIN_RUST="\([^"]*\)".*/\1/p' configure)
 pkgs=(r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown
       pandoc r-cran-generics r-cran-statmod r-cran-mixtools r-cran-mclust r-cran-flexmix
       r-cran-suppdists r-cran-rtdists r-cran-jsonlite r-cran-progressr
-      r-cran-parallelly xz-utils)
+      r-cran-parallelly xz-utils qpdf devscripts)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()
