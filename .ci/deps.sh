@@ -14,7 +14,7 @@ pkgs=(r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown
       pandoc r-cran-generics r-cran-statmod r-cran-mixtools r-cran-mclust r-cran-flexmix
       r-cran-suppdists r-cran-rtdists r-cran-jsonlite r-cran-progressr
       r-cran-parallelly r-cran-future r-cran-future.apply r-cran-future.batchtools
-      slurm-wlm munge xz-utils)
+      slurm-wlm munge xz-utils qpdf devscripts)
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()

@@ -8,6 +8,24 @@
 #' `random.inits` are larger than in 2015 (a call that gives them is
 #' unaffected).
 #'
+#' @section Parameterisation:
+#' A K-component mixture has density
+#' \eqn{f(x) = \sum_{j=1}^K \alpha_j f_j(x)}{f(x) = sum_j alpha_j f_j(x)},
+#' with weights `alpha` (summing to 1) and component densities \eqn{f_j}:
+#' \describe{
+#'   \item{`family = "invgauss"`}{the inverse Gaussian with mean `mu` and
+#'     shape `lambda`, as in \pkg{statmod}'s [statmod::dinvgauss()]
+#'     (`mean = mu, shape = lambda`):
+#'     \eqn{f_j(x) = \sqrt{\lambda / (2\pi x^3)}
+#'     \exp(-\lambda (x - \mu)^2 / (2 \mu^2 x))}{f_j(x) = sqrt(lambda / (2 pi x^3))
+#'     exp(-lambda (x - mu)^2 / (2 mu^2 x))}, for \eqn{x > 0}. Its dispersion
+#'     (statmod's `dispersion`) is `1 / lambda` and its variance
+#'     `mu^3 / lambda`.}
+#'   \item{`family = "normal"`}{the Normal with mean `mu` and standard
+#'     deviation `sigma`, as in [stats::dnorm()] (`mean = mu, sd = sigma`).}
+#' }
+#' The components of a fit are ordered by ascending `mu`.
+#'
 #' @section The fit:
 #' EM runs in the log domain (log-sum-exp), with one pass over a dataset per
 #' iteration accumulating the sufficient statistics in double precision, and
@@ -128,7 +146,9 @@
 #'   [message()] (one line before the fit and one after). It does not turn
 #'   on a progress bar: progress goes through progressr (see "Progress").
 #' @param family Component family: `"invgauss"` (inverse Gaussian, positive
-#'   data) or `"normal"`.
+#'   data; parameters mean `mu` and shape `lambda`, statmod's
+#'   parameterisation, dispersion `1 / lambda`) or `"normal"` (mean `mu`,
+#'   standard deviation `sigma`). See "Parameterisation".
 #' @param seed A whole number from 0 to 2^53 that fixes the random starts.
 #'   `NULL` (default) draws one from R's random number generator, so
 #'   [set.seed()] before the call makes it reproducible.
@@ -234,7 +254,9 @@
 #'   per dataset, named as `datasets` was. Each fit is a list with
 #'   \describe{
 #'     \item{`lambda` (inverse Gaussian) or `sigma` (Normal), `mu`, `alpha`}{the
-#'       fitted shape, mean and weight of each component, in ascending `mu`.}
+#'       fitted inverse Gaussian shape (or Normal standard deviation), mean
+#'       and weight of each component, in ascending `mu` (see
+#'       "Parameterisation").}
 #'     \item{`init_lambda` or `init_sigma`, `init_mu`, `init_alpha`}{where the
 #'       winning start began, component by component in the same order.}
 #'     \item{`loglik`}{log-likelihood of the fitted parameters on the data.}
@@ -273,9 +295,15 @@
 #'       dropped rows): how many (`n` counts those that remained).}
 #'   }
 #'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
-#'   are `NA`. Methods: [summary.bulkem()], [as.data.frame.bulkem()],
-#'   [coef.bulkem()], [logLik.bulkem_fit()], [predict.bulkem_fit()],
-#'   [plot.bulkem_fit()], and `print`. The result's attributes `engine`, `threads`, `elapsed`
+#'   are `NA`. Methods: [print.bulkem()], [summary.bulkem()] (one row per
+#'   dataset) and [summary.bulkem_fit()] (one fit, with standard errors),
+#'   [as.data.frame.bulkem()], [coef.bulkem()], `logLik()`, `AIC()`, `BIC()`,
+#'   `nobs()`, `deviance()` ([bulkem-ic], one value per dataset),
+#'   [vcov.bulkem_fit()], [confint.bulkem_fit()], `tidy()`, `glance()`,
+#'   `augment()` ([bulkem-tidy]), [predict.bulkem_fit()] (posteriors,
+#'   classes, uncertainty, density, cdf), [quantile.bulkem_fit()],
+#'   [simulate.bulkem_fit()], [plot.bulkem_fit()], [bulkem_compare()] (the
+#'   datasets x K table) and [c.bulkem()]. The result's attributes `engine`, `threads`, `elapsed`
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
 #'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
 #'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on

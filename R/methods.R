@@ -125,6 +125,36 @@ logLik.bulkem_fit <- function(object, ...) {
 #' @export
 nobs.bulkem_fit <- function(object, ...) object$n
 
+#' Print bulkem results and fits
+#'
+#' `print()` of a `bulkem` result shows one header line (the number of
+#' datasets, the family and the number of components, with "(chosen by BIC)"
+#' when several were fitted), the engine, its threads and the time taken,
+#' the count of fits by `status`, and the first `n` rows of [summary()][summary.bulkem]
+#' (its column `k` is each dataset's number of components, the one chosen
+#' when several were fitted). `print()` of one `bulkem_fit` shows its family,
+#' number of components, `n` and `status`, any `message`, the
+#' log-likelihood, AIC, BIC, EM iterations and good starts, and the
+#' parameters as [coef()][coef.bulkem_fit] gives them: one row per component
+#' with `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian shape,
+#' statmod's mean/shape parameterisation: dispersion `1 / lambda`) or
+#' `sigma` (Normal standard deviation).
+#'
+#' @param x A `bulkem` result or one `bulkem_fit`.
+#' @param n How many datasets' rows to show.
+#' @param ... Not used.
+#' @returns `x`, invisibly.
+#' @seealso [summary.bulkem()] for every dataset's row, [summary.bulkem_fit()]
+#'   for one fit's parameters with standard errors.
+#' @examples
+#' set.seed(1)
+#' d <- list(a = c(rnorm(200), rnorm(100, 4)), b = c(rnorm(150), rnorm(150, 3)))
+#' fits <- bulkem(d, num.components = 1:2, random.inits = 5, family = "normal",
+#'                control = list(threads = 1))
+#' fits
+#' print(fits, n = 1)
+#' fits$a
+#' @name print.bulkem
 #' @export
 print.bulkem <- function(x, n = 5, ...) {
   k <- attr(x, "num.components")
@@ -151,6 +181,7 @@ print.bulkem <- function(x, n = 5, ...) {
   invisible(x)
 }
 
+#' @rdname print.bulkem
 #' @export
 print.bulkem_fit <- function(x, ...) {
   k <- length(x$mu)

@@ -12,9 +12,10 @@
 #' over the data after EM, on the rescaled data the fit was made on and
 #' mapped to the data's units (so data of any scale is handled alike).
 #' Its parameters are the \eqn{3K - 1}{3K - 1} free ones: the weights
-#' `alpha1` .. `alpha(K-1)`, the means `mu1` .. `muK` and the shapes
-#' `lambda1` .. `lambdaK` (inverse Gaussian) or `sigma1` .. `sigmaK`
-#' (Normal), in that order. The weights sum to one, so
+#' `alpha1` .. `alpha(K-1)`, the means `mu1` .. `muK`, and the inverse
+#' Gaussian shapes `lambda1` .. `lambdaK` (statmod's parameterisation,
+#' dispersion `1 / lambda`) or the Normal standard deviations `sigma1` ..
+#' `sigmaK`, in that order. The weights sum to one, so
 #' \eqn{\alpha_K = 1 - \sum_{j<K} \alpha_j}{alphaK = 1 - sum(alpha[-K])} is
 #' not a free parameter: `vcov` leaves it out and its standard error in `se`
 #' comes from the delta method (with one component, `alpha1` is 1 and its
@@ -35,7 +36,7 @@
 #' standard errors and `vcov`, its `message` says why (after any other
 #' message, separated by "; "), and its `status` is unchanged. Far from unit
 #' scale (about 1e-150 and below, 1e150 and above) the entries of `vcov`
-#' for means and shapes, which carry the square of the data's scale, can
+#' for means, shapes and standard deviations, which carry the square of the data's scale, can
 #' underflow to 0 or overflow to `Inf`; `se` and `confint()` do not.
 #'
 #' @param object A `bulkem_fit` (one element of a `bulkem` result) or a

@@ -14,7 +14,8 @@
 #' `nobs`, so [stats::AIC()] and [stats::BIC()] work on it).
 #'
 #' A K-component fit has \eqn{3K - 1}{3K - 1} free parameters (`df`): K means,
-#' K shapes and K - 1 weights. `AIC = -2 logLik + k df` (`k = 2` by default),
+#' K inverse Gaussian shapes `lambda` or Normal standard deviations `sigma`,
+#' and K - 1 weights. `AIC = -2 logLik + k df` (`k = 2` by default),
 #' `BIC = -2 logLik + log(n) df`, and `deviance()` is `-2 logLik`, as for
 #' models fitted by maximum likelihood in lme4 (there is no saturated
 #' mixture to measure a deviance from).
