@@ -435,23 +435,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   engine <- res$engine
   fits <- res$fits
   if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
-  if (control$keep.data) {
-    fits <- Map(function(f, d) {
-      f$data <- d
-      f
-    }, fits, datasets)
-  }
-  # how many missing values na.action dropped, in the fits of the datasets
-  # that lost any (as lm() has `na.action` only when it dropped rows): a
-  # fit depends on its own dataset alone, and clean data costs nothing here
-  lost <- which(input$n_dropped > 0)
-  if (length(lost) > 0) {
-    fits[lost] <- Map(function(f, k) {
-      f$n_dropped <- k
-      f
-    }, fits[lost], input$n_dropped[lost])
-  }
-  names(fits) <- names(datasets)
+  fits <- attach_inputs(fits, datasets, input$n_dropped, control$keep.data)
   # everything the caller waits for, R's share included
   elapsed <- proc.time()[["elapsed"]] - started
   if (verbose) {
@@ -477,4 +461,27 @@ check_dots <- function(extra) {
   if (is.null(nms)) nms <- rep("", length(extra))
   stop_arg("unknown argument(s) to bulkem(): ",
            paste(ifelse(nzchar(nms), nms, "<unnamed>"), collapse = ", "))
+}
+
+# What the fits carry of their input, in this order: the data (keep.data),
+# and how many missing values na.action dropped, only in the fits of the
+# datasets that lost any (as lm() has `na.action` only when it dropped
+# rows): a fit depends on its own dataset alone, and clean data costs
+# nothing here. Then the datasets' names.
+attach_inputs <- function(fits, datasets, n_dropped, keep.data) {
+  if (keep.data) {
+    fits <- Map(function(f, d) {
+      f$data <- d
+      f
+    }, fits, datasets)
+  }
+  lost <- which(n_dropped > 0)
+  if (length(lost) > 0) {
+    fits[lost] <- Map(function(f, k) {
+      f$n_dropped <- k
+      f
+    }, fits[lost], n_dropped[lost])
+  }
+  names(fits) <- names(datasets)
+  fits
 }

@@ -161,20 +161,7 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
   }
   results <- lapply(out, `[[`, "fits")
   fits <- do.call(c, lapply(results, unclass))
-  if (control$keep.data) {
-    fits <- Map(function(f, d) {
-      f$data <- d
-      f
-    }, fits, datasets)
-  }
-  lost <- which(input$n_dropped > 0)
-  if (length(lost) > 0) {
-    fits[lost] <- Map(function(f, k) {
-      f$n_dropped <- k
-      f
-    }, fits[lost], input$n_dropped[lost])
-  }
-  names(fits) <- names(datasets)
+  fits <- attach_inputs(fits, datasets, input$n_dropped, control$keep.data)
   attr_of <- function(name) lapply(results, attr, name)
   total <- function(name) Reduce(`+`, attr_of(name))
   engines <- unique(unlist(attr_of("engine")))
