@@ -8,6 +8,19 @@
 #' @noRd
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
+#' Draws `replicates` replicates of every dataset from its null fit and
+#' refits each with K0 + e components for every e of `extra`. The nulls come
+#' flat: `null_k[d]` components (0: none) whose weights, means and shapes
+#' follow each other in `null_alpha`, `null_mu`, `null_shape`. Arguments were
+#' checked by bulkem_bootstrap() in R. Returns, per e, `loglik` and `status`
+#' (1-based codes into `status_levels`, never 0) and `spurious` at d·B + b,
+#' the same of each dataset's own data refitted (`observed_*`, at d), and the
+#' parameters of each refit (K0 + e values each, dataset by dataset,
+#' replicate by replicate; NA without a fit) in `alpha`, `mu`, `shape`; or
+#' the condition that stopped the call.
+#' @noRd
+bootstrap_ <- function(datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, screen, restarts, devices, report) .Call(wrap__bootstrap_, datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, screen, restarts, devices, report)
+
 #' An argument error for R's own checks (stop_arg() in R/conditions.R), with
 #' the classes the core's argument errors get.
 #' @noRd

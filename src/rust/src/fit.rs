@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{Counters, EngineKind, Family, Fit, Job};
+use bulkem_core::{Counters, EngineKind, Family, Job};
 use extendr_api::prelude::*;
 
 use crate::error::{or_condition, Stop};
@@ -66,43 +66,22 @@ fn fit(
     devices: &[i32],
     report: Robj,
 ) -> Result<List, Stop> {
-    let engine = EngineKind::from_name(engine).ok_or_else(|| Error::Other(format!("unknown engine \"{engine}\"")))?;
-    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
-    let datasets = borrow_doubles(&datasets)?;
-    let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
+    let engine = engine_kind(engine)?;
     let job = Job {
-        datasets,
-        family,
         components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
-        max_iters: as_count(max_iters, "max.iters")?,
-        epsilon,
-        starts: as_count(starts, "random.inits")?,
-        seed: seed as u64,
-        mixed_precision,
         keep_starts,
-        screen: match *screen {
-            [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },
-            _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
-        },
-        restarts: as_count(restarts, "control$restarts")?,
-        devices: devices.iter().map(|&d| as_count(d, "control$devices").map(|d| d as usize)).collect::<Result<_, _>>()?,
+        ..job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, screen, restarts, devices)?
     };
-    let threads = match usize::try_from(threads) {
-        Ok(0) | Err(_) => bulkem_core::default_threads(),
-        Ok(t) => t,
-    };
+    let threads = threads_to_use(threads);
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
-    let fits = run_watched(&job, engine, threads, &counters, report.as_ref())?;
+    let fits = run_watched(&counters, report.as_ref(), |cancel| bulkem_core::fit(&job, engine, threads, cancel, &counters))?;
     let clock = std::time::Instant::now();
     let choice = job.components.len() > 1;
     let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
     let outcomes = crate::convert::outcome_counts(&fits);
-    let fits = crate::convert::fits_to_r(&fits, family, choice);
+    let fits = crate::convert::fits_to_r(&fits, job.family, choice);
     counters.lap("result", clock);
-    let phases = counters.phases();
-    let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
-    timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
         ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings", "outcomes"],
@@ -113,10 +92,68 @@ fn fit(
             count(&counters.em_iterations),
             count(&counters.kernel_launches),
             Robj::from(counters.kernel_seconds()),
-            timings,
+            timings(&counters)?,
             outcomes,
         ],
     )?)
+}
+
+pub(crate) fn engine_kind(name: &str) -> Result<EngineKind, Stop> {
+    Ok(EngineKind::from_name(name).ok_or_else(|| Error::Other(format!("unknown engine \"{name}\"")))?)
+}
+
+/// `threads = 0` (or out of range): all cores.
+pub(crate) fn threads_to_use(threads: i32) -> usize {
+    match usize::try_from(threads) {
+        Ok(0) | Err(_) => bulkem_core::default_threads(),
+        Ok(t) => t,
+    }
+}
+
+/// Seconds by phase, named.
+pub(crate) fn timings(counters: &Counters) -> Result<Robj, Stop> {
+    let phases = counters.phases();
+    let mut timings = Robj::from(phases.iter().map(|p| p.1).collect::<Vec<f64>>());
+    timings.set_names(phases.iter().map(|p| p.0).collect::<Vec<&str>>())?;
+    Ok(timings)
+}
+
+/// A job from the arguments bulkem() and bulkem_bootstrap() share (checked
+/// in R): one K, no kept starts, no initial parameters, standard errors on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn job<'a>(
+    datasets: &'a List,
+    family: &str,
+    max_iters: i32,
+    epsilon: f64,
+    starts: i32,
+    seed: f64,
+    mixed_precision: bool,
+    screen: &[f64],
+    restarts: i32,
+    devices: &[i32],
+) -> Result<Job<'a>, Stop> {
+    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
+    let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
+    Ok(Job {
+        datasets: borrow_doubles(datasets)?,
+        family,
+        components: vec![1],
+        max_iters: as_count(max_iters, "max.iters")?,
+        epsilon,
+        starts: as_count(starts, "random.inits")?,
+        seed: seed as u64,
+        mixed_precision,
+        keep_starts: false,
+        screen: match *screen {
+            [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },
+            _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
+        },
+        restarts: as_count(restarts, "control$restarts")?,
+        devices: devices.iter().map(|&d| as_count(d, "control$devices").map(|d| d as usize)).collect::<Result<_, _>>()?,
+        inits: Vec::new(),
+        standard_errors: true,
+    })
 }
 
 /// The list's vectors as slices of R's own memory, through R's C API: one
@@ -145,25 +182,23 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
     }
 }
 
-/// Runs the engine on a worker thread; the calling (R main) thread sleeps,
-/// polling for interrupts, and on one sets the cancel flag and waits for the
-/// workers to stop before returning the condition R raised, which R signals
-/// again once the `.Call` has returned. Every REPORT_EVERY it calls
+/// Runs `work` (the engine) on a worker thread; the calling (R main) thread
+/// sleeps, polling for interrupts, and on one sets the cancel flag and waits
+/// for the workers to stop before returning the condition R raised, which R
+/// signals again once the `.Call` has returned. Every REPORT_EVERY it calls
 /// `report(done, total)` (an R function that draws the progress bar). No R
 /// API is used off this thread.
-fn run_watched(
-    job: &Job,
-    engine: EngineKind,
-    threads: usize,
+pub(crate) fn run_watched<T: Send>(
     counters: &Counters,
     report: Option<&Function>,
-) -> Result<Vec<Fit>, Stop> {
+    work: impl FnOnce(&AtomicBool) -> Result<T, bulkem_core::Error> + Send,
+) -> Result<T, Stop> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
     let mut interrupt = None;
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
-            let result = bulkem_core::fit(job, engine, threads, &cancel, counters);
+            let result = work(&cancel);
             main.unpark();
             result
         });

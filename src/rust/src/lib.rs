@@ -2,6 +2,7 @@
 
 use extendr_api::prelude::*;
 
+mod bootstrap;
 mod convert;
 mod error;
 mod fit;
@@ -37,6 +38,7 @@ pub extern "C" fn bulkem_init_panic_hook() {
 extendr_module! {
     mod bulkem;
     fn bulkem_core_version_;
+    use bootstrap;
     use error;
     use fit;
     use gpu;

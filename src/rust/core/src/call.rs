@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::dataset::{prepare, Invalid, Prepared};
 use crate::engine::best::{Best, Bests};
 use crate::engine::counters::Counters;
-use crate::engine::{queue, EngineKind, Work};
+use crate::engine::{queue, Engine, EngineKind, Work};
 use crate::error::Error;
 use crate::information;
 use crate::job::{Fit, Job, Task};
@@ -20,11 +20,32 @@ use crate::outcome::{Outcome, StartRecord, Status};
 pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Fit>, Error> {
     job.validate()?;
     let engine = kind.engine(threads, &job.devices)?;
+    run(job, engine.as_ref(), threads, cancel, counters, true)
+}
+
+/// `fit` on an engine made already. With `count`, the work is added to
+/// `counters.total` once the datasets are checked; without, the caller
+/// counted it (restart rounds always add theirs).
+pub(crate) fn run(
+    job: &Job,
+    engine: &dyn Engine,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+    count: bool,
+) -> Result<Vec<Fit>, Error> {
     let clock = std::time::Instant::now();
-    let prepared = queue::map(job.datasets.len(), threads, cancel, |d| prepare(job.datasets[d], job.family))?;
+    let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
+        prepare(job.datasets[d], job.family).map(|mut ds| {
+            ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
+            ds
+        })
+    })?;
     let clock = counters.lap("prepare", clock);
     let works: Vec<Work> = job.components.iter().map(|&k| work(job.task(k), job, &prepared)).collect();
-    counters.total.store(works.iter().map(Work::start_fits).sum(), Ordering::Relaxed);
+    if count {
+        counters.total.fetch_add(works.iter().map(Work::start_fits).sum(), Ordering::Relaxed);
+    }
     let mut per_k = Vec::with_capacity(works.len());
     let mut clock = clock;
     for w in &works {
@@ -179,8 +200,8 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         );
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
-    let covariance = information::covariance(job.family, ds, &params);
-    if let Err(why) = covariance {
+    let covariance = job.standard_errors.then(|| information::covariance(job.family, ds, &params));
+    if let Some(Err(why)) = covariance {
         let sep = if message.is_empty() { "" } else { "; " };
         message = format!("{message}{sep}no standard errors: {}", why.describe(job.family, t.k));
     }
@@ -202,7 +223,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         loglik_spurious,
         starts,
         by_k: Vec::new(),
-        covariance: Some(covariance),
+        covariance,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Prepared {
     pub spread: f64,
     /// Hash of the original values' bits: part of each start's seed.
     pub hash: u64,
+    /// Start 0's parameters when the job gives them (Job::inits), rescaled.
+    pub init: Option<Params>,
 }
 
 /// Why a dataset cannot be fitted; each reads after "dataset".
@@ -88,6 +90,17 @@ impl Prepared {
         out
     }
 
+    /// Parameters in the data's units, on the rescaled data (the inverse of
+    /// `unscale`).
+    pub fn rescale(&self, p: &Params) -> Params {
+        let mut out = *p;
+        for m in 0..p.k {
+            out.mu[m] = (p.mu[m] - self.shift) / self.scale;
+            out.shape[m] = p.shape[m] / self.scale;
+        }
+        out
+    }
+
     /// Log-likelihood of `params` (original units) on the original `values`,
     /// whichever engine fitted them: one E-step pass plus the parameter-free
     /// Σh, which follows from the rescaled data's (for the inverse Gaussian
@@ -109,12 +122,7 @@ impl Prepared {
                 return ll;
             }
         }
-        let mut rescaled = *params;
-        for m in 0..params.k {
-            rescaled.mu[m] = (params.mu[m] - self.shift) / self.scale;
-            rescaled.shape[m] = params.shape[m] / self.scale;
-        }
-        e_step(family, &self.x, &self.g, &rescaled).ll + self.h_sum - n * self.scale.ln()
+        e_step(family, &self.x, &self.g, &self.rescale(params)).ll + self.h_sum - n * self.scale.ln()
     }
 }
 
@@ -173,7 +181,7 @@ pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
         let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         return Err(Invalid::TooSpread { min, max });
     }
-    Ok(Prepared { x, g, h_sum, shift, scale, spread, hash: hash_values(values) })
+    Ok(Prepared { x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None })
 }
 
 /// The largest power of two not above `v` (> 0, finite), or 1 for 0.

@@ -33,6 +33,14 @@ pub struct Job<'a> {
     /// The GPUs a CUDA engine runs on, by CUDA ordinal; empty: every GPU
     /// (control$devices).
     pub devices: Vec<usize>,
+    /// Initial parameters by dataset (the data's units), run as start 0 by
+    /// the K they have, in place of that start's random draw; empty, or
+    /// `None` for a dataset: every start random. The bootstrap refits each
+    /// replicate from the fitted parameters this way.
+    pub inits: Vec<Option<Params>>,
+    /// Compute each fit's observed information (standard errors); the
+    /// bootstrap's refits do not need it.
+    pub standard_errors: bool,
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -74,6 +82,9 @@ impl Job<'_> {
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
+        }
+        if !self.inits.is_empty() && self.inits.len() != self.datasets.len() {
+            return bad("inits", format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()));
         }
         if let Some((arg, message)) = self.screen.check() {
             return bad(arg, message.into());
@@ -138,7 +149,7 @@ pub struct Fit {
     /// With several Ks: every K's summary, ascending K (empty with one K).
     pub by_k: Vec<KSummary>,
     /// Standard errors from the observed information at `params`, or why
-    /// there are none; `None` without `params`.
+    /// there are none; `None` without `params` or when the job asked for none.
     pub covariance: Option<Result<Covariance, Singular>>,
 }
 

@@ -6,12 +6,13 @@
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
 //! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
 //!   `screen`, `information`;
-//! - one start's EM: `em`;
+//! - one start's EM: `em`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
-//! - the call: `call`.
+//! - the call: `call`; the parametric bootstrap's bulk job: `bootstrap`.
 
+mod bootstrap;
 mod call;
 mod dataset;
 mod em;
@@ -28,8 +29,10 @@ pub mod mstep;
 mod outcome;
 mod params;
 pub mod screen;
+mod simulate;
 mod starts;
 
+pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
 pub use call::{default_threads, fit};
 pub use engine::counters::Counters;
 pub use engine::EngineKind;

@@ -54,3 +54,8 @@ pub const RESTARTS: u32 = 4;
 /// the winner's count as having reached the same optimum (`starts_at_best`):
 /// starts stopped by the convergence rule lie a few epsilons below it.
 pub const SAME_OPTIMUM: f64 = 1e-6;
+
+/// The bootstrap draws and refits its replicates in blocks of datasets
+/// holding about this many replicate values (8 bytes each: 512 MiB), so a
+/// call of any size holds one block at a time.
+pub const BOOTSTRAP_BLOCK_VALUES: usize = 1 << 26;

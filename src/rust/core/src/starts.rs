@@ -58,8 +58,12 @@ pub fn draw_start(family: Family, x: &[f64], k: usize, spread: f64, rng: &mut Pc
 }
 
 /// The initial parameters of start `start` of a prepared dataset, on its
-/// rescaled data; what every engine starts from.
+/// rescaled data; what every engine starts from. Start 0 is the dataset's
+/// given initial parameters where it has some of this K (Job::inits).
 pub fn initial_params(family: Family, ds: &Prepared, k: usize, seed: u64, start: u32) -> Option<Params> {
+    if let Some(p) = ds.init.filter(|p| start == 0 && p.k == k) {
+        return Some(p);
+    }
     draw_start(family, &ds.x, k, ds.spread, &mut start_rng(seed, ds.hash, start))
 }
 

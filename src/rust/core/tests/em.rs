@@ -47,7 +47,7 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
 }
 
 fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
-    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new() };
+    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap()
 }
 
@@ -163,7 +163,7 @@ fn cancelling_stops_the_call() {
     let mut rng = Pcg64::seed_from_u64(6);
     let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
     let job = Job { datasets: vec![&xs], family: Family::Normal, components: vec![2],
-                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new() };
+                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
     let cancel = AtomicBool::new(true);
     assert_eq!(fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()), Err(bulkem_core::Error::Cancelled));
 }

@@ -1,0 +1,134 @@
+//! `bootstrap_()`: the parametric bootstrap's bulk job (bulkem-core's
+//! `bootstrap`) from R vectors, its refits back as flat R vectors.
+
+use bulkem_core::{Bootstrap, Counters, Params, Refit, Refits, Status, MAX_COMPONENTS};
+use extendr_api::prelude::*;
+
+use crate::error::{or_condition, Stop};
+use crate::fit::{engine_kind, job, run_watched, threads_to_use, timings};
+
+/// Draws `replicates` replicates of every dataset from its null fit and
+/// refits each with K0 + e components for every e of `extra`. The nulls come
+/// flat: `null_k[d]` components (0: none) whose weights, means and shapes
+/// follow each other in `null_alpha`, `null_mu`, `null_shape`. Arguments were
+/// checked by bulkem_bootstrap() in R. Returns, per e, `loglik` and `status`
+/// (1-based codes into `status_levels`, never 0) and `spurious` at d·B + b,
+/// the same of each dataset's own data refitted (`observed_*`, at d), and the
+/// parameters of each refit (K0 + e values each, dataset by dataset,
+/// replicate by replicate; NA without a fit) in `alpha`, `mu`, `shape`; or
+/// the condition that stopped the call.
+/// @noRd
+#[extendr]
+#[allow(clippy::too_many_arguments)]
+fn bootstrap_(
+    datasets: List,
+    null_k: &[i32],
+    null_alpha: &[f64],
+    null_mu: &[f64],
+    null_shape: &[f64],
+    replicates: i32,
+    extra: &[i32],
+    family: &str,
+    max_iters: i32,
+    epsilon: f64,
+    starts: i32,
+    seed: f64,
+    threads: i32,
+    engine: &str,
+    mixed_precision: bool,
+    screen: &[f64],
+    restarts: i32,
+    devices: &[i32],
+    report: Robj,
+) -> Robj {
+    or_condition((|| {
+        let engine = engine_kind(engine)?;
+        let job = job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, screen, restarts, devices)?;
+        let b = Bootstrap {
+            null: nulls(null_k, null_alpha, null_mu, null_shape)?,
+            replicates: u32::try_from(replicates).map_err(|_| Error::Other("B out of range".into()))?,
+            extra: extra.iter().map(|&e| usize::try_from(e).map_err(|_| Error::Other("extra out of range".into()))).collect::<Result<_, _>>()?,
+            job,
+        };
+        let threads = threads_to_use(threads);
+        let counters = Counters::default();
+        let report = Function::try_from(report).ok();
+        let refits = run_watched(&counters, report.as_ref(), |cancel| bulkem_core::bootstrap(&b, engine, threads, cancel, &counters))?;
+        let clock = std::time::Instant::now();
+        let out: Vec<Robj> = refits.iter().map(|r| refits_to_r(r, &b.null, b.replicates as usize)).collect::<Result<_, _>>()?;
+        counters.lap("result", clock);
+        Ok::<_, Stop>(List::from_names_and_values(
+            ["refits", "threads", "timings"],
+            [List::from_values(out).into(), Robj::from(threads as i32), timings(&counters)?],
+        )?)
+    })())
+}
+
+/// The nulls from their flat R form.
+fn nulls(k: &[i32], alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<Vec<Option<Params>>, Stop> {
+    let mut at = 0;
+    k.iter()
+        .map(|&k| {
+            let k = usize::try_from(k).ok().filter(|&k| k <= MAX_COMPONENTS).ok_or_else(|| Error::Other("null_k out of range".into()))?;
+            if k == 0 {
+                return Ok(None);
+            }
+            let (Some(a), Some(m), Some(s)) = (alpha.get(at..at + k), mu.get(at..at + k), shape.get(at..at + k)) else {
+                return Err(Error::Other("null parameters shorter than null_k says".into()).into());
+            };
+            at += k;
+            let mut p = Params::zeroed(k);
+            p.alpha[..k].copy_from_slice(a);
+            p.mu[..k].copy_from_slice(m);
+            p.shape[..k].copy_from_slice(s);
+            Ok(Some(p))
+        })
+        .collect()
+}
+
+fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj, Stop> {
+    let code = |s: Status| Status::ALL.iter().position(|&x| x == s).map_or(0, |i| i as i32 + 1);
+    let mut alpha = Vec::new();
+    let mut mu = Vec::new();
+    let mut shape = Vec::new();
+    for (d, n) in null.iter().enumerate() {
+        let Some(n) = n else { continue };
+        let k = n.k + r.extra;
+        for f in r.refits.iter().skip(d * reps).take(reps) {
+            for m in 0..k {
+                let pick = |v: &dyn Fn(&Params) -> f64| f.params.filter(|p| p.k == k).map(|p| v(&p));
+                alpha.push(pick(&|p| p.alpha[m]));
+                mu.push(pick(&|p| p.mu[m]));
+                shape.push(pick(&|p| p.shape[m]));
+            }
+        }
+    }
+    let loglik = |fits: &[Refit]| Robj::from(fits.iter().map(|f| (!f.loglik.is_nan()).then_some(f.loglik)).collect::<Vec<_>>());
+    let status = |fits: &[Refit]| Robj::from(fits.iter().map(|f| code(f.status)).collect::<Vec<i32>>());
+    let spurious = |fits: &[Refit]| Robj::from(fits.iter().map(|f| f.spurious).collect::<Vec<bool>>());
+    Ok(List::from_names_and_values(
+        [
+            "extra", "loglik", "status", "spurious", "observed_loglik", "observed_status", "observed_spurious", "alpha", "mu",
+            "shape", "status_levels",
+        ],
+        [
+            Robj::from(r.extra as i32),
+            loglik(&r.refits),
+            status(&r.refits),
+            spurious(&r.refits),
+            loglik(&r.observed),
+            status(&r.observed),
+            spurious(&r.observed),
+            Robj::from(alpha),
+            Robj::from(mu),
+            Robj::from(shape),
+            Robj::from(Status::ALL.iter().map(|s| s.name()).collect::<Vec<&str>>()),
+        ],
+    )?
+    .into())
+}
+
+extendr_module! {
+    mod bootstrap;
+    fn bootstrap_;
+}
