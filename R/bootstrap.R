@@ -26,7 +26,10 @@
 #'
 #' **Starts.** Each replicate is fitted from `random.inits` random starts.
 #' Starting from the fitted parameters (the peers' other practice) is not
-#' available yet.
+#' available yet. With too few starts some replicates end in a local
+#' optimum (e.g. two inverse Gaussian components near the overall mean),
+#' which inflates the standard errors: use at least as many starts as a
+#' sound fit of the original data needs.
 #'
 #' **Label switching.** The components of a replicate fit are matched to the
 #' point estimate's: for K <= 6, the permutation minimising
