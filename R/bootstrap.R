@@ -280,6 +280,10 @@ bootstrap_summary <- function(fit, reps, B, conf.level) {
 #' @export
 print.bulkem_bootstrap <- function(x, digits = 4, ...) {
   reps <- attr(x, "replicates")
+  if (is.null(reps)) {
+    print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+    return(invisible(x))
+  }
   cat(sprintf("Parametric bootstrap of %d dataset(s): B = %s, %s%% percentile intervals, seed %s\n",
               nrow(reps), paste(unique(reps$B[reps$B > 0]), collapse = ", "),
               format(100 * attr(x, "conf.level")), format(attr(x, "seed"))))
