@@ -1,35 +1,52 @@
-# Parametric bootstrap standard errors and percentile intervals (issue 13,
-# item 1): B replicates per dataset simulated from its fit, all refitted in
-# one bulk bulkem() call per (family, K), components matched to the point
-# estimate's by minimal parameter distance.
+# The parametric bootstrap (issue 13): B replicates per dataset drawn from
+# its fit and refitted, all datasets' replicates as one bulk job in the Rust
+# core (bootstrap_(), src/rust/core/src/bootstrap.rs); standard errors and
+# percentile intervals with components matched to the estimate's, or the
+# likelihood-ratio test of K vs K + 1 components.
 
-#' Parametric bootstrap standard errors and percentile intervals
+#' Parametric bootstrap: standard errors, intervals and the test for K
 #'
 #' For every dataset with a fit, simulates `B` replicate datasets of the same
-#' size from the fitted mixture, refits each with the same family and number
-#' of components from random starts, and summarises the replicate estimates
-#' as bootstrap standard errors and percentile confidence intervals, in the
-#' shape of [tidy()][bulkem-tidy]. The refits of all replicates of all
-#' datasets are one bulk job: one [bulkem()] call (one per distinct number
-#' of components, when the datasets' fits differ in K), on whatever engine
-#' that call chooses.
+#' size from the fitted mixture and refits each, all replicates of all
+#' datasets as one bulk job on the engine [bulkem()] would choose (GPU or
+#' CPU cores; or the workers of a `future` plan with `control$future`).
 #'
-#' **Reproducibility.** Replicate `b` of dataset `d` (its position in
-#' `fits`) is a pure function of `seed`, `d` and `b`: it is drawn after
-#' `set.seed()` with a seed taken from a stream seeded by `seed` and `d`
-#' (Mersenne-Twister, Inversion, Rejection, whatever [RNGkind()] is set),
-#' and R's random number state is put back afterwards, as
-#' [stats::simulate()] does. So a replicate does not change with `B` or when
-#' datasets are added after `d`, and its refit (whose random starts depend
-#' only on `seed`, the start's index and the replicate's values) does not
-#' either.
+#' * `test = "none"` (default): each replicate is refitted with the same
+#'   family and number of components; the result holds, per dataset and
+#'   parameter, the bootstrap standard error and percentile confidence
+#'   interval, in the shape of [tidy()][bulkem-tidy].
+#' * `test = "lrt"`: the bootstrap likelihood-ratio test of K against K + 1
+#'   components (McLachlan 1987). The statistic is
+#'   \eqn{2(\ell_{K+1} - \ell_K)}{2 (loglik(K + 1) - loglik(K))}; its null
+#'   distribution comes from `B` replicates drawn from the K-component fit,
+#'   each fitted with K and with K + 1 components. K is each dataset's
+#'   fitted K, or, with `max.components`, the sequential procedure of
+#'   mclust's `mclustBootstrapLRT()`: K = 1, 2, ... is tested against K + 1
+#'   until a test does not reject at `level` (or K = `max.components`); the
+#'   fits with K = 1, ..., `max.components` components are made here with
+#'   [bulkem()].
 #'
-#' **Starts.** Each replicate is fitted from `random.inits` random starts.
-#' Starting from the fitted parameters (the peers' other practice) is not
-#' available yet. With too few starts some replicates end in a local
-#' optimum (e.g. two inverse Gaussian components near the overall mean),
-#' which inflates the standard errors: use at least as many starts as a
-#' sound fit of the original data needs.
+#' **Refits.** Every refit, of a replicate and, for the test, of the
+#' dataset itself (so that the observed statistic is computed exactly as its
+#' null replicates'), runs `random.inits` starts: start 1 is the fitted
+#' K-component mixture (for K components) or that mixture with its heaviest
+#' component split in two (for K + 1), the others are random, as the peers'
+#' best practice (mclust starts from the fit, mixtools from random values).
+#'
+#' **Reproducibility.** Replicate b of a dataset is drawn in the compiled
+#' core from a generator that is a pure function of `seed`, the dataset's
+#' values, its null K and b; its refits' random starts depend only on `seed`
+#' and the replicate's values. So results do not depend on the engine
+#' (beyond the engines' agreement, about 1e-8), the threads, the other
+#' datasets of the call, the order of the datasets, or sharding over future
+#' workers, and replicate b is the same whatever `B`. R's random number
+#' generator is used only to draw `seed` when it is `NULL`.
+#'
+#' **Replicates used.** For the standard errors, a replicate counts
+#' (`B_used`) when its refit converged and is not marked spurious; for the
+#' test, when both refits have a fit that is not spurious (a K + 1 fit that
+#' stopped at `max.iters` still counts: overfitted components creep). The
+#' others are counted per dataset as `failed` and `spurious`.
 #'
 #' **Label switching.** The components of a replicate fit are matched to the
 #' point estimate's: for K <= 6, the permutation minimising
@@ -38,47 +55,69 @@
 #' estimate's component m (`sigma`, or `sqrt(mu^3 / lambda)` for the inverse
 #' Gaussian); for larger K, by ascending `mu` (the order fits come in).
 #'
-#' **Replicates used.** A replicate counts (`B_used`) when its refit
-#' converged and is not marked spurious. The others are counted per dataset
-#' in the attribute `replicates`: `failed` (no fit, `"max_iters"` or
-#' `"invalid"`) and `spurious`.
+#' **p-values** are \eqn{(1 + \#\{T^*_b \ge T\}) / (1 + B_{used})}{(1 + #(T*[b] >= T)) / (1 + B_used)}
+#' (Davison & Hinkley 1997), never 0; mclust reports the plain share
+#' \eqn{\#\{T^*_b \ge T\} / B}{#(T*[b] >= T) / B}, which differs by less
+#' than 1 / B.
 #'
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
-#' `NA` estimate, standard error and interval and `B_used = 0`, as in
-#' `tidy()`; nothing is simulated for them.
+#' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
 #' @param fits A `bulkem` result.
 #' @param B Number of bootstrap replicates per dataset (a whole number >= 2).
+#' @param test `"none"` (standard errors and intervals) or `"lrt"` (the test
+#'   of K vs K + 1 components).
+#' @param max.components With `test = "lrt"`: `NULL` (default) tests each
+#'   dataset's fitted K against K + 1; a whole number M runs the sequential
+#'   procedure K = 1, ..., M (one row per dataset and K tested).
+#' @param level The level at which the sequential procedure stops (and
+#'   `selected` is chosen).
 #' @param data The datasets the fits were made on, a list with one numeric
-#'   vector per dataset in the order of `fits`; default: the data kept in
-#'   the fits by `bulkem(..., control = list(keep.data = TRUE))` (an error
-#'   if there is none). Only their sizes are used: each replicate has as
-#'   many observations as its dataset.
+#'   vector per dataset in the order of `fits` (missing values are dropped,
+#'   as the fit's default `na.action` did); default: the data kept in the
+#'   fits by `bulkem(..., control = list(keep.data = TRUE))` (an error if
+#'   there is none).
 #' @param seed A whole number from 0 to `.Machine$integer.max` fixing the
 #'   replicates and their refits; `NULL` (default) draws one from R's random
 #'   number generator, so [set.seed()] before the call makes it
 #'   reproducible. Recorded in the attribute `seed`.
 #' @param conf.level Confidence level of the percentile intervals.
-#' @param random.inits Random starts per replicate; default `NULL`: the
-#'   smallest `starts_run` among the fits (the `random.inits` of the original
-#'   call, unless restarts added more).
-#' @param control Passed to [bulkem()] for the refits (`keep.data` and
-#'   `keep.starts` are turned off).
-#' @param ... Further arguments of [bulkem()] for the refits, by full name:
-#'   `max.iters`, `epsilon`, `use.gpu`, `verbose`. The original call's
-#'   values are not recorded in the fits, so give them again if they were
-#'   not the defaults.
-#' @returns A data frame of class `c("bulkem_bootstrap", "data.frame")`
-#'   with one row per dataset, component and parameter, as `tidy()`:
-#'   `dataset`, `component`, `term` (`"alpha"`, `"mu"`, `"lambda"` or
-#'   `"sigma"`), `estimate` (the original fit's), `std.error` (standard
-#'   deviation of the matched bootstrap estimates), `conf.low` and
-#'   `conf.high` (percentile interval), `B` and `B_used`. Attributes:
-#'   `replicates` (a data frame with one row per dataset: `dataset`, `B`,
-#'   `used`, `failed`, `spurious`), `seed`, `conf.level`, `random.inits`
-#'   and `elapsed` (seconds).
+#' @param random.inits Starts per refit (the first from the fit, see
+#'   Refits); default `NULL`: the smallest `starts_run` among the fits (the
+#'   `random.inits` of the original call, unless restarts added more).
+#' @param max.iters,epsilon,use.gpu,verbose As in [bulkem()], for the refits.
+#' @param control As in [bulkem()], for the refits (`keep.data` and
+#'   `keep.starts` are ignored); `control$future = TRUE` shards the datasets
+#'   over the workers of the current `future::plan()`, with the same result.
+#' @returns Without a test, a data frame of class
+#'   `c("bulkem_bootstrap", "data.frame")` with one row per dataset,
+#'   component and parameter, as `tidy()`: `dataset`, `component`, `term`
+#'   (`"alpha"`, `"mu"`, `"lambda"` or `"sigma"`), `estimate` (the original
+#'   fit's), `std.error` (standard deviation of the matched bootstrap
+#'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
+#'   `B_used`; attributes `replicates` (one row per dataset: `dataset`, `B`,
+#'   `used`, `failed`, `spurious`), `seed`, `conf.level`, `random.inits`,
+#'   `engine` and `elapsed` (seconds).
+#'
+#'   With `test = "lrt"`, a data frame of class `c("bulkem_lrt",
+#'   "data.frame")` with one row per dataset and K tested: `dataset`, `k`,
+#'   `loglik` and `loglik_alt` (the dataset's log-likelihoods with K and
+#'   K + 1 components), `lrt` (the statistic), `p_value`, `B`, `B_used`,
+#'   `failed`, `spurious`; attributes `null` (a list with each row's B
+#'   replicate statistics, replicate b at position b, `NA` where it was not
+#'   used), `selected` (with
+#'   `max.components`: one row per dataset, `dataset` and `k`, the first K
+#'   not rejected at `level`, or `max.components + 1` if every test
+#'   rejected), `level`, `seed`, `random.inits`, `engine`, `elapsed`.
+#' @references McLachlan, G. J. (1987). On bootstrapping the likelihood
+#'   ratio test statistic for the number of components in a normal mixture.
+#'   Applied Statistics 36, 318-324.
+#'
+#'   Davison, A. C. and Hinkley, D. V. (1997). Bootstrap Methods and their
+#'   Application. Cambridge University Press.
 #' @seealso [tidy()][bulkem-tidy] and [confint.bulkem_fit()] for the
-#'   observed-information standard errors and Wald intervals.
+#'   observed-information standard errors and Wald intervals;
+#'   [plot.bulkem_lrt()].
 #' @examples
 #' set.seed(2)
 #' d <- list(a = c(rnorm(150), rnorm(100, 5)), b = rnorm(80, 2))
@@ -87,88 +126,79 @@
 #' bs <- bulkem_bootstrap(fits, B = 50, seed = 1, use.gpu = FALSE,
 #'                        control = list(threads = 1))
 #' bs
-#' attr(bs, "replicates")
+#' # how many components? K = 1 vs 2, then 2 vs 3 where 1 was rejected
+#' lrt <- bulkem_bootstrap(fits, B = 50, test = "lrt", max.components = 2,
+#'                         seed = 1, use.gpu = FALSE, control = list(threads = 1))
+#' lrt
+#' attr(lrt, "selected")
 #' @export
-bulkem_bootstrap <- function(fits, B = 200, data = NULL, seed = NULL, conf.level = 0.95,
-                             random.inits = NULL, control = list(), ...) {
+bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.components = NULL,
+                             level = 0.05, data = NULL, seed = NULL, conf.level = 0.95,
+                             random.inits = NULL, max.iters = 5000, epsilon = 1e-6,
+                             use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
-  if (!is.numeric(B) || length(B) != 1 || is.na(B) || !is.finite(B) || B != round(B) ||
-      B < 2 || B > .Machine$integer.max) {
-    stop_arg("`B` must be a whole number >= 2")
+  B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
+  test <- check_choice(test, "test", c("none", "lrt"))
+  check_unit(conf.level, "conf.level")
+  check_unit(level, "level")
+  if (!is.null(max.components)) {
+    if (test != "lrt") stop_arg("`max.components` goes with `test = \"lrt\"`")
+    max.components <- as.integer(check_whole(max.components, "max.components", 1, max_components() - 1))
   }
-  B <- as.integer(B)
-  if (!is.numeric(conf.level) || length(conf.level) != 1 || is.na(conf.level) ||
-      conf.level <= 0 || conf.level >= 1) {
-    stop_arg("`conf.level` must be a single number between 0 and 1")
-  }
-  if (!is.list(control)) stop_arg("`control` must be a named list")
+  max.iters <- as.integer(check_whole(max.iters, "max.iters", 1, .Machine$integer.max))
+  check_positive(epsilon, "epsilon")
+  check_flag(use.gpu, "use.gpu", na_ok = TRUE)
+  check_flag(verbose, "verbose")
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
   } else {
-    if (!is.numeric(seed) || length(seed) != 1 || is.na(seed) || seed != round(seed) ||
-        seed < 0 || seed > .Machine$integer.max) {
-      stop_arg("`seed` must be a whole number from 0 to ", .Machine$integer.max)
-    }
-    as.double(seed)
+    check_whole(seed, "seed", 0, .Machine$integer.max)
   }
+  control$keep.data <- NULL
+  control$keep.starts <- NULL
+  given_control <- control
+  control <- check_control(control)
   items <- unclass(fits)
-  nd <- length(items)
-  sizes <- bootstrap_sizes(items, data)
-  fitted <- vapply(items, has_fit, NA, USE.NAMES = FALSE)
+  data <- bootstrap_data(items, data)
   if (is.null(random.inits)) {
-    runs <- vapply(items[fitted], function(f) as.integer(f$starts_run %||% NA_integer_), 0L)
-    random.inits <- if (length(runs) == 0 || all(is.na(runs))) 20L else min(runs, na.rm = TRUE)
+    runs <- vapply(items, function(f) if (has_fit(f)) as.integer(f$starts_run %||% NA_integer_) else NA_integer_, 0L)
+    random.inits <- if (all(is.na(runs))) 20L else min(runs, na.rm = TRUE)
   }
-  random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
-  control$keep.data <- FALSE
-  control$keep.starts <- FALSE
-  family <- vapply(items, function(f) f$family, "", USE.NAMES = FALSE)
-  k <- vapply(items, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
-
-  # the replicates, each a pure function of (seed, d, b)
-  reps <- vector("list", nd)
-  for (d in which(fitted)) reps[[d]] <- bootstrap_replicates(items[[d]], sizes[d], B, seed, d)
-
-  # one refit call per (family, K)
-  refit <- vector("list", nd)
-  groups <- unique(data.frame(family = family[fitted], k = k[fitted], stringsAsFactors = FALSE))
-  for (g in seq_len(nrow(groups))) {
-    ds <- which(fitted & family == groups$family[g] & k == groups$k[g])
-    all_reps <- unlist(reps[ds], recursive = FALSE)
-    res <- withCallingHandlers(
-      bulkem(all_reps, num.components = groups$k[g], random.inits = random.inits,
-             family = groups$family[g], seed = seed, control = control, ...),
-      bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
-    res <- unclass(res)
-    for (i in seq_along(ds)) refit[[ds[i]]] <- res[(i - 1) * B + seq_len(B)]
+  random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
+  family <- attr(fits, "family") %||% items[[1]]$family
+  settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
+                   random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
+                   control = control, given_control = given_control)
+  if (verbose) {
+    message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
+                    length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
+                    random.inits))
   }
-
-  parts <- lapply(seq_len(nd), function(d) bootstrap_summary(items[[d]], refit[[d]], B, conf.level))
-  rows <- do.call(rbind, lapply(seq_len(nd), function(d) {
-    p <- parts[[d]]$rows
-    if (nrow(p) > 0) p$dataset <- d
-    p
-  }))
-  rows <- rows[c("dataset", "component", "term", "estimate", "std.error", "conf.low",
-                 "conf.high", "B", "B_used")]
-  names_d <- dataset_names(fits)
-  rows$dataset <- names_d[rows$dataset]
-  rownames(rows) <- NULL
-  counts <- do.call(rbind, lapply(parts, `[[`, "counts"))
-  replicates <- data.frame(dataset = names_d, B = ifelse(fitted, B, 0L), used = counts[, "used"],
-                           failed = counts[, "failed"], spurious = counts[, "spurious"],
-                           stringsAsFactors = FALSE)
-  structure(rows, class = c("bulkem_bootstrap", "data.frame"), replicates = replicates,
-            seed = seed, conf.level = conf.level, random.inits = random.inits,
-            elapsed = proc.time()[["elapsed"]] - started)
+  out <- if (test == "none") {
+    bootstrap_se(items, data, B, conf.level, settings, dataset_names(fits))
+  } else {
+    bootstrap_lrt(items, data, B, max.components, level, settings, dataset_names(fits))
+  }
+  attr(out, "seed") <- settings$seed
+  attr(out, "random.inits") <- random.inits
+  attr(out, "elapsed") <- proc.time()[["elapsed"]] - started
+  if (verbose) message(sprintf("bulkem_bootstrap: done in %.3f s", attr(out, "elapsed")))
+  out
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
-# The size of each dataset's replicates: the length of its data, kept in the
-# fit or given.
-bootstrap_sizes <- function(items, data) {
+check_unit <- function(x, arg) {
+  if (!is.numeric(x) || length(x) != 1 || is.na(x) || x <= 0 || x >= 1) {
+    stop_arg("`", arg, "` must be a single number between 0 and 1")
+  }
+  invisible(x)
+}
+
+# The datasets as fitted: kept in the fits, or given (missing values
+# dropped, as na.omit did), checked against the fits' sizes.
+bootstrap_data <- function(items, data) {
   nd <- length(items)
   if (is.null(data)) {
     kept <- vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE)
@@ -182,30 +212,196 @@ bootstrap_sizes <- function(items, data) {
       !all(vapply(data, function(x) is.numeric(x) && !is.object(x), NA))) {
     stop_arg("`data` must be a list with one numeric vector per dataset (", nd, ")")
   }
-  n <- vapply(data, function(x) sum(!is.na(x)), 0L, USE.NAMES = FALSE)
+  data <- lapply(data, function(x) as.double(x[!is.na(x)]))
+  n <- lengths(data)
   bad <- which(vapply(items, has_fit, NA) & n != vapply(items, function(f) as.integer(f$n), 0L))
   if (length(bad) > 0) {
     stop_arg("`data` does not match the fits: dataset ", bad[1], " has ", n[bad[1]],
              " non-missing values, its fit ", items[[bad[1]]]$n)
   }
-  n
+  unname(data)
 }
 
-# B replicates of size n from a fit; replicate b depends only on (seed, d, b).
-# R's random number state (kinds included) is put back on exit.
-bootstrap_replicates <- function(fit, n, B, seed, d) {
-  had <- exists(".Random.seed", envir = .GlobalEnv, inherits = FALSE)
-  if (had) saved <- get(".Random.seed", envir = .GlobalEnv)
-  on.exit(if (had) assign(".Random.seed", saved, envir = .GlobalEnv) else
-    rm(".Random.seed", envir = .GlobalEnv))
-  kinds <- list(kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
-  imax <- .Machine$integer.max
-  do.call(set.seed, c(list(seed = (seed + 1000003 * d) %% imax), kinds))
-  seeds <- floor(stats::runif(B) * imax)
-  lapply(seeds, function(s) {
-    do.call(set.seed, c(list(seed = s), kinds))
-    draw_samples(fit, n, 1L)[[1]]
+# One bulk job: the replicates of every dataset whose `nulls` entry is a fit
+# (NULL: none), refitted with K0 + e components for each e of `extra`; on
+# the engine bulkem() would choose (GPU failure under use.gpu = NA: the
+# CPU), or sharded over future workers. `report` is a progress reporter.
+# Returns the refits, one list per e (bootstrap_() in src/rust/src).
+bootstrap_run <- function(data, nulls, B, extra, s, report) {
+  if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
+  engine <- choose_engine(s$use.gpu, s$control$engine)
+  k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+  flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
+  run <- function(engine) bootstrap_(
+    datasets = data, null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
+    null_shape = flat("shape"), replicates = B, extra = as.integer(extra),
+    family = s$family, max_iters = s$max.iters, epsilon = s$epsilon, starts = s$random.inits,
+    seed = s$seed, threads = as.integer(s$control$threads), engine = engine,
+    mixed_precision = s$control$precision == "mixed",
+    screen = c(s$control$spurious.ratio, s$control$spurious.count, s$control$spurious.count.ratio),
+    restarts = s$control$restarts, devices = s$control$devices, report = report)
+  res <- run_with_fallback(run, engine, s$use.gpu)
+  lapply(res$refits, function(r) c(r, list(engine = res$engine)))
+}
+
+# bootstrap_run() over the workers of the user's future plan: contiguous
+# shards of datasets, each run by bootstrap_run() on a worker; the refits
+# are laid out dataset by dataset, so the shards' results concatenate.
+bootstrap_future <- function(data, nulls, B, extra, s) {
+  ranges <- shard_ranges(length(data), shard_count(s$control$shards, length(data)))
+  shard_s <- s
+  shard_s$control$future <- FALSE
+  shard_s$control$shards <- NULL
+  if (is.null(s$given_control$threads)) shard_s$control$threads <- 0L
+  shards <- lapply(seq_len(nrow(ranges)), function(i) ranges$first[i]:ranges$last[i])
+  out <- future.apply::future_lapply(shards, function(idx, data, nulls, B, extra, s) {
+    if (s$control$threads == 0L) s$control$threads <- parallelly::availableCores()
+    tryCatch(bootstrap_run(data[idx], nulls[idx], B, extra, s, NULL), error = function(e) e)
+  }, data = data, nulls = nulls, B = B, extra = extra, s = shard_s,
+  future.seed = NULL, future.chunk.size = 1, future.packages = "bulkem")
+  failed <- which(vapply(out, inherits, NA, "condition"))
+  if (length(failed) > 0) raise(shard_error(ranges[failed[1], ], nrow(ranges), out[[failed[1]]], length(failed)))
+  lapply(seq_along(extra), function(j) {
+    parts <- lapply(out, `[[`, j)
+    r <- parts[[1]]
+    for (f in c("loglik", "status", "spurious", "observed_loglik", "observed_status",
+                "observed_spurious", "alpha", "mu", "shape")) {
+      r[[f]] <- unlist(lapply(parts, `[[`, f))
+    }
+    r$engine <- paste(unique(vapply(parts, `[[`, "", "engine")), collapse = ", ")
+    r
   })
+}
+
+# The null of each dataset: its fit's parameters, or NULL without a fit.
+bootstrap_nulls <- function(items) {
+  lapply(items, function(f) {
+    if (!has_fit(f)) return(NULL)
+    list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f))
+  })
+}
+
+# The refits of `r` as matrices by dataset: for dataset d, B rows of
+# K0 + e columns for each parameter (NULL without a null).
+refit_parameters <- function(r, k0, B) {
+  k <- ifelse(k0 > 0, k0 + r$extra, 0L)
+  ends <- cumsum(B * k)
+  lapply(seq_along(k0), function(d) {
+    if (k0[d] == 0) return(NULL)
+    idx <- (ends[d] - B * k[d]) + seq_len(B * k[d])
+    m <- function(v) matrix(v[idx], nrow = B, ncol = k[d], byrow = TRUE)
+    list(alpha = m(r$alpha), mu = m(r$mu), shape = m(r$shape))
+  })
+}
+
+# test = "none": standard errors and percentile intervals.
+bootstrap_se <- function(items, data, B, conf.level, s, names_d) {
+  nulls <- bootstrap_nulls(items)
+  reporter <- progress_reporter()
+  r <- bootstrap_run(data, nulls, B, 0L, s, reporter$update)[[1]]
+  reporter$finish()
+  k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+  params <- refit_parameters(r, k0, B)
+  status <- r$status_levels[r$status]
+  parts <- lapply(seq_along(items), function(d) {
+    i <- (d - 1) * B + seq_len(B)
+    bootstrap_summary(items[[d]], params[[d]], status[i], r$spurious[i], B, conf.level)
+  })
+  rows <- do.call(rbind, lapply(seq_along(parts), function(d) {
+    p <- parts[[d]]$rows
+    if (nrow(p) > 0) p$dataset <- d
+    p
+  }))
+  rows <- rows[c("dataset", "component", "term", "estimate", "std.error", "conf.low",
+                 "conf.high", "B", "B_used")]
+  rows$dataset <- names_d[rows$dataset]
+  rownames(rows) <- NULL
+  counts <- do.call(rbind, lapply(parts, `[[`, "counts"))
+  fitted <- k0 > 0
+  replicates <- data.frame(dataset = names_d, B = ifelse(fitted, B, 0L), used = counts[, "used"],
+                           failed = counts[, "failed"], spurious = counts[, "spurious"],
+                           stringsAsFactors = FALSE)
+  structure(rows, class = c("bulkem_bootstrap", "data.frame"), replicates = replicates,
+            conf.level = conf.level, engine = r$engine)
+}
+
+# test = "lrt": the bootstrap likelihood-ratio test of K vs K + 1, for each
+# dataset's own K or sequentially for K = 1, ..., max.components.
+bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
+  nd <- length(items)
+  ks <- if (is.null(max.components)) NA_integer_ else seq_len(max.components)
+  # one progress bar over every bulk job: job i of m reports its share
+  base <- progress_reporter()
+  phases <- length(ks) * (if (is.null(max.components)) 1 else 2)
+  phase <- 0
+  scaled <- function(done, total) base$update(phase + if (total > 0) done / total else 0, phases)
+  rows <- list()
+  nulls_lrt <- list()
+  engine <- character()
+  alive <- rep(TRUE, nd)
+  selected <- rep(NA_integer_, nd)
+  for (k in ks) {
+    if (is.na(k)) {
+      fits_k <- items
+    } else {
+      # the K-component fits of the datasets still being tested
+      fits_k <- vector("list", nd)
+      idx <- which(alive)
+      if (length(idx) == 0) break
+      fk <- withCallingHandlers(
+        bulkem(data[idx], num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
+               use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
+               control = s$given_control),
+        bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
+      fits_k[idx] <- unclass(fk)
+      phase <- phase + 1
+      base$update(phase, phases)
+    }
+    nulls <- bootstrap_nulls(lapply(fits_k, function(f) if (is.null(f)) list() else f))
+    r <- bootstrap_run(data, nulls, B, c(0L, 1L), s, scaled)
+    phase <- phase + 1
+    engine <- c(engine, r[[1]]$engine)
+    k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+    tested <- if (is.na(k)) seq_len(nd) else which(alive)
+    for (d in tested) {
+      i <- (d - 1) * B + seq_len(B)
+      has <- function(x, j) !is.na(x$loglik[j]) & !x$spurious[j]
+      used <- has(r[[1]], i) & has(r[[2]], i)
+      spur <- r[[1]]$spurious[i] | r[[2]]$spurious[i]
+      t_all <- ifelse(used, 2 * (r[[2]]$loglik[i] - r[[1]]$loglik[i]), NA_real_)
+      t_null <- t_all[used]
+      l0 <- r[[1]]$observed_loglik[d]
+      l1 <- r[[2]]$observed_loglik[d]
+      obs_ok <- k0[d] > 0 && !is.na(l0) && !is.na(l1) &&
+        !r[[1]]$observed_spurious[d] && !r[[2]]$observed_spurious[d]
+      t_obs <- if (obs_ok) 2 * (l1 - l0) else NA_real_
+      p <- if (obs_ok && length(t_null) > 0) (1 + sum(t_null >= t_obs)) / (1 + length(t_null)) else NA_real_
+      rows[[length(rows) + 1]] <- data.frame(
+        dataset = names_d[d], k = if (k0[d] > 0) k0[d] else if (is.na(k)) length(items[[d]]$mu) else k,
+        loglik = if (k0[d] > 0) l0 else NA_real_, loglik_alt = if (k0[d] > 0) l1 else NA_real_,
+        lrt = t_obs, p_value = p, B = if (k0[d] > 0) B else 0L, B_used = length(t_null),
+        failed = if (k0[d] > 0) sum(!used & !spur) else 0L, spurious = if (k0[d] > 0) sum(spur) else 0L,
+        stringsAsFactors = FALSE)
+      nulls_lrt[[length(rows)]] <- t_all
+      if (!is.na(k)) {
+        if (is.na(p) || p > level) {
+          alive[d] <- FALSE
+          selected[d] <- if (is.na(p)) NA_integer_ else k
+        }
+      }
+    }
+  }
+  base$finish()
+  out <- do.call(rbind, rows)
+  ord <- order(match(out$dataset, names_d), out$k)
+  out <- out[ord, , drop = FALSE]
+  rownames(out) <- NULL
+  if (!is.null(max.components)) selected[alive] <- max.components + 1L
+  structure(out, class = c("bulkem_lrt", "data.frame"), null = nulls_lrt[ord],
+            selected = if (!is.null(max.components)) {
+              data.frame(dataset = names_d, k = selected, stringsAsFactors = FALSE)
+            },
+            level = level, engine = paste(unique(engine), collapse = ", "))
 }
 
 # Permutations of 1..k, one per row.
@@ -216,8 +412,10 @@ permutations <- function(k) {
 }
 
 # The rows of one dataset (tidy()'s order: by component, then alpha, mu,
-# shape) and its counts of used, failed and spurious replicates.
-bootstrap_summary <- function(fit, reps, B, conf.level) {
+# shape) and its counts of used, failed and spurious replicates, from its
+# refits' parameters (`params`, matrices of B rows; NULL without a null)
+# and statuses.
+bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   k <- length(fit$mu)
   shape_nm <- shape_name(fit$family)
   est <- c(fit$alpha, fit$mu, fit_shape(fit))
@@ -226,20 +424,18 @@ bootstrap_summary <- function(fit, reps, B, conf.level) {
                      estimate = est[rep(0:2, k) * k + rep(seq_len(k), each = 3)],
                      std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
                      B = 0L, B_used = 0L, stringsAsFactors = FALSE)
-  if (is.null(reps)) {
+  if (is.null(params)) {
     return(list(rows = rows, counts = c(used = 0L, failed = 0L, spurious = 0L)))
   }
-  ok <- vapply(reps, function(f) has_fit(f) && isTRUE(f$converged), NA)
-  spur <- vapply(reps, function(f) has_fit(f) && isTRUE(f$spurious), NA)
-  use <- ok & !spur
-  counts <- c(used = sum(use), failed = sum(!ok & !spur), spurious = sum(spur))
+  ok <- status == "converged"
+  use <- ok & !spurious
+  counts <- c(used = sum(use), failed = sum(!ok & !spurious), spurious = sum(spurious))
   rows$B <- B
   rows$B_used <- counts[["used"]]
   if (sum(use) < 2) return(list(rows = rows, counts = counts))
-  get <- function(field) do.call(rbind, lapply(reps[use], function(f) f[[field]]))
-  alpha <- get("alpha")
-  mu <- get("mu")
-  shape <- get(shape_nm)
+  alpha <- params$alpha[use, , drop = FALSE]
+  mu <- params$mu[use, , drop = FALSE]
+  shape <- params$shape[use, , drop = FALSE]
   # match components to the point estimate's
   if (k > 1) {
     if (k <= 6) {
@@ -293,5 +489,91 @@ print.bulkem_bootstrap <- function(x, digits = 4, ...) {
                 sum(reps$failed), sum(reps$spurious)))
   }
   print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+  invisible(x)
+}
+
+#' @rdname bulkem_bootstrap
+#' @export
+print.bulkem_lrt <- function(x, digits = 4, ...) {
+  null <- attr(x, "null")
+  if (is.null(null)) {
+    print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+    return(invisible(x))
+  }
+  ds <- unique(x$dataset)
+  cat(sprintf("Bootstrap likelihood-ratio tests of K vs K + 1 components: %d dataset(s), %d test(s), B = %s, seed %s\n",
+              length(ds), nrow(x), paste(unique(x$B[x$B > 0]), collapse = ", "), format(attr(x, "seed"))))
+  lost <- sum(x$failed) + sum(x$spurious)
+  if (lost > 0) {
+    cat(sprintf("Replicates not used: %d without a fit, %d spurious\n", sum(x$failed), sum(x$spurious)))
+  }
+  print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+  sel <- attr(x, "selected")
+  if (!is.null(sel)) {
+    cat(sprintf("\nComponents selected (first K not rejected at level %s):\n", format(attr(x, "level"))))
+    print(table(k = sel$k, useNA = "ifany"))
+  }
+  invisible(x)
+}
+
+#' Plot bootstrap likelihood-ratio tests
+#'
+#' For a few tests, the bootstrap null distribution of each statistic (a
+#' histogram) with the observed statistic marked and the p-value in the
+#' title; for many, the histogram of the p-values by K tested (uniform
+#' under the null hypotheses, piled up near 0 where K + 1 components are
+#' needed).
+#'
+#' @param x A `bulkem_lrt` result of [bulkem_bootstrap()].
+#' @param which `"auto"` (null distributions for up to 6 tests, p-values
+#'   otherwise), `"null"` or `"pvalues"`.
+#' @param rows With `which = "null"`, the rows (tests) to draw; default the
+#'   first 6.
+#' @param ... Passed to [graphics::hist()].
+#' @returns `x`, invisibly.
+#' @export
+plot.bulkem_lrt <- function(x, which = c("auto", "null", "pvalues"), rows = NULL, ...) {
+  which <- check_choice(which, "which", c("auto", "null", "pvalues"))
+  null <- attr(x, "null")
+  if (is.null(null)) stop_arg("`x` has lost its null distributions (attribute \"null\")")
+  if (which == "auto") which <- if (nrow(x) <= 6) "null" else "pvalues"
+  if (which == "null") {
+    rows <- if (is.null(rows)) seq_len(min(6, nrow(x))) else rows
+    if (!is.numeric(rows) || anyNA(rows) || any(rows < 1 | rows > nrow(x))) {
+      stop_arg("`rows` must be row numbers of `x` (1 to ", nrow(x), ")")
+    }
+    old <- graphics::par(mfrow = grDevices::n2mfrow(length(rows)))
+    on.exit(graphics::par(old))
+    for (i in rows) {
+      t <- null[[i]][!is.na(null[[i]])]
+      if (length(t) == 0) {
+        graphics::plot.new()
+        graphics::title(main = sprintf("%s: K = %d vs %d\nno replicates", x$dataset[i], x$k[i], x$k[i] + 1))
+        next
+      }
+      xlim <- range(c(t, x$lrt[i]), na.rm = TRUE)
+      args <- plot_args(list(x = t, breaks = 30, xlim = xlim, col = "grey85", border = "grey60",
+                             xlab = "2 (loglik K+1 - loglik K)",
+                             main = sprintf("%s: K = %d vs %d\np = %s (B = %d)", x$dataset[i], x$k[i],
+                                            x$k[i] + 1, format(x$p_value[i], digits = 3), x$B_used[i])),
+                        list(...))
+      do.call(graphics::hist, args)
+      graphics::abline(v = x$lrt[i], col = "firebrick", lwd = 2)
+    }
+  } else {
+    ks <- sort(unique(x$k[!is.na(x$p_value)]))
+    if (length(ks) == 0) stop_arg("`x` has no p-values to plot")
+    old <- graphics::par(mfrow = grDevices::n2mfrow(length(ks)))
+    on.exit(graphics::par(old))
+    for (k in ks) {
+      p <- x$p_value[x$k == k & !is.na(x$p_value)]
+      args <- plot_args(list(x = p, breaks = seq(0, 1, 0.05), col = "grey85", border = "grey60",
+                             xlab = "p-value", freq = FALSE,
+                             main = sprintf("K = %d vs %d: %d dataset(s)", k, k + 1, length(p))),
+                        list(...))
+      do.call(graphics::hist, args)
+      graphics::abline(h = 1, lty = 2)
+    }
+  }
   invisible(x)
 }
