@@ -294,3 +294,35 @@ test_that("control$devices is checked, and one named GPU gives the default's fit
   strip <- function(f) { f <- unclass(f); attributes(f) <- NULL; f }
   expect_identical(strip(first), strip(all))
 })
+
+test_that("the bootstrap draws the same replicates and refits them alike on every engine", {
+  skip_if_no_gpu()
+  set.seed(13)
+  d <- list(n1 = rmix(400, c(0.5, 0.5), c(0, 4), c(1, 1.2), "normal"),
+            n2 = rmix(250, c(0.3, 0.7), c(-2, 3), c(0.8, 1), "normal"))
+  fits <- bulkem(d, family = "normal", random.inits = 10, seed = 2, use.gpu = FALSE,
+                 control = list(keep.data = TRUE))
+  run <- function(engine, test) {
+    bulkem_bootstrap(fits, B = 40, test = test, seed = 9, random.inits = 10,
+                     use.gpu = engine != "cpu", control = list(engine = engine))
+  }
+  for (test in c("none", "lrt")) {
+    cpu <- run("cpu", test)
+    for (engine in c("cuda-streams", "cuda-batched")) {
+      gpu <- run(engine, test)
+      expect_identical(attr(gpu, "engine"), engine)
+      if (test == "none") {
+        expect_identical(gpu$B_used, cpu$B_used)
+        expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
+        expect_equal(gpu$conf.low, cpu$conf.low, tolerance = 1e-6)
+      } else {
+        expect_identical(gpu$B_used, cpu$B_used)
+        expect_equal(gpu$lrt, cpu$lrt, tolerance = 1e-7)
+        expect_identical(gpu$p_value, cpu$p_value)
+        for (i in seq_len(nrow(cpu))) {
+          expect_equal(attr(gpu, "null")[[i]], attr(cpu, "null")[[i]], tolerance = 1e-6)
+        }
+      }
+    }
+  }
+})
