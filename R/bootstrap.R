@@ -83,8 +83,8 @@
 #'   reproducible. Recorded in the attribute `seed`.
 #' @param conf.level Confidence level of the percentile intervals.
 #' @param random.inits Starts per refit (the first from the fit, see
-#'   Refits); default `NULL`: the smallest `starts_run` among the fits (the
-#'   `random.inits` of the original call, unless restarts added more).
+#'   Refits), as [bulkem()]'s default; with `max.components`, also the
+#'   starts of the K-component fits made here.
 #' @param max.iters,epsilon,use.gpu,verbose As in [bulkem()], for the refits.
 #' @param control As in [bulkem()], for the refits (`keep.data` and
 #'   `keep.starts` are ignored); `control$future = TRUE` shards the datasets
@@ -97,18 +97,21 @@
 #'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
 #'   `B_used`; attributes `replicates` (one row per dataset: `dataset`, `B`,
 #'   `used`, `failed`, `spurious`), `seed`, `conf.level`, `random.inits`,
-#'   `engine` and `elapsed` (seconds).
+#'   `engine`, `costs` (the compiled core's seconds by phase: simulate,
+#'   prepare, engine, finish, result; `kernel` seconds on a GPU;
+#'   `em_iterations`) and `elapsed` (seconds).
 #'
 #'   With `test = "lrt"`, a data frame of class `c("bulkem_lrt",
 #'   "data.frame")` with one row per dataset and K tested: `dataset`, `k`,
 #'   `loglik` and `loglik_alt` (the dataset's log-likelihoods with K and
 #'   K + 1 components), `lrt` (the statistic), `p_value`, `B`, `B_used`,
-#'   `failed`, `spurious`; attributes `null` (a list with each row's B
-#'   replicate statistics, replicate b at position b, `NA` where it was not
-#'   used), `selected` (with
+#'   `failed`, `spurious`, and `null`, a list column with each row's B
+#'   replicate statistics (replicate b at position b, `NA` where it was not
+#'   used); attributes `selected` (with
 #'   `max.components`: one row per dataset, `dataset` and `k`, the first K
 #'   not rejected at `level`, or `max.components + 1` if every test
-#'   rejected), `level`, `seed`, `random.inits`, `engine`, `elapsed`.
+#'   rejected), `level`, `seed`, `random.inits`, `engine`, `costs`,
+#'   `elapsed`.
 #' @references McLachlan, G. J. (1987). On bootstrapping the likelihood
 #'   ratio test statistic for the number of components in a normal mixture.
 #'   Applied Statistics 36, 318-324.
@@ -134,7 +137,7 @@
 #' @export
 bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.components = NULL,
                              level = 0.05, data = NULL, seed = NULL, conf.level = 0.95,
-                             random.inits = NULL, max.iters = 5000, epsilon = 1e-6,
+                             random.inits = 20, max.iters = 5000, epsilon = 1e-6,
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
@@ -142,6 +145,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
   check_unit(level, "level")
+  if (test == "lrt" && 1 / (B + 1) > level) {
+    stop_arg("with B = ", B, " the smallest p-value, 1 / (B + 1), is above `level` = ", level,
+             ": no test could reject; use B >= ", ceiling(1 / level))
+  }
   if (!is.null(max.components)) {
     if (test != "lrt") stop_arg("`max.components` goes with `test = \"lrt\"`")
     max.components <- as.integer(check_whole(max.components, "max.components", 1, max_components() - 1))
@@ -161,10 +168,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control <- check_control(control)
   items <- unclass(fits)
   data <- bootstrap_data(items, data)
-  if (is.null(random.inits)) {
-    runs <- vapply(items, function(f) if (has_fit(f)) as.integer(f$starts_run %||% NA_integer_) else NA_integer_, 0L)
-    random.inits <- if (all(is.na(runs))) 20L else min(runs, na.rm = TRUE)
-  }
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   family <- attr(fits, "family") %||% items[[1]]$family
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
@@ -241,7 +244,8 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
     screen = c(s$control$spurious.ratio, s$control$spurious.count, s$control$spurious.count.ratio),
     restarts = s$control$restarts, devices = s$control$devices, report = report)
   res <- run_with_fallback(run, engine, s$use.gpu)
-  lapply(res$refits, function(r) c(r, list(engine = res$engine)))
+  costs <- c(res$timings, kernel = res$kernel_seconds, em_iterations = res$em_iterations)
+  lapply(res$refits, function(r) c(r, list(engine = res$engine, costs = costs)))
 }
 
 # bootstrap_run() over the workers of the user's future plan: contiguous
@@ -269,8 +273,17 @@ bootstrap_future <- function(data, nulls, B, extra, s) {
       r[[f]] <- unlist(lapply(parts, `[[`, f))
     }
     r$engine <- paste(unique(vapply(parts, `[[`, "", "engine")), collapse = ", ")
+    r$costs <- add_costs(lapply(parts, `[[`, "costs"))
     r
   })
+}
+
+# Seconds by phase (and EM iterations) of several core calls, summed by name.
+add_costs <- function(costs) {
+  costs <- Filter(Negate(is.null), costs)
+  if (length(costs) == 0) return(NULL)
+  all <- unlist(unname(costs))
+  tapply(all, factor(names(all), levels = unique(names(all))), sum)
 }
 
 # The null of each dataset: its fit's parameters, or NULL without a fit.
@@ -322,7 +335,7 @@ bootstrap_se <- function(items, data, B, conf.level, s, names_d) {
                            failed = counts[, "failed"], spurious = counts[, "spurious"],
                            stringsAsFactors = FALSE)
   structure(rows, class = c("bulkem_bootstrap", "data.frame"), replicates = replicates,
-            conf.level = conf.level, engine = r$engine)
+            conf.level = conf.level, engine = r$engine, costs = c(r$costs))
 }
 
 # test = "lrt": the bootstrap likelihood-ratio test of K vs K + 1, for each
@@ -340,6 +353,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
   engine <- character()
   alive <- rep(TRUE, nd)
   selected <- rep(NA_integer_, nd)
+  costs <- NULL
   for (k in ks) {
     if (is.na(k)) {
       fits_k <- items
@@ -361,6 +375,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
     r <- bootstrap_run(data, nulls, B, c(0L, 1L), s, scaled)
     phase <- phase + 1
     engine <- c(engine, r[[1]]$engine)
+    costs <- add_costs(list(costs, r[[1]]$costs))
     k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
     tested <- if (is.na(k)) seq_len(nd) else which(alive)
     for (d in tested) {
@@ -396,12 +411,14 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
   ord <- order(match(out$dataset, names_d), out$k)
   out <- out[ord, , drop = FALSE]
   rownames(out) <- NULL
+  # a list column, so that it stays with its rows when they are subset
+  out$null <- nulls_lrt[ord]
   if (!is.null(max.components)) selected[alive] <- max.components + 1L
-  structure(out, class = c("bulkem_lrt", "data.frame"), null = nulls_lrt[ord],
+  structure(out, class = c("bulkem_lrt", "data.frame"),
             selected = if (!is.null(max.components)) {
               data.frame(dataset = names_d, k = selected, stringsAsFactors = FALSE)
             },
-            level = level, engine = paste(unique(engine), collapse = ", "))
+            level = level, engine = paste(unique(engine), collapse = ", "), costs = c(costs))
 }
 
 # Permutations of 1..k, one per row.
@@ -495,9 +512,13 @@ print.bulkem_bootstrap <- function(x, digits = 4, ...) {
 #' @rdname bulkem_bootstrap
 #' @export
 print.bulkem_lrt <- function(x, digits = 4, ...) {
-  null <- attr(x, "null")
-  if (is.null(null)) {
-    print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+  table_of <- function(x) {
+    cols <- unclass(x)
+    cols$null <- NULL
+    as.data.frame(cols, stringsAsFactors = FALSE)
+  }
+  if (is.null(attr(x, "seed")) || is.null(x$B)) {
+    print(table_of(x), digits = digits, ...)
     return(invisible(x))
   }
   ds <- unique(x$dataset)
@@ -507,9 +528,10 @@ print.bulkem_lrt <- function(x, digits = 4, ...) {
   if (lost > 0) {
     cat(sprintf("Replicates not used: %d without a fit, %d spurious\n", sum(x$failed), sum(x$spurious)))
   }
-  print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
+  print(table_of(x), digits = digits, ...)
   sel <- attr(x, "selected")
-  if (!is.null(sel)) {
+  sel <- sel[sel$dataset %in% x$dataset, , drop = FALSE]
+  if (nrow(sel) > 0) {
     cat(sprintf("\nComponents selected (first K not rejected at level %s):\n", format(attr(x, "level"))))
     print(table(k = sel$k, useNA = "ifany"))
   }
@@ -534,8 +556,8 @@ print.bulkem_lrt <- function(x, digits = 4, ...) {
 #' @export
 plot.bulkem_lrt <- function(x, which = c("auto", "null", "pvalues"), rows = NULL, ...) {
   which <- check_choice(which, "which", c("auto", "null", "pvalues"))
-  null <- attr(x, "null")
-  if (is.null(null)) stop_arg("`x` has lost its null distributions (attribute \"null\")")
+  null <- x$null
+  if (!is.list(null)) stop_arg("`x` has lost its null distributions (column `null`)")
   if (which == "auto") which <- if (nrow(x) <= 6) "null" else "pvalues"
   if (which == "null") {
     rows <- if (is.null(rows)) seq_len(min(6, nrow(x))) else rows

@@ -91,9 +91,9 @@ test_that("reproducible: same seed, same result, whatever else the call holds", 
                                       control = list(threads = th))$std.error, r1$std.error)
   }
   # replicate b is the same for any B: the first 10 null statistics of B = 30
-  t30 <- boot(fits, B = 30, seed = 99, test = "lrt")
-  t10 <- boot(fits, B = 10, seed = 99, test = "lrt")
-  for (i in 1:2) expect_identical(attr(t10, "null")[[i]], attr(t30, "null")[[i]][1:10])
+  t30 <- boot(fits, B = 30, seed = 99, test = "lrt", level = 0.1)
+  t10 <- boot(fits, B = 10, seed = 99, test = "lrt", level = 0.1)
+  for (i in 1:2) expect_identical(t10$null[[i]], t30$null[[i]][1:10])
   expect_identical(t10$lrt, t30$lrt)
   # seed NULL draws from R's generator: set.seed() makes it reproducible
   set.seed(4); n1 <- boot(fits, B = 10)
@@ -146,7 +146,7 @@ test_that("the likelihood-ratio test: p-values, statistics, the sequential proce
   expect_equal(lrt$lrt, 2 * (lrt$loglik_alt - lrt$loglik))
   # p-values from the null statistics
   for (i in 1:2) {
-    t <- attr(lrt, "null")[[i]]
+    t <- lrt$null[[i]]
     expect_length(t, 60)
     expect_identical(sum(!is.na(t)), lrt$B_used[i])
     t <- t[!is.na(t)]
@@ -167,6 +167,10 @@ test_that("the likelihood-ratio test: p-values, statistics, the sequential proce
   expect_identical(plot(seq_lrt), seq_lrt)
   expect_identical(plot(seq_lrt, which = "pvalues"), seq_lrt)
   expect_error(plot(seq_lrt, rows = 9), class = "bulkem_error_argument")
+  # rows keep their null distributions when subset
+  sub <- seq_lrt[seq_lrt$k == 2, ]
+  expect_identical(sub$null[[1]], seq_lrt$null[[2]])
+  expect_false(any(grepl("\\bone\\b", capture.output(print(sub)))))
 })
 
 test_that("the K = 1 vs 2 statistics and p-values agree with mclust's mclustBootstrapLRT", {
@@ -198,17 +202,17 @@ test_that("sharded over future workers, the same result", {
   d <- lapply(1:5, function(i) rmix(100 + 10 * i, c(0.5, 0.5), c(0, 4), c(1, 1), family = "normal"))
   fits <- boot_fit(d)
   local <- boot(fits, B = 12, seed = 5)
-  local_t <- boot(fits, B = 12, seed = 5, test = "lrt")
+  local_t <- boot(fits, B = 12, seed = 5, test = "lrt", level = 0.1)
   old <- future::plan(future::sequential)
   on.exit(future::plan(old), add = TRUE)
   for (shards in c(2, 5)) {
     sharded <- bulkem_bootstrap(fits, B = 12, seed = 5, random.inits = 5, use.gpu = FALSE,
                                 control = list(future = TRUE, shards = shards))
     expect_identical(unclass(sharded)[1:9], unclass(local)[1:9])
-    sharded_t <- bulkem_bootstrap(fits, B = 12, seed = 5, random.inits = 5, use.gpu = FALSE, test = "lrt",
+    sharded_t <- bulkem_bootstrap(fits, B = 12, seed = 5, random.inits = 5, use.gpu = FALSE, test = "lrt", level = 0.1,
                                   control = list(future = TRUE, shards = shards))
     expect_identical(unclass(sharded_t)[1:10], unclass(local_t)[1:10])
-    expect_identical(attr(sharded_t, "null"), attr(local_t, "null"))
+    expect_identical(sharded_t$null, local_t$null)
   }
 })
 
@@ -299,6 +303,8 @@ test_that("bad arguments are classed argument errors", {
   expect_error(boot(kept, B = 10, max.components = 2), class = "bulkem_error_argument")
   expect_error(boot(kept, B = 10, test = "lrt", max.components = 0), class = "bulkem_error_argument")
   expect_error(boot(kept, B = 10, test = "lrt", level = 0), class = "bulkem_error_argument")
+  # B = 10 cannot reach p < 0.05
+  expect_error(boot(kept, B = 10, test = "lrt"), "no test could reject", class = "bulkem_error_argument")
   expect_error(boot(kept, B = 10, max.iters = 0), class = "bulkem_error_argument")
   expect_error(bulkem_bootstrap(kept, B = 10, control = list(threadz = 2)), class = "bulkem_error_argument")
 })

@@ -320,7 +320,7 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
         expect_equal(gpu$lrt, cpu$lrt, tolerance = 1e-7)
         expect_identical(gpu$p_value, cpu$p_value)
         for (i in seq_len(nrow(cpu))) {
-          expect_equal(attr(gpu, "null")[[i]], attr(cpu, "null")[[i]], tolerance = 1e-6)
+          expect_equal(gpu$null[[i]], cpu$null[[i]], tolerance = 1e-6)
         }
       }
     }

@@ -58,8 +58,14 @@ fn bootstrap_(
         let out: Vec<Robj> = refits.iter().map(|r| refits_to_r(r, &b.null, b.replicates as usize)).collect::<Result<_, _>>()?;
         counters.lap("result", clock);
         Ok::<_, Stop>(List::from_names_and_values(
-            ["refits", "threads", "timings"],
-            [List::from_values(out).into(), Robj::from(threads as i32), timings(&counters)?],
+            ["refits", "threads", "timings", "em_iterations", "kernel_seconds"],
+            [
+                List::from_values(out).into(),
+                Robj::from(threads as i32),
+                timings(&counters)?,
+                Robj::from(counters.em_iterations.load(std::sync::atomic::Ordering::Relaxed) as f64),
+                Robj::from(counters.kernel_seconds()),
+            ],
         )?)
     })())
 }
