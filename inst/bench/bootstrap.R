@@ -180,7 +180,7 @@ describe <- function(m) {
 cat("# bulkem_bootstrap() benchmarks\n\n")
 machine()
 # loading and (on a GPU) kernel compilation stay out of the timings
-invisible(quiet(bulkem_bootstrap(fit_sets(list(rnorm(100)), 1, "normal"), B = 2, test = "lrt", seed = 1,
+invisible(quiet(bulkem_bootstrap(fit_sets(list(rnorm(100)), 1, "normal"), B = 2, test = "lrt", level = 0.5, seed = 1,
                                  use.gpu = FALSE)))
 
 # ---------------------------------------------------------------- peers
@@ -224,7 +224,7 @@ section_peers <- function() {
     for (g in seq_len(nrow(r$value))) {
       add(paste("bulkem_bootstrap, 1 dataset,", engine_of(r$value)), d, r$value$B_used[g],
           tests[r$value$k[g]], r$value$lrt[g], r$value$p_value[g], r$value$p_value[g],
-          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, attr(r$value, "null")[[g]])
+          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, r$value$null[[g]])
     }
     # the same with a tolerance near mclust's (relative 1e-5 of |loglik| ~ 950: 0.01)
     r <- timed(boot(fits1[d], B = peersB, test = "lrt", max.components = 2, use.gpu = FALSE, seed = seed,
@@ -232,7 +232,7 @@ section_peers <- function() {
     for (g in seq_len(nrow(r$value))) {
       add(sprintf("bulkem_bootstrap, 1 dataset, epsilon = %g, %s", peersEps, engine_of(r$value)), d,
           r$value$B_used[g], tests[r$value$k[g]], r$value$lrt[g], r$value$p_value[g], r$value$p_value[g],
-          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, attr(r$value, "null")[[g]])
+          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, r$value$null[[g]])
     }
     # the same with random.inits starts per refit (the K = 1 fits' default is one: the split start)
     r <- timed(bulkem_bootstrap(fits1[d], B = peersB, test = "lrt", max.components = 2, use.gpu = FALSE,
@@ -240,7 +240,7 @@ section_peers <- function() {
     for (g in seq_len(nrow(r$value))) {
       add(sprintf("bulkem_bootstrap, 1 dataset, random.inits = %d, %s", peersInits, engine_of(r$value)), d,
           r$value$B_used[g], tests[r$value$k[g]], r$value$lrt[g], r$value$p_value[g], r$value$p_value[g],
-          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, attr(r$value, "null")[[g]])
+          if (g == 1) r$seconds else NA, if (g == 1) r$seconds else NA, r$value$null[[g]])
     }
   }
   many <- timed(boot(fits1[seq_len(peersN)], B = peersB, test = "lrt", max.components = 2, use.gpu = FALSE,
@@ -252,7 +252,7 @@ section_peers <- function() {
       first <- d == 1 && g == 1
       add(sprintf("bulkem_bootstrap, %d datasets in one call, %s", peersN, engine_of(lm)), d, lm$B_used[g],
           tests[lm$k[g]], lm$lrt[g], lm$p_value[g], lm$p_value[g], if (first) many$seconds else NA,
-          if (first) many$seconds / peersN else NA, attr(lm, "null")[[g]])
+          if (first) many$seconds / peersN else NA, lm$null[[g]])
     }
   }
   tab <- do.call(rbind, rows)
@@ -434,7 +434,7 @@ section_gpu <- function() {
   t1 <- timed(fit_sets(sets, 1, "normal", use.gpu = use_gpu))
   fits1 <- t1$value
   # warm-up (GPU set-up and kernel compilation) on 2 datasets, not timed
-  invisible(quiet(boot(fits1[1:2], B = 2, test = "lrt", max.components = 2, use.gpu = use_gpu, seed = 1)))
+  invisible(quiet(boot(fits1[1:2], B = 2, test = "lrt", level = 0.5, max.components = 2, use.gpu = use_gpu, seed = 1)))
   invisible(quiet(boot(fit_sets(sets[1:2], 2, "normal", use.gpu = use_gpu), B = 2, use.gpu = use_gpu, seed = 1)))
   r <- timed(boot(fits1, B = B, test = "lrt", max.components = 2, use.gpu = use_gpu, seed = seed))
   l <- r$value
@@ -466,6 +466,10 @@ section_gpu <- function() {
                     collapse = ", "), format(attr(l, "seed"))))
   cat(sprintf("Standard errors: replicates used %d of %d (failed %d, spurious %d); seed %s.\n",
               sum(reps$used), sum(reps$B), sum(reps$failed), sum(reps$spurious), format(attr(s$value, "seed"))))
+  cat("Compiled core's costs (s by phase, kernel s, EM iterations): LRT",
+      paste(sprintf("%s %.4g", names(attr(l, "costs")), attr(l, "costs")), collapse = ", "),
+      "; standard errors", paste(sprintf("%s %.4g", names(attr(s$value, "costs")), attr(s$value, "costs")), collapse = ", "),
+      "\n\n")
   cat("refits: replicate datasets refitted (the LRT refits each twice, with K and K + 1 components, and the",
       "observed data too), each with random.inits starts (K = 1 fits: one).\n\n")
 }
