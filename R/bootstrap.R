@@ -126,12 +126,13 @@
 #' d <- list(a = c(rnorm(150), rnorm(100, 5)), b = rnorm(80, 2))
 #' fits <- bulkem(d, family = "normal", random.inits = 5, use.gpu = FALSE,
 #'                control = list(keep.data = TRUE, threads = 1))
-#' bs <- bulkem_bootstrap(fits, B = 50, seed = 1, use.gpu = FALSE,
+#' bs <- bulkem_bootstrap(fits, B = 50, seed = 1, random.inits = 5, use.gpu = FALSE,
 #'                        control = list(threads = 1))
 #' bs
 #' # how many components? K = 1 vs 2, then 2 vs 3 where 1 was rejected
-#' lrt <- bulkem_bootstrap(fits, B = 50, test = "lrt", max.components = 2,
-#'                         seed = 1, use.gpu = FALSE, control = list(threads = 1))
+#' lrt <- bulkem_bootstrap(fits, B = 39, test = "lrt", max.components = 2,
+#'                         seed = 1, random.inits = 5, max.iters = 1000,
+#'                         use.gpu = FALSE, control = list(threads = 1))
 #' lrt
 #' attr(lrt, "selected")
 #' @export
@@ -488,8 +489,9 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
 }
 
 #' @rdname bulkem_bootstrap
-#' @param x A `bulkem_bootstrap` result.
+#' @param x A `bulkem_bootstrap` or `bulkem_lrt` result.
 #' @param digits Significant digits to print.
+#' @param ... Passed to [print.data.frame()].
 #' @export
 print.bulkem_bootstrap <- function(x, digits = 4, ...) {
   reps <- attr(x, "replicates")
