@@ -170,7 +170,8 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   items <- unclass(fits)
   data <- bootstrap_data(items, data)
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
-  family <- attr(fits, "family") %||% items[[1]]$family
+  family <- attr(fits, "family")
+  if (is.null(family)) family <- items[[1]]$family
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
                    control = control, given_control = given_control)
@@ -191,14 +192,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   out
 }
 
-`%||%` <- function(a, b) if (is.null(a)) b else a
-
-check_unit <- function(x, arg) {
-  if (!is.numeric(x) || length(x) != 1 || is.na(x) || x <= 0 || x >= 1) {
-    stop_arg("`", arg, "` must be a single number between 0 and 1")
-  }
-  invisible(x)
-}
 
 # The datasets as fitted: kept in the fits, or given (missing values
 # dropped, as na.omit did), checked against the fits' sizes.

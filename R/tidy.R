@@ -93,10 +93,7 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   if (!is.logical(conf.int) || length(conf.int) != 1 || is.na(conf.int)) {
     stop_arg("`conf.int` must be TRUE or FALSE")
   }
-  if (!is.numeric(conf.level) || length(conf.level) != 1 || is.na(conf.level) ||
-      conf.level <= 0 || conf.level >= 1) {
-    stop_arg("`conf.level` must be a single number between 0 and 1")
-  }
+  check_unit(conf.level, "conf.level")
   # vectors over all fits at once; within a fit, parameters in the order of
   # `se` (alpha1..K, mu1..K, shape1..K), then sorted by component
   k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)

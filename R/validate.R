@@ -76,6 +76,14 @@ check_flag <- function(x, arg, na_ok = FALSE) {
   invisible(x)
 }
 
+# A single number strictly between 0 and 1 (a level or a confidence level).
+check_unit <- function(x, arg) {
+  if (!is.numeric(x) || length(x) != 1 || is.na(x) || x <= 0 || x >= 1) {
+    stop_arg("`", arg, "` must be a single number between 0 and 1")
+  }
+  invisible(x)
+}
+
 check_choice <- function(x, arg, choices) {
   # the default is the whole vector of choices: take the first, like match.arg
   if (identical(x, choices)) return(choices[1])

@@ -83,12 +83,6 @@ has_standard_errors <- function(object) {
   }
 }
 
-check_level <- function(level) {
-  if (!is.numeric(level) || length(level) != 1 || is.na(level) || level <= 0 || level >= 1) {
-    stop_arg("`level` must be a single number between 0 and 1")
-  }
-}
-
 # Which of the named estimates `parm` picks (all when missing).
 pick_parm <- function(parm, est) {
   if (is.null(parm)) return(seq_along(est))
@@ -134,7 +128,7 @@ vcov.bulkem <- function(object, ...) {
 #' @export
 confint.bulkem_fit <- function(object, parm, level = 0.95, ...) {
   has_standard_errors(object)
-  check_level(level)
+  check_unit(level, "level")
   est <- fit_estimates(object)
   i <- pick_parm(if (missing(parm)) NULL else parm, est)
   wald(est[i], unname(object$se)[i], level)
@@ -143,7 +137,7 @@ confint.bulkem_fit <- function(object, parm, level = 0.95, ...) {
 #' @rdname bulkem-vcov
 #' @export
 confint.bulkem <- function(object, parm, level = 0.95, ...) {
-  check_level(level)
+  check_unit(level, "level")
   fits <- unclass(object)
   for (f in fits) has_standard_errors(f)
   # vectors over all fits at once: results can hold 100,000s of them

@@ -71,7 +71,7 @@ fn bootstrap_(
 }
 
 /// The nulls from their flat R form.
-fn nulls(k: &[i32], alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<Vec<Option<Params>>, Stop> {
+fn nulls<'a>(k: &[i32], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> Result<Vec<Option<Params>>, Stop> {
     let mut at = 0;
     k.iter()
         .map(|&k| {
@@ -79,15 +79,10 @@ fn nulls(k: &[i32], alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<Vec<Opti
             if k == 0 {
                 return Ok(None);
             }
-            let (Some(a), Some(m), Some(s)) = (alpha.get(at..at + k), mu.get(at..at + k), shape.get(at..at + k)) else {
-                return Err(Error::Other("null parameters shorter than null_k says".into()).into());
-            };
+            let part = |v: &'a [f64]| v.get(at..at + k).unwrap_or(&[]);
+            let p = Params::from_slices(part(alpha), part(mu), part(shape));
             at += k;
-            let mut p = Params::zeroed(k);
-            p.alpha[..k].copy_from_slice(a);
-            p.mu[..k].copy_from_slice(m);
-            p.shape[..k].copy_from_slice(s);
-            Ok(Some(p))
+            p.map(Some).ok_or_else(|| Error::Other("null parameters shorter than null_k says".into()).into())
         })
         .collect()
 }

@@ -93,10 +93,9 @@ pub fn bootstrap(b: &Bootstrap, kind: EngineKind, threads: usize, cancel: &Atomi
     let job = &b.job;
     let reps = b.replicates as usize;
     let nd = job.datasets.len();
-    let k0 = |d: usize| b.null[d].map(|p| p.k);
     counters.total.store(
         (0..nd)
-            .filter_map(|d| k0(d).map(|k| (d, k)))
+            .filter_map(|d| b.null[d].map(|p| (d, p.k)))
             .map(|(d, k)| {
                 let fits = |e: &usize| Invalid::too_short(job.datasets[d].len(), k + e).is_none();
                 b.extra.iter().filter(|e| fits(e)).map(|&e| job.task(k + e).starts as usize).sum::<usize>() * (reps + 1)
@@ -106,43 +105,42 @@ pub fn bootstrap(b: &Bootstrap, kind: EngineKind, threads: usize, cancel: &Atomi
     );
     let mut out: Vec<Refits> =
         b.extra.iter().map(|&extra| Refits { extra, refits: vec![Refit::NONE; nd * reps], observed: vec![Refit::NONE; nd] }).collect();
-    let mut d = 0;
-    while d < nd {
+    // the datasets with a null, in order, each with its null
+    let nulls: Vec<(usize, Params)> = b.null.iter().enumerate().filter_map(|(d, p)| p.map(|p| (d, p))).collect();
+    let mut next = 0;
+    while next < nulls.len() {
         // the next block: datasets up to BOOTSTRAP_BLOCK_VALUES replicate values, at least one
-        let mut end = d;
         let mut values = 0;
-        while end < nd && (end == d || values + job.datasets[end].len() * reps <= BOOTSTRAP_BLOCK_VALUES) {
-            if b.null[end].is_some() {
-                values += job.datasets[end].len() * reps;
-            }
-            end += 1;
+        let first = next;
+        while next < nulls.len() && (next == first || values + job.datasets[nulls[next].0].len() * reps <= BOOTSTRAP_BLOCK_VALUES) {
+            values += job.datasets[nulls[next].0].len() * reps;
+            next += 1;
         }
-        let block: Vec<usize> = (d..end).filter(|&i| b.null[i].is_some()).collect();
-        d = end;
+        let block = &nulls[first..next];
         let clock = std::time::Instant::now();
-        let hashes: Vec<u64> = block.iter().map(|&i| hash_values(job.datasets[i])).collect();
+        let hashes: Vec<u64> = block.iter().map(|&(d, _)| hash_values(job.datasets[d])).collect();
         let drawn = queue::map(block.len() * reps, threads, cancel, |j| {
             let (i, r) = (j / reps, j % reps);
-            let (ds, null) = (block[i], b.null[block[i]].unwrap_or(Params::zeroed(1)));
+            let (d, null) = block[i];
             let mut rng = replicate_rng(job.seed, hashes[i], null.k, r as u32);
-            draw_mixture(job.family, &null, job.datasets[ds].len(), &mut rng)
+            draw_mixture(job.family, &null, job.datasets[d].len(), &mut rng)
         })?;
         counters.lap("simulate", clock);
-        let mut ks: Vec<usize> = block.iter().filter_map(|&i| k0(i)).collect();
+        let mut ks: Vec<usize> = block.iter().map(|(_, p)| p.k).collect();
         ks.sort_unstable();
         ks.dedup();
         for &k in &ks {
-            let members: Vec<usize> = (0..block.len()).filter(|&i| k0(block[i]) == Some(k)).collect();
+            let members: Vec<usize> = (0..block.len()).filter(|&i| block[i].1.k == k).collect();
             // each member's own data, then its replicates
             let per = reps + 1;
             let datasets: Vec<&[f64]> = members
                 .iter()
-                .flat_map(|&i| std::iter::once(job.datasets[block[i]]).chain(drawn[i * reps..(i + 1) * reps].iter().map(Vec::as_slice)))
+                .flat_map(|&i| std::iter::once(job.datasets[block[i].0]).chain(drawn[i * reps..(i + 1) * reps].iter().map(Vec::as_slice)))
                 .collect();
             for (slot, &e) in b.extra.iter().enumerate() {
                 let init = |i: usize| match e {
-                    0 => b.null[block[i]],
-                    1 => b.null[block[i]].map(|p| split_heaviest(job.family, &p)),
+                    0 => Some(block[i].1),
+                    1 => Some(split_heaviest(job.family, &block[i].1)),
                     _ => None,
                 };
                 let inits = members.iter().flat_map(|&i| std::iter::repeat_n(init(i), per)).collect();
@@ -156,8 +154,8 @@ pub fn bootstrap(b: &Bootstrap, kind: EngineKind, threads: usize, cancel: &Atomi
                 };
                 let fits = call::run(&refit, engine.as_ref(), threads, cancel, counters, false)?;
                 for (j, f) in fits.iter().enumerate() {
-                    let (ds, r) = (block[members[j / per]], j % per);
-                    let target = if r == 0 { out[slot].observed.get_mut(ds) } else { out[slot].refits.get_mut(ds * reps + r - 1) };
+                    let (d, r) = (block[members[j / per]].0, j % per);
+                    let target = if r == 0 { out[slot].observed.get_mut(d) } else { out[slot].refits.get_mut(d * reps + r - 1) };
                     if let Some(target) = target {
                         *target = Refit::of(f);
                     }
@@ -201,10 +199,7 @@ mod tests {
     #[test]
     fn split_keeps_the_mixture_mean_and_positive_means() {
         for family in [Family::Normal, Family::InvGauss] {
-            let mut p = Params::zeroed(2);
-            p.alpha[..2].copy_from_slice(&[0.3, 0.7]);
-            p.mu[..2].copy_from_slice(&[1.0, 3.0]);
-            p.shape[..2].copy_from_slice(&[30.0, 0.2]);
+            let p = Params::from_slices(&[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]).unwrap();
             let q = split_heaviest(family, &p);
             assert_eq!(q.k, 3);
             assert!((q.alpha[..3].iter().sum::<f64>() - 1.0).abs() < 1e-15);

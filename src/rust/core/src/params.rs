@@ -49,6 +49,21 @@ impl Params {
         Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS] }
     }
 
+    /// The mixture of the weights, means and shapes given, one per
+    /// component; `None` unless all three have the same length from 1 to
+    /// MAX_COMPONENTS.
+    pub fn from_slices(alpha: &[f64], mu: &[f64], shape: &[f64]) -> Option<Params> {
+        let k = alpha.len();
+        if !(1..=MAX_COMPONENTS).contains(&k) || mu.len() != k || shape.len() != k {
+            return None;
+        }
+        let mut p = Params::zeroed(k);
+        p.alpha[..k].copy_from_slice(alpha);
+        p.mu[..k].copy_from_slice(mu);
+        p.shape[..k].copy_from_slice(shape);
+        Some(p)
+    }
+
     /// The same mixture with its components reordered by `order`.
     pub fn permuted(&self, order: &[usize]) -> Params {
         let mut p = Params::zeroed(self.k);

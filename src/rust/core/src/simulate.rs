@@ -69,11 +69,7 @@ mod tests {
     use super::*;
 
     fn params(alpha: &[f64], mu: &[f64], shape: &[f64]) -> Params {
-        let mut p = Params::zeroed(alpha.len());
-        p.alpha[..alpha.len()].copy_from_slice(alpha);
-        p.mu[..mu.len()].copy_from_slice(mu);
-        p.shape[..shape.len()].copy_from_slice(shape);
-        p
+        Params::from_slices(alpha, mu, shape).unwrap()
     }
 
     fn mean_var(x: &[f64]) -> (f64, f64) {
