@@ -19,7 +19,7 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 #' replicate by replicate; NA without a fit) in `alpha`, `mu`, `shape`; or
 #' the condition that stopped the call.
 #' @noRd
-bootstrap_ <- function(datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, screen, restarts, devices, report) .Call(wrap__bootstrap_, datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, screen, restarts, devices, report)
+bootstrap_ <- function(datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, screen, restarts, devices, report) .Call(wrap__bootstrap_, datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, screen, restarts, devices, report)
 
 #' An argument error for R's own checks (stop_arg() in R/conditions.R), with
 #' the classes the core's argument errors get.
@@ -38,7 +38,7 @@ convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, mess
 #' Arguments were checked by bulkem() in R. Returns the fits, or the
 #' condition that stopped the call, for R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, restarts, devices, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts, screen, restarts, devices, report)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, screen, restarts, devices, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, screen, restarts, devices, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:

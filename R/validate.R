@@ -104,7 +104,7 @@ format_value <- function(x) {
 
 control_defaults <- function() {
   screen <- model_limits()$spurious
-  list(threads = NULL, engine = "auto", precision = "double",
+  list(threads = NULL, engine = "auto", precision = "double", accelerate = FALSE,
        keep.data = FALSE, keep.starts = FALSE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
        spurious.count.ratio = screen[["count.ratio"]],
@@ -135,6 +135,7 @@ check_control <- function(control) {
   }
   out$engine <- check_choice(out$engine, "control$engine", engine_names)
   out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
+  check_flag(out$accelerate, "control$accelerate")
   check_flag(out$keep.data, "control$keep.data")
   check_flag(out$keep.starts, "control$keep.starts")
   check_threshold(out$spurious.ratio, "control$spurious.ratio", 1)

@@ -36,6 +36,7 @@ fn bootstrap_(
     threads: i32,
     engine: &str,
     mixed_precision: bool,
+    accelerate: bool,
     screen: &[f64],
     restarts: i32,
     devices: &[i32],
@@ -43,7 +44,7 @@ fn bootstrap_(
 ) -> Robj {
     or_condition((|| {
         let engine = engine_kind(engine)?;
-        let job = job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, screen, restarts, devices)?;
+        let job = job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, accelerate, screen, restarts, devices)?;
         let b = Bootstrap {
             null: nulls(null_k, null_alpha, null_mu, null_shape)?,
             replicates: u32::try_from(replicates).map_err(|_| Error::Other("B out of range".into()))?,

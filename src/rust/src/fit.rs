@@ -36,6 +36,7 @@ fn fit_(
     threads: i32,
     engine: &str,
     mixed_precision: bool,
+    accelerate: bool,
     keep_starts: bool,
     screen: &[f64],
     restarts: i32,
@@ -43,8 +44,8 @@ fn fit_(
     report: Robj,
 ) -> Robj {
     or_condition(fit(
-        datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, keep_starts,
-        screen, restarts, devices, report,
+        datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate,
+        keep_starts, screen, restarts, devices, report,
     ))
 }
 
@@ -60,6 +61,7 @@ fn fit(
     threads: i32,
     engine: &str,
     mixed_precision: bool,
+    accelerate: bool,
     keep_starts: bool,
     screen: &[f64],
     restarts: i32,
@@ -70,7 +72,7 @@ fn fit(
     let job = Job {
         components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
         keep_starts,
-        ..job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, screen, restarts, devices)?
+        ..job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, accelerate, screen, restarts, devices)?
     };
     let threads = threads_to_use(threads);
     let counters = Counters::default();
@@ -129,6 +131,7 @@ pub(crate) fn job<'a>(
     starts: i32,
     seed: f64,
     mixed_precision: bool,
+    accelerate: bool,
     screen: &[f64],
     restarts: i32,
     devices: &[i32],
@@ -144,6 +147,7 @@ pub(crate) fn job<'a>(
         starts: as_count(starts, "random.inits")?,
         seed: seed as u64,
         mixed_precision,
+        accelerate,
         keep_starts: false,
         screen: match *screen {
             [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },

@@ -23,7 +23,7 @@ fn main() {
         }
         sets.push(data);
     }
-    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: vec![2], max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
+    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: vec![2], max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
     let t = Instant::now();
     let fits = fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).expect("fit");
     let secs = t.elapsed().as_secs_f64();

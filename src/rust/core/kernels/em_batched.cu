@@ -114,12 +114,20 @@ struct Pass {
     __device__ __forceinline__ double loglik() const { return ll_max + ((double)prod_exp * LN_2 + log(prod)); }
 };
 
-// A fit's parameters and the per-component terms of family.rs::terms.
+// em.rs Phase: where an accelerated fit is in its SQUAREM cycle.
+#define PHASE_FIRST 0
+#define PHASE_SECOND 1
+#define PHASE_EXTRAPOLATED 2
+
+// A fit's parameters and the per-component terms of family.rs::terms, and
+// em.rs EmState's SQUAREM state (keep = θ0 in PHASE_SECOND, θ2 in
+// PHASE_EXTRAPOLATED).
 template <int K>
 struct State {
     double alpha[K], mu[K], shape[K], c[K], kk[K];
-    double prev;
-    int iterations;
+    double keep_alpha[K], keep_mu[K], keep_shape[K];
+    double prev, ll1, step, step_max;
+    int iterations, phase;
     bool has_prev;
     // false while a mixed-precision fit still runs on fp32 exponentials
     bool exact;
@@ -198,14 +206,52 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     p.prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
 }
 
+// em.rs extrapolate: SqS3's θ' = θ0 + 2s·r + s²·v over (alpha, mu, log shape)
+// with s = ‖r‖/‖v‖ in [1, step_max]; 0 when s is not above 1 or θ' is not a
+// usable mixture (then the cycle ends at θ2), else s, with θ' in out_*.
+template <int K, int IG>
+__device__ __forceinline__ double extrapolate(const double a0[K], const double m0[K], const double s0[K],
+                                              const double a1[K], const double m1[K], const double s1[K],
+                                              const double a2[K], const double m2[K], const double s2[K],
+                                              double step_max, int n, double spread,
+                                              double out_a[K], double out_m[K], double out_s[K]) {
+    double rr = 0.0, vv = 0.0, l0[K], l1[K], l2[K];
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        l0[m] = log(s0[m]);
+        l1[m] = log(s1[m]);
+        l2[m] = log(s2[m]);
+        const double ra = a1[m] - a0[m], rm = m1[m] - m0[m], rs = l1[m] - l0[m];
+        const double va = a2[m] - 2.0 * a1[m] + a0[m], vm = m2[m] - 2.0 * m1[m] + m0[m], vs = l2[m] - 2.0 * l1[m] + l0[m];
+        rr += ra * ra;
+        rr += rm * rm;
+        rr += rs * rs;
+        vv += va * va;
+        vv += vm * vm;
+        vv += vs * vs;
+    }
+    if (!(vv > 0.0)) return 0.0;
+    const double step = fmin(sqrt(rr / vv), step_max);
+    if (!(step > 1.0)) return 0.0;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        out_a[m] = a0[m] + 2.0 * step * (a1[m] - a0[m]) + step * step * (a2[m] - 2.0 * a1[m] + a0[m]);
+        out_m[m] = m0[m] + 2.0 * step * (m1[m] - m0[m]) + step * step * (m2[m] - 2.0 * m1[m] + m0[m]);
+        out_s[m] = exp(l0[m] + 2.0 * step * (l1[m] - l0[m]) + step * step * (l2[m] - 2.0 * l1[m] + l0[m]));
+        if (!(out_a[m] * (double)n >= MIN_COMPONENT_OBS) || check_component<IG>(out_m[m], out_s[m], spread)) return 0.0;
+    }
+    return step;
+}
+
 // em.rs EmState::advance: given the pass's log-likelihood and sums for
 // the current parameters, stop (returns the outcome code) or move to the
-// M-step's parameters (returns -1).
+// next iterate (returns -1): the M-step's parameters, or with `accelerate`
+// the SQUAREM cycle's (ACC = 1: control$accelerate).
 //
 // In mixed precision a fit whose log-likelihood stops rising (converges or
 // falls, where fp32 rounding is as large as the steps) is suspect: it goes on
 // from the same parameters in fp64, which decides how it ends.
-template <int K, int IG>
+template <int K, int IG, int ACC>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
                                        int max_iters, double epsilon) {
     if (!st.exact && (!isfinite(loglik) || (st.has_prev && loglik - st.prev < epsilon))) {
@@ -213,23 +259,69 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         st.has_prev = false;
         return -1;
     }
+    double a2[K], m2[K], sh2[K];
+    if (ACC && st.phase == PHASE_EXTRAPOLATED) {
+        // accepted when θ' is at least as likely as θ1 and its M-step is
+        // usable; otherwise the cycle ends at θ2
+        const bool ok = loglik >= st.ll1 && m_step<K, IG>(p.s0, p.s1, p.s2, n, spread, a2, m2, sh2) == 0;
+        const bool reached = st.step >= st.step_max;
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            st.alpha[m] = ok ? a2[m] : st.keep_alpha[m];
+            st.mu[m] = ok ? m2[m] : st.keep_mu[m];
+            st.shape[m] = ok ? sh2[m] : st.keep_shape[m];
+        }
+        st.prev = ok ? loglik : st.ll1;
+        if (reached) st.step_max = ok ? st.step_max * SQUAREM_STEP_GROWTH : fmax(st.step_max / SQUAREM_STEP_GROWTH, SQUAREM_STEP_GROWTH);
+        st.has_prev = true;
+        st.phase = PHASE_FIRST;
+        st.iterations += 1;
+        terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
+        return -1;
+    }
     if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
     if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
     if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     if (st.iterations >= max_iters) return OUTCOME_MAX_ITERS;
-    double a2[K], m2[K], sh2[K];
     const int bad = m_step<K, IG>(p.s0, p.s1, p.s2, n, spread, a2, m2, sh2);
     if (bad) return bad;
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-        st.alpha[m] = a2[m];
-        st.mu[m] = m2[m];
-        st.shape[m] = sh2[m];
-    }
-    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
     st.iterations += 1;
     st.prev = loglik;
     st.has_prev = true;
+    double ta[K], tm[K], ts[K];
+    double step = 0.0;
+    if (ACC && st.phase == PHASE_SECOND) {
+        st.phase = PHASE_FIRST;
+        // the extrapolated pass must not be the last one allowed
+        if (st.iterations < max_iters)
+            step = extrapolate<K, IG>(st.keep_alpha, st.keep_mu, st.keep_shape, st.alpha, st.mu, st.shape, a2, m2, sh2,
+                                      st.step_max, n, spread, ta, tm, ts);
+    } else if (ACC) {
+        st.phase = PHASE_SECOND;
+    }
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        // PHASE_SECOND keeps θ0 (the current parameters), an extrapolation θ2
+        if (st.phase == PHASE_SECOND) {
+            st.keep_alpha[m] = st.alpha[m];
+            st.keep_mu[m] = st.mu[m];
+            st.keep_shape[m] = st.shape[m];
+        } else if (step > 0.0) {
+            st.keep_alpha[m] = a2[m];
+            st.keep_mu[m] = m2[m];
+            st.keep_shape[m] = sh2[m];
+        }
+        st.alpha[m] = step > 0.0 ? ta[m] : a2[m];
+        st.mu[m] = step > 0.0 ? tm[m] : m2[m];
+        st.shape[m] = step > 0.0 ? ts[m] : sh2[m];
+    }
+    if (step > 0.0) {
+        st.step = step;
+        st.ll1 = loglik;
+        st.phase = PHASE_EXTRAPOLATED;
+        st.has_prev = false;
+    }
+    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
     return -1;
 }
 
@@ -266,6 +358,10 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
     st.has_prev = false;
     st.prev = 0.0;
     st.exact = !MIXED;
+    st.phase = PHASE_FIRST;
+    st.ll1 = 0.0;
+    st.step = 1.0;
+    st.step_max = SQUAREM_STEP_GROWTH;
 }
 
 // screen.rs Screen::spurious: a component far narrower than the widest, or
@@ -304,7 +400,7 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
 }
 
 // One lane per fit, one observation per step (see the top of the file).
-template <int K, int IG, int MIXED>
+template <int K, int IG, int MIXED, int ACC>
 __device__ __forceinline__ void em_lane(const Batch& b) {
     int fit = blockIdx.x * blockDim.x + threadIdx.x;
     if (fit >= b.n_fits) return;
@@ -321,7 +417,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
+        const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
         if (outcome >= 0) {
             store_fit<K, IG>(b, fit, st, loglik, outcome, n);
             fit = (int)atomicAdd(b.next, 1u);
@@ -345,7 +441,7 @@ __device__ __forceinline__ double warp_sum(double v) {
 }
 
 // One warp per fit: lanes stride over the observations of each pass.
-template <int K, int IG, int MIXED>
+template <int K, int IG, int MIXED, int ACC>
 __device__ __forceinline__ void em_warp(const Batch& b) {
     const int lane = threadIdx.x & 31;
     int fit = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -367,7 +463,7 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
                 p.s1[m] = warp_sum(p.s1[m]);
                 p.s2[m] = warp_sum(p.s2[m]);
             }
-            const int outcome = advance<K, IG>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
+            const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
             if (outcome >= 0) {
                 if (lane == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
                 unsigned int next = 0;
@@ -382,14 +478,14 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
 }
 
 // The host appends one instantiation per (family, K, precision) it needs
-// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0) for the 2-component inverse
-// Gaussian in fp64, which defines em_batched_lane and em_batched_warp.
-#define EM_BATCHED(K, IG, MIXED)                                                            \
+// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0) for the 2-component inverse
+// Gaussian in fp64, plain EM, which defines em_batched_lane and em_batched_warp.
+#define EM_BATCHED(K, IG, MIXED, ACC)                                                       \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
-        em_lane<K, IG, MIXED>(b);                                                          \
+        em_lane<K, IG, MIXED, ACC>(b);                                                     \
     }                                                                                      \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_warp(const Batch b) {    \
-        em_warp<K, IG, MIXED>(b);                                                          \
+        em_warp<K, IG, MIXED, ACC>(b);                                                     \
     }
 
 // Copies the rows idx[0..n) of src (width values each) to dst, so that only

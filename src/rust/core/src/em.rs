@@ -1,11 +1,12 @@
-//! One start's EM: from its starting point to convergence, max.iters or degeneracy.
+//! One start's EM: from its starting point to convergence, max.iters or
+//! degeneracy, optionally accelerated by squared extrapolation (SQUAREM).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dataset::Prepared;
 use crate::estep::e_step;
-use crate::limits::FALL_TOLERANCE;
-use crate::mstep::m_step;
+use crate::limits::{FALL_TOLERANCE, MIN_COMPONENT_OBS, SQUAREM_STEP_GROWTH};
+use crate::mstep::{check_component, m_step};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 
@@ -14,32 +15,95 @@ fn fall_tolerance(loglik: f64, n: usize) -> f64 {
     FALL_TOLERANCE * (loglik.abs() + n as f64)
 }
 
+/// Where an accelerated start is in its cycle of three E-step passes: the
+/// passes of θ0 and of θ1 = M(θ0) are plain EM steps; the third pass is of
+/// the extrapolated θ' (Varadhan & Roland 2008, SqS3), computed from θ0, θ1
+/// and θ2 = M(θ1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Phase {
+    /// `params` is θ0 of a cycle.
+    First,
+    /// `params` is θ1; `keep` holds θ0.
+    Second,
+    /// `params` is θ'; `keep` holds θ2, `ll1` is ℓ(θ1).
+    Extrapolated,
+}
+
+/// SQUAREM's state between passes.
+#[derive(Clone, Copy, Debug)]
+struct Squarem {
+    phase: Phase,
+    keep: Params,
+    ll1: f64,
+    /// The step length of θ'.
+    step: f64,
+    /// The longest step allowed: starts at SQUAREM_STEP_GROWTH, grows by
+    /// that factor when an accepted step reached it, shrinks by it (not
+    /// below where it started) when a step that reached it was rejected.
+    step_max: f64,
+}
+
 /// One start's EM between E-steps. Engines compute the E-step wherever they
 /// like (CPU pass, GPU kernels) and hand its statistics to `advance`, which
-/// applies the convergence rule, the guards and the M-step: every engine
-/// makes the same decisions from the same numbers.
+/// applies the convergence rule, the guards, the M-step and, when
+/// accelerated, the extrapolation: every engine makes the same decisions
+/// from the same numbers (the cuda-batched kernel mirrors this line for line).
 #[derive(Clone, Copy, Debug)]
 pub struct EmState {
     pub params: Params,
+    /// ℓ of the parameters whose M-step gave `params`; `None` at the start
+    /// and after an extrapolation, whose pass is not an EM step.
     previous: Option<f64>,
+    /// E-step passes that moved the parameters (plain EM: M-steps applied).
     pub iterations: u32,
+    squarem: Option<Squarem>,
 }
 
 impl EmState {
-    pub fn new(init: Params) -> EmState {
-        EmState { params: init, previous: None, iterations: 0 }
+    pub fn new(init: Params, accelerate: bool) -> EmState {
+        let squarem = accelerate.then_some(Squarem { phase: Phase::First, keep: init, ll1: 0.0, step: 1.0, step_max: SQUAREM_STEP_GROWTH });
+        EmState { params: init, previous: None, iterations: 0, squarem }
     }
 
     /// Takes the E-step statistics of `self.params`. Returns the start's end
-    /// state when it stops; otherwise moves `params` to the M-step's update.
+    /// state when it stops; otherwise moves `params` to the next iterate.
     pub fn advance(&mut self, family: Family, ds: &Prepared, stats: &Stats, max_iters: u32, epsilon: f64) -> Option<StartFit> {
         let loglik = stats.ll + ds.h_sum;
+        let n = ds.x.len();
+        if let Some(sq) = &mut self.squarem {
+            if sq.phase == Phase::Extrapolated {
+                // Accepted when θ' is at least as likely as θ1 and its
+                // M-step is usable; otherwise the cycle ends at θ2, as plain
+                // EM would. Either way the next pass is an EM step's.
+                let next = if loglik >= sq.ll1 { m_step(family, self.params.k, stats, n, ds.spread).ok() } else { None };
+                let reached = sq.step >= sq.step_max;
+                match next {
+                    Some(next) => {
+                        self.params = next;
+                        self.previous = Some(loglik);
+                        if reached {
+                            sq.step_max *= SQUAREM_STEP_GROWTH;
+                        }
+                    }
+                    None => {
+                        self.params = sq.keep;
+                        self.previous = Some(sq.ll1);
+                        if reached {
+                            sq.step_max = (sq.step_max / SQUAREM_STEP_GROWTH).max(SQUAREM_STEP_GROWTH);
+                        }
+                    }
+                }
+                sq.phase = Phase::First;
+                self.iterations += 1;
+                return None;
+            }
+        }
         let end = |outcome| Some(StartFit { params: self.params, loglik, iterations: self.iterations, outcome });
         if !loglik.is_finite() {
             return end(Outcome::Failed(Degenerate::NotFinite));
         }
         if let Some(prev) = self.previous {
-            if loglik < prev - fall_tolerance(prev, ds.x.len()) {
+            if loglik < prev - fall_tolerance(prev, n) {
                 return end(Outcome::Failed(Degenerate::LoglikFell));
             }
             if loglik - prev < epsilon {
@@ -49,14 +113,95 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        match m_step(family, self.params.k, stats, ds.x.len(), ds.spread) {
-            Ok(next) => self.params = next,
+        let next = match m_step(family, self.params.k, stats, n, ds.spread) {
+            Ok(next) => next,
             Err(why) => return end(Outcome::Failed(why)),
-        }
+        };
         self.iterations += 1;
         self.previous = Some(loglik);
+        let current = self.params;
+        self.params = next;
+        let Some(sq) = &mut self.squarem else { return None };
+        match sq.phase {
+            Phase::First => {
+                sq.keep = current;
+                sq.phase = Phase::Second;
+            }
+            Phase::Second => {
+                sq.phase = Phase::First;
+                // the extrapolated pass must not be the last one allowed
+                if self.iterations < max_iters {
+                    if let Some((theta, step)) = extrapolate(family, &sq.keep, &current, &next, sq.step_max, n, ds.spread) {
+                        sq.step = step;
+                        sq.keep = next;
+                        sq.ll1 = loglik;
+                        sq.phase = Phase::Extrapolated;
+                        self.params = theta;
+                        self.previous = None;
+                    }
+                }
+            }
+            Phase::Extrapolated => {}
+        }
         None
     }
+}
+
+/// The coordinates SQUAREM extrapolates in: the weights, the means and the
+/// log-shapes (so that any step keeps λ and σ positive), all on the rescaled
+/// data's scale.
+fn coordinates(p: &Params, m: usize) -> [f64; 3] {
+    [p.alpha[m], p.mu[m], p.shape[m].ln()]
+}
+
+/// SqS3: with r = θ1 − θ0 and v = θ2 − 2θ1 + θ0, the step s = ‖r‖/‖v‖, at
+/// least 1 and at most `step_max`, and θ' = θ0 + 2s·r + s²·v (s = 1 gives θ2).
+/// `None` when s = 1 or θ' is not a usable mixture (a weight under
+/// MIN_COMPONENT_OBS observations, or a component check_component rejects):
+/// the cycle then ends at θ2 like plain EM.
+fn extrapolate(
+    family: Family,
+    t0: &Params,
+    t1: &Params,
+    t2: &Params,
+    step_max: f64,
+    n: usize,
+    spread: f64,
+) -> Option<(Params, f64)> {
+    let k = t0.k;
+    let (mut rr, mut vv) = (0.0, 0.0);
+    for m in 0..k {
+        let (a, b, c) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
+        for j in 0..3 {
+            let r = b[j] - a[j];
+            let v = c[j] - 2.0 * b[j] + a[j];
+            rr += r * r;
+            vv += v * v;
+        }
+    }
+    if !(vv > 0.0) {
+        return None;
+    }
+    let step = (rr / vv).sqrt().min(step_max);
+    if !(step > 1.0) {
+        return None;
+    }
+    let mut p = Params::zeroed(k);
+    for m in 0..k {
+        let (a, b, c) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
+        let at = |j: usize| {
+            let r = b[j] - a[j];
+            let v = c[j] - 2.0 * b[j] + a[j];
+            a[j] + 2.0 * step * r + step * step * v
+        };
+        p.alpha[m] = at(0);
+        p.mu[m] = at(1);
+        p.shape[m] = at(2).exp();
+        if !(p.alpha[m] * n as f64 >= MIN_COMPONENT_OBS) || check_component(family, p.mu[m], p.shape[m], spread).is_err() {
+            return None;
+        }
+    }
+    Some((p, step))
 }
 
 /// Runs EM on `ds` from `init` with the CPU E-step. The log-likelihood of
@@ -68,9 +213,10 @@ pub fn run_em(
     init: Params,
     max_iters: u32,
     epsilon: f64,
+    accelerate: bool,
     cancel: &AtomicBool,
 ) -> StartFit {
-    let mut state = EmState::new(init);
+    let mut state = EmState::new(init, accelerate);
     loop {
         if cancel.load(Ordering::Relaxed) {
             return StartFit { params: state.params, loglik: f64::NAN, iterations: state.iterations, outcome: Outcome::Cancelled };
@@ -78,6 +224,59 @@ pub fn run_em(
         let stats = e_step(family, &ds.x, &ds.g, &state.params);
         if let Some(done) = state.advance(family, ds, &stats, max_iters, epsilon) {
             return done;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::prepare;
+
+    /// The log-likelihoods along an accelerated path: of every pass but the
+    /// rejected extrapolations, with how many extrapolations were accepted
+    /// and rejected.
+    fn path(family: Family, data: &[f64], init: Params) -> (Vec<f64>, usize, usize) {
+        let ds = prepare(data, family).expect("valid data");
+        let init = ds.rescale(&init);
+        let mut state = EmState::new(init, true);
+        let (mut lls, mut accepted, mut rejected) = (Vec::new(), 0, 0);
+        loop {
+            let stats = e_step(family, &ds.x, &ds.g, &state.params);
+            let ll = stats.ll + ds.h_sum;
+            let before = state.squarem.expect("accelerated");
+            let done = state.advance(family, &ds, &stats, 10_000, 1e-12);
+            if before.phase == Phase::Extrapolated {
+                if state.params == before.keep {
+                    rejected += 1;
+                    continue;
+                }
+                accepted += 1;
+            }
+            lls.push(ll);
+            if done.is_some() {
+                return (lls, accepted, rejected);
+            }
+        }
+    }
+
+    #[test]
+    fn accelerated_paths_never_lose_likelihood() {
+        // Data of two overlapping Normals, started far from the maximum so
+        // that long steps overshoot: those must be rejected, and every
+        // log-likelihood kept on the path must be at least the one before.
+        let data: Vec<f64> = (0..400).map(|i| {
+            let u = (i as f64 + 0.5) / 400.0;
+            let z = (u * 7.0).sin() + 2.0 * (u * 13.0).cos() * u;
+            if i % 3 == 0 { 1.8 + 0.8 * z } else { 0.6 * z }
+        }).collect();
+        for family in [Family::Normal] {
+            let init = Params::from_slices(&[0.9, 0.1], &[-2.0, 3.0], &[0.2, 3.0]).expect("params");
+            let (lls, accepted, rejected) = path(family, &data, init);
+            assert!(accepted > 0 && rejected > 0, "{accepted} extrapolations accepted, {rejected} rejected");
+            for w in lls.windows(2) {
+                assert!(w[1] >= w[0] - 1e-9 * w[0].abs(), "fell from {} to {}", w[0], w[1]);
+            }
         }
     }
 }

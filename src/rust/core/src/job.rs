@@ -23,6 +23,9 @@ pub struct Job<'a> {
     /// cuda-batched only: fp32 exponentials until a fit looks converged,
     /// then fp64 to its end (other engines are always fp64).
     pub mixed_precision: bool,
+    /// Accelerate every start's EM by squared extrapolation (SQUAREM, em.rs;
+    /// control$accelerate).
+    pub accelerate: bool,
     /// Keep every start's summary in the fits (control$keep.starts).
     pub keep_starts: bool,
     /// Which finished starts are admissible (control$spurious.*).
@@ -56,6 +59,7 @@ pub struct Task {
     pub epsilon: f64,
     pub seed: u64,
     pub mixed_precision: bool,
+    pub accelerate: bool,
     pub keep_starts: bool,
     pub screen: Screen,
 }
@@ -104,6 +108,7 @@ impl Job<'_> {
             epsilon: self.epsilon,
             seed: self.seed,
             mixed_precision: self.mixed_precision,
+            accelerate: self.accelerate,
             keep_starts: self.keep_starts,
             screen: self.screen,
         }

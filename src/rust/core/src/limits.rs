@@ -23,6 +23,11 @@ pub const MIN_RELATIVE_SD: f64 = 1e-6;
 /// of order N·ε.
 pub const FALL_TOLERANCE: f64 = 1e-10;
 
+/// SQUAREM's step bound (control$accelerate): the longest extrapolation
+/// step starts at this many EM steps' length and grows or shrinks by this
+/// factor (Varadhan & Roland 2008's `mstep`, whose default it is).
+pub const SQUAREM_STEP_GROWTH: f64 = 4.0;
+
 /// Subset draws tried per component before a random start is given up.
 pub const MAX_DRAWS: usize = 1000;
 

@@ -47,7 +47,7 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
 }
 
 fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
-    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
+    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap()
 }
 
@@ -163,7 +163,64 @@ fn cancelling_stops_the_call() {
     let mut rng = Pcg64::seed_from_u64(6);
     let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
     let job = Job { datasets: vec![&xs], family: Family::Normal, components: vec![2],
-                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
+                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
     let cancel = AtomicBool::new(true);
     assert_eq!(fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()), Err(bulkem_core::Error::Cancelled));
+}
+
+fn run_accelerated(datasets: &[Vec<f64>], family: Family, k: usize, accelerate: bool, epsilon: f64, counters: &Counters) -> Vec<Fit> {
+    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 100_000, epsilon, starts: 5, seed: 3, mixed_precision: false, accelerate, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: false };
+    fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters).unwrap()
+}
+
+#[test]
+fn squarem_reaches_plain_em_optimum_in_fewer_passes() {
+    // Overlapping components, where plain EM creeps: SQUAREM must end at the
+    // same maximum (both run to a tight epsilon) with far fewer E-step passes,
+    // and its reported log-likelihood must be that of its parameters.
+    let mut rng = Pcg64::seed_from_u64(11);
+    let sets: Vec<(Family, Vec<f64>)> = vec![
+        (Family::Normal, mixture(&mut rng, Family::Normal, 800, &[0.4, 0.6], &[0.0, 1.5], &[1.0, 1.0])),
+        (Family::InvGauss, mixture(&mut rng, Family::InvGauss, 800, &[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2])),
+        (Family::Normal, mixture(&mut rng, Family::Normal, 800, &[1.0], &[0.0], &[1.0])),
+    ];
+    for (family, data) in sets {
+        let (plain_count, acc_count) = (Counters::default(), Counters::default());
+        let plain = &run_accelerated(std::slice::from_ref(&data), family, 2, false, 1e-10, &plain_count)[0];
+        let acc = &run_accelerated(std::slice::from_ref(&data), family, 2, true, 1e-10, &acc_count)[0];
+        assert_eq!(acc.status, Status::Converged, "{}", acc.message);
+        let (a, b) = (plain.params.unwrap(), acc.params.unwrap());
+        assert!((plain.loglik - acc.loglik).abs() < 1e-6 * plain.loglik.abs(), "{family:?}: {} vs {}", plain.loglik, acc.loglik);
+        if plain.loglik - acc.loglik < 1e-7 * plain.loglik.abs() && (a.mu[0] - a.mu[1]).abs() > 0.5 {
+            for m in 0..2 {
+                assert!((a.mu[m] - b.mu[m]).abs() < 1e-3 * (1.0 + a.mu[m].abs()), "{family:?} mu {m}: {a:?} vs {b:?}");
+            }
+        }
+        let direct: f64 = data
+            .iter()
+            .map(|&x| (0..2).map(|m| b.alpha[m] * family::log_density(family, x, b.mu[m], b.shape[m]).exp()).sum::<f64>().ln())
+            .sum();
+        assert!((direct - acc.loglik).abs() < 1e-8 * direct.abs(), "{family:?}: reported {} direct {}", acc.loglik, direct);
+        let passes = |c: &Counters| c.em_iterations.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(passes(&acc_count) * 2 < passes(&plain_count), "{family:?}: {} vs {} passes", passes(&acc_count), passes(&plain_count));
+    }
+}
+
+#[test]
+fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
+    // Every start's path: the log-likelihoods of its plain EM steps never fall
+    // (the extrapolations are accepted only when they do not lose), so each
+    // start ends no lower than plain EM's first update from the same start.
+    let mut rng = Pcg64::seed_from_u64(12);
+    let data: Vec<Vec<f64>> = (0..20).map(|_| mixture(&mut rng, Family::Normal, 300, &[0.5, 0.3, 0.2], &[0.0, 2.0, 4.0], &[1.0, 0.7, 1.2])).collect();
+    let job = |accelerate, max_iters| Job { datasets: data.iter().map(|d| d.as_slice()).collect(), family: Family::Normal, components: vec![3], max_iters, epsilon: 1e-8, starts: 4, seed: 9, mixed_precision: false, accelerate, keep_starts: true, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: false };
+    let one = fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
+    let acc = fit(&job(true, 100_000), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
+    for (o, a) in one.iter().zip(&acc) {
+        for (so, sa) in o.starts.as_ref().unwrap().iter().zip(a.starts.as_ref().unwrap()) {
+            if so.loglik.is_finite() && sa.loglik.is_finite() {
+                assert!(sa.loglik >= so.loglik - 1e-9 * so.loglik.abs(), "start {}: {} < {}", sa.start, sa.loglik, so.loglik);
+            }
+        }
+    }
 }

@@ -42,7 +42,7 @@ pub struct Kernels {
     arch: String,
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
-    batched: Mutex<HashMap<(Family, usize, bool), Batched>>,
+    batched: Mutex<HashMap<(Family, usize, bool, bool), Batched>>,
 }
 
 /// The two mappings of em_batched.cu for one (family, K).
@@ -88,22 +88,23 @@ impl Kernels {
         Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
     }
 
-    /// The em_batched kernels for (family, k, mixed precision), compiled on
-    /// first use.
-    pub fn batched(&self, family: Family, k: usize, mixed: bool) -> Result<Batched, String> {
+    /// The em_batched kernels for (family, k, mixed precision, SQUAREM),
+    /// compiled on first use.
+    pub fn batched(&self, family: Family, k: usize, mixed: bool, accelerate: bool) -> Result<Batched, String> {
         let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(family, k, mixed)) {
+        if let Some(f) = cache.get(&(family, k, mixed, accelerate)) {
             return Ok(f.clone());
         }
         let ig = (family == Family::InvGauss) as i32;
-        let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {})\n", prelude(), mixed as i32);
+        let source =
+            format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {}, {})\n", prelude(), mixed as i32, accelerate as i32);
         let names = ["em_batched_lane", "em_batched_warp", "gather_rows"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
         let (Some(lane), Some(warp), Some(gather)) = (f.next(), f.next(), f.next()) else {
             return Err("em_batched missing after compilation".into());
         };
         let b = Batched { lane, warp, gather };
-        cache.insert((family, k, mixed), b.clone());
+        cache.insert((family, k, mixed, accelerate), b.clone());
         Ok(b)
     }
 
@@ -205,9 +206,9 @@ mod tests {
         assert_eq!(compile(format!("{}{COMMON}{STREAMS}", prelude())), Ok(()));
         for k in 1..=MAX_COMPONENTS {
             for ig in [0, 1] {
-                for mixed in [0, 1] {
-                    let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {mixed})\n", prelude());
-                    assert_eq!(compile(source), Ok(()), "K = {k}, IG = {ig}, mixed = {mixed}");
+                for (mixed, acc) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {mixed}, {acc})\n", prelude());
+                    assert_eq!(compile(source), Ok(()), "K = {k}, IG = {ig}, mixed = {mixed}, accelerate = {acc}");
                 }
             }
         }

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::family::LN_2PI;
-use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
+use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SQUAREM_STEP_GROWTH};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::outcome::Outcome;
 
@@ -27,6 +27,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("MIN_COMPONENT_OBS", real(MIN_COMPONENT_OBS)),
         ("MIN_RELATIVE_SD", real(MIN_RELATIVE_SD)),
         ("FALL_TOLERANCE", real(FALL_TOLERANCE)),
+        ("SQUAREM_STEP_GROWTH", real(SQUAREM_STEP_GROWTH)),
         ("LN_2PI", real(LN_2PI)),
         ("LN_2", real(std::f64::consts::LN_2)),
         ("LOG2E_32", real(LOG2E_32)),

@@ -69,7 +69,7 @@ impl Engine for CudaBatched {
         let setup = || {
             let w = next_worker.fetch_add(1, Ordering::Relaxed);
             let gpu = &self.gpus[w % self.gpus.len()];
-            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision).map_err(Error::Gpu)?;
+            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
             let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
                 gpu.ctx.new_stream().map_err(|e| format!("{e:?}"))

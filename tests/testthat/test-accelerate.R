@@ -1,0 +1,49 @@
+# control$accelerate: SQUAREM on the CPU engine (the GPU engines' agreement
+# is in test-gpu.R), checked against plain EM and direct log-likelihoods.
+
+test_that("control$accelerate must be TRUE or FALSE", {
+  x <- list(c(1, 2, 3, 4, 5, 6, 7.5))
+  expect_error(bulkem(x, control = list(accelerate = NA)), class = "bulkem_error_argument")
+  expect_error(bulkem(x, control = list(accelerate = "yes")), "control\\$accelerate")
+})
+
+test_that("accelerated fits reach plain EM's maxima in fewer passes, with exact log-likelihoods", {
+  set.seed(31)
+  ig <- replicate(6, rmix(600, c(0.3, 0.7), c(1, 3), c(30, 0.2), "invgauss"), simplify = FALSE)
+  nm <- replicate(6, rmix(600, c(0.4, 0.6), c(0, 1.6), c(1, 1), "normal"), simplify = FALSE)
+  for (case in list(list(d = ig, family = "invgauss"), list(d = nm, family = "normal"))) {
+    fit <- function(acc) bulkem(case$d, 2, family = case$family, random.inits = 10, max.iters = 20000,
+                                epsilon = 1e-10, seed = 5, use.gpu = FALSE,
+                                control = list(accelerate = acc))
+    plain <- fit(FALSE)
+    acc <- fit(TRUE)
+    expect_lt(attr(acc, "em_iterations"), attr(plain, "em_iterations") / 2)
+    for (i in seq_along(case$d)) {
+      a <- acc[[i]]
+      expect_identical(a$status, "converged")
+      # the best of 10 starts: the same maximum as plain EM's
+      expect_lt(abs(a$loglik - plain[[i]]$loglik), 1e-6 * abs(plain[[i]]$loglik))
+      expect_equal(a$mu, plain[[i]]$mu, tolerance = 1e-3)
+      # the reported log-likelihood is that of the returned parameters
+      shape <- if (case$family == "invgauss") a$lambda else a$sigma
+      dens <- sapply(seq_along(a$mu), function(m) {
+        a$alpha[m] * if (case$family == "invgauss") statmod::dinvgauss(case$d[[i]], a$mu[m], shape = shape[m])
+                     else dnorm(case$d[[i]], a$mu[m], shape[m])
+      })
+      expect_equal(a$loglik, sum(log(rowSums(dens))), tolerance = 1e-10)
+    }
+  }
+})
+
+test_that("max.iters bounds an accelerated start's E-step passes", {
+  set.seed(32)
+  d <- replicate(3, rmix(500, c(0.5, 0.5), c(0, 1), c(1, 1), "normal"), simplify = FALSE)
+  expect_warning(f <- bulkem(d, 2, family = "normal", random.inits = 4, max.iters = 7, use.gpu = FALSE,
+                             control = list(accelerate = TRUE, keep.starts = TRUE)),
+                 class = "bulkem_warning_convergence")
+  for (x in f) {
+    expect_true(all(x$starts$iterations <= 7))
+    expect_true(any(x$starts$status == "max_iters"))
+  }
+  expect_lte(attr(f, "em_iterations"), 3 * 4 * 8)
+})
