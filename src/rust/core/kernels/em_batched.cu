@@ -34,7 +34,8 @@
 // shape[K]); results go to out_params[f][3K], out_ll[f], out_info[f] =
 // {iterations, outcome, spurious} (FIT_INFO values; outcome codes:
 // outcome.rs Outcome::code; spurious: screen.rs Screen::spurious of the final
-// parameters, with the call's thresholds).
+// parameters, with the call's thresholds). While fit f runs, out_params[f]
+// holds its SQUAREM store (see State).
 //
 // Two words are shared with the host WHILE the kernel runs, through a second
 // stream (engine/cuda_batched/device.rs): the fit queue `next`, which lanes
@@ -120,12 +121,13 @@ struct Pass {
 #define PHASE_EXTRAPOLATED 2
 
 // A fit's parameters and the per-component terms of family.rs::terms, and
-// em.rs EmState's SQUAREM state (keep = θ0 in PHASE_SECOND, θ2 in
-// PHASE_EXTRAPOLATED).
+// em.rs EmState's SQUAREM scalars. Its kept parameters (θ0 in PHASE_SECOND,
+// θ2 in PHASE_EXTRAPOLATED) live in the fit's row of out_params, unused until
+// the fit is stored: only the end of a pass touches them, so they cost the
+// per-observation loop no registers.
 template <int K>
 struct State {
     double alpha[K], mu[K], shape[K], c[K], kk[K];
-    double keep_alpha[K], keep_mu[K], keep_shape[K];
     double prev, ll1, step, step_max;
     int iterations, phase;
     bool has_prev;
@@ -206,54 +208,24 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     p.prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
 }
 
-// em.rs extrapolate: SqS3's θ' = θ0 + 2s·r + s²·v over (alpha, mu, log shape)
-// with s = ‖r‖/‖v‖ in [1, step_max]; 0 when s is not above 1 or θ' is not a
-// usable mixture (then the cycle ends at θ2), else s, with θ' in out_*.
-template <int K, int IG>
-__device__ __forceinline__ double extrapolate(const double a0[K], const double m0[K], const double s0[K],
-                                              const double a1[K], const double m1[K], const double s1[K],
-                                              const double a2[K], const double m2[K], const double s2[K],
-                                              double step_max, int n, double spread,
-                                              double out_a[K], double out_m[K], double out_s[K]) {
-    double rr = 0.0, vv = 0.0, l0[K], l1[K], l2[K];
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-        l0[m] = log(s0[m]);
-        l1[m] = log(s1[m]);
-        l2[m] = log(s2[m]);
-        const double ra = a1[m] - a0[m], rm = m1[m] - m0[m], rs = l1[m] - l0[m];
-        const double va = a2[m] - 2.0 * a1[m] + a0[m], vm = m2[m] - 2.0 * m1[m] + m0[m], vs = l2[m] - 2.0 * l1[m] + l0[m];
-        rr += ra * ra;
-        rr += rm * rm;
-        rr += rs * rs;
-        vv += va * va;
-        vv += vm * vm;
-        vv += vs * vs;
-    }
-    if (!(vv > 0.0)) return 0.0;
-    const double step = fmin(sqrt(rr / vv), step_max);
-    if (!(step > 1.0)) return 0.0;
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-        out_a[m] = a0[m] + 2.0 * step * (a1[m] - a0[m]) + step * step * (a2[m] - 2.0 * a1[m] + a0[m]);
-        out_m[m] = m0[m] + 2.0 * step * (m1[m] - m0[m]) + step * step * (m2[m] - 2.0 * m1[m] + m0[m]);
-        out_s[m] = exp(l0[m] + 2.0 * step * (l1[m] - l0[m]) + step * step * (l2[m] - 2.0 * l1[m] + l0[m]));
-        if (!(out_a[m] * (double)n >= MIN_COMPONENT_OBS) || check_component<IG>(out_m[m], out_s[m], spread)) return 0.0;
-    }
-    return step;
-}
-
 // em.rs EmState::advance: given the pass's log-likelihood and sums for
 // the current parameters, stop (returns the outcome code) or move to the
-// next iterate (returns -1): the M-step's parameters, or with `accelerate`
-// the SQUAREM cycle's (ACC = 1: control$accelerate).
+// next iterate (returns -1): the M-step's parameters, or with ACC = 1
+// (control$accelerate) the SQUAREM cycle's. `keep` is the fit's store of 3K
+// values (alpha[K], mu[K], shape[K]).
+//
+// The extrapolation is em.rs::extrapolate, component by component: with
+// θ0 in keep, θ1 the current parameters and θ2 the M-step's, SqS3's step
+// s = ‖r‖/‖v‖ over (alpha, mu, log shape), at most step_max, and
+// θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2 replaces θ0 in keep; if
+// s is not above 1 or θ' is not a usable mixture, the cycle ends at θ2.
 //
 // In mixed precision a fit whose log-likelihood stops rising (converges or
 // falls, where fp32 rounding is as large as the steps) is suspect: it goes on
 // from the same parameters in fp64, which decides how it ends.
 template <int K, int IG, int ACC>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
-                                       int max_iters, double epsilon) {
+                                       int max_iters, double epsilon, double* __restrict__ keep) {
     if (!st.exact && (!isfinite(loglik) || (st.has_prev && loglik - st.prev < epsilon))) {
         st.exact = true;
         st.has_prev = false;
@@ -267,9 +239,9 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
-            st.alpha[m] = ok ? a2[m] : st.keep_alpha[m];
-            st.mu[m] = ok ? m2[m] : st.keep_mu[m];
-            st.shape[m] = ok ? sh2[m] : st.keep_shape[m];
+            st.alpha[m] = ok ? a2[m] : keep[m];
+            st.mu[m] = ok ? m2[m] : keep[K + m];
+            st.shape[m] = ok ? sh2[m] : keep[2 * K + m];
         }
         st.prev = ok ? loglik : st.ll1;
         if (reached) st.step_max = ok ? st.step_max * SQUAREM_STEP_GROWTH : fmax(st.step_max / SQUAREM_STEP_GROWTH, SQUAREM_STEP_GROWTH);
@@ -288,38 +260,65 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
     st.iterations += 1;
     st.prev = loglik;
     st.has_prev = true;
-    double ta[K], tm[K], ts[K];
-    double step = 0.0;
-    if (ACC && st.phase == PHASE_SECOND) {
+    bool extrapolated = false;
+    if (ACC && st.phase == PHASE_FIRST) {
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            keep[m] = st.alpha[m];
+            keep[K + m] = st.mu[m];
+            keep[2 * K + m] = st.shape[m];
+        }
+        st.phase = PHASE_SECOND;
+    } else if (ACC) {
         st.phase = PHASE_FIRST;
         // the extrapolated pass must not be the last one allowed
-        if (st.iterations < max_iters)
-            step = extrapolate<K, IG>(st.keep_alpha, st.keep_mu, st.keep_shape, st.alpha, st.mu, st.shape, a2, m2, sh2,
-                                      st.step_max, n, spread, ta, tm, ts);
-    } else if (ACC) {
-        st.phase = PHASE_SECOND;
-    }
+        if (st.iterations < max_iters) {
+            double rr = 0.0, vv = 0.0;
 #pragma unroll
-    for (int m = 0; m < K; ++m) {
-        // PHASE_SECOND keeps θ0 (the current parameters), an extrapolation θ2
-        if (st.phase == PHASE_SECOND) {
-            st.keep_alpha[m] = st.alpha[m];
-            st.keep_mu[m] = st.mu[m];
-            st.keep_shape[m] = st.shape[m];
-        } else if (step > 0.0) {
-            st.keep_alpha[m] = a2[m];
-            st.keep_mu[m] = m2[m];
-            st.keep_shape[m] = sh2[m];
+            for (int m = 0; m < K; ++m) {
+                const double l0 = log(keep[2 * K + m]), l1 = log(st.shape[m]), l2 = log(sh2[m]);
+                const double ra = st.alpha[m] - keep[m], rm = st.mu[m] - keep[K + m], rs = l1 - l0;
+                const double va = a2[m] - 2.0 * st.alpha[m] + keep[m];
+                const double vm = m2[m] - 2.0 * st.mu[m] + keep[K + m];
+                const double vs = l2 - 2.0 * l1 + l0;
+                rr += ra * ra;
+                rr += rm * rm;
+                rr += rs * rs;
+                vv += va * va;
+                vv += vm * vm;
+                vv += vs * vs;
+            }
+            const double step = vv > 0.0 ? fmin(sqrt(rr / vv), st.step_max) : 0.0;
+            extrapolated = step > 1.0;
+            if (extrapolated) {
+#pragma unroll
+                for (int m = 0; m < K; ++m) {
+                    const double a0 = keep[m], m0 = keep[K + m], l0 = log(keep[2 * K + m]);
+                    const double l1 = log(st.shape[m]), l2 = log(sh2[m]);
+                    st.alpha[m] = a0 + 2.0 * step * (st.alpha[m] - a0) + step * step * (a2[m] - 2.0 * st.alpha[m] + a0);
+                    st.mu[m] = m0 + 2.0 * step * (st.mu[m] - m0) + step * step * (m2[m] - 2.0 * st.mu[m] + m0);
+                    st.shape[m] = exp(l0 + 2.0 * step * (l1 - l0) + step * step * (l2 - 2.0 * l1 + l0));
+                    keep[m] = a2[m];
+                    keep[K + m] = m2[m];
+                    keep[2 * K + m] = sh2[m];
+                    extrapolated = extrapolated && st.alpha[m] * (double)n >= MIN_COMPONENT_OBS &&
+                                   check_component<IG>(st.mu[m], st.shape[m], spread) == 0;
+                }
+                st.step = step;
+            }
         }
-        st.alpha[m] = step > 0.0 ? ta[m] : a2[m];
-        st.mu[m] = step > 0.0 ? tm[m] : m2[m];
-        st.shape[m] = step > 0.0 ? ts[m] : sh2[m];
     }
-    if (step > 0.0) {
-        st.step = step;
+    if (extrapolated) {
         st.ll1 = loglik;
         st.phase = PHASE_EXTRAPOLATED;
         st.has_prev = false;
+    } else {
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            st.alpha[m] = a2[m];
+            st.mu[m] = m2[m];
+            st.shape[m] = sh2[m];
+        }
     }
     terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
     return -1;
@@ -417,7 +416,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
+        const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
         if (outcome >= 0) {
             store_fit<K, IG>(b, fit, st, loglik, outcome, n);
             fit = (int)atomicAdd(b.next, 1u);
@@ -463,7 +462,7 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
                 p.s1[m] = warp_sum(p.s1[m]);
                 p.s2[m] = warp_sum(p.s2[m]);
             }
-            const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon);
+            const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
             if (outcome >= 0) {
                 if (lane == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
                 unsigned int next = 0;
