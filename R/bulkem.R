@@ -91,7 +91,12 @@
 #' same screen. With several `num.components`, BIC chooses among the fits that
 #' converged and passed the screen. A call whose fits did not all converge,
 #' pass the screen and fit valid data gives one warning of class
-#' `bulkem_warning_convergence` with the counts.
+#' `bulkem_warning_convergence` with the counts (also in its field `counts`:
+#' `max_iters`, `failed`, `spurious`, `invalid` and `saddle`, the fits that
+#' converged to a saddle point rather than a maximum: their observed
+#' information is not positive definite, typically two components merged
+#' into one between two groups; their message says so and more starts
+#' usually find the maximum).
 #'
 #' @section Ties and collapse:
 #' On data with many ties (values rounded to a resolution, such as

@@ -80,17 +80,23 @@ core_value <- function(x) if (inherits(x, "condition")) raise(x) else x
 stop_arg <- function(...) raise(argument_condition_(paste0(...)))
 
 # The one warning of a call whose fits did not all end well: how many stopped
-# at max.iters, failed, were marked spurious or were invalid (`outcomes`,
-# counted by the glue), of class bulkem_warning_convergence.
+# at max.iters, failed, were marked spurious, were invalid or converged to a
+# saddle point (`outcomes`, counted by the glue), of class
+# bulkem_warning_convergence; the condition carries the counts as `counts`.
 warn_convergence <- function(outcomes, n) {
   what <- c(max_iters = "stopped at max.iters before the log-likelihood settled (raise max.iters)",
             failed = "failed (every start degenerated)",
             spurious = "are marked spurious (no start passed the spurious-solution screen; try more starts)",
-            invalid = "were invalid (the data cannot be fitted)")
+            invalid = "were invalid (the data cannot be fitted)",
+            saddle = "converged to a saddle point, not a maximum (no standard errors; try more starts)")
   counts <- outcomes[names(what)]
+  counts[is.na(counts)] <- 0
+  names(counts) <- names(what)
   if (!any(counts > 0)) return(invisible(NULL))
   parts <- paste(prettyNum(counts[counts > 0], big.mark = ","), what[counts > 0])
-  warning(convergence_warning_(paste0(
+  cond <- convergence_warning_(paste0(
     "of ", format(n, big.mark = ","), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
-    "; see each fit's status and message, or summary()")))
+    "; see each fit's status and message, or summary()"))
+  cond$counts <- counts
+  warning(cond)
 }

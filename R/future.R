@@ -69,6 +69,8 @@ fit_shard <- function(shard, args, p, fault) {
   }
   old <- options(progressr.enable = TRUE)
   on.exit(options(old))
+  # the shard's convergence counts, for the caller's one warning
+  counts <- NULL
   fits <- tryCatch(
     withCallingHandlers({
       if (identical(fault, paste0("error:", shard$index))) {
@@ -76,14 +78,17 @@ fit_shard <- function(shard, args, p, fault) {
       }
       do.call(bulkem::bulkem, c(list(datasets = shard$datasets), args))
     },
-      bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"),
+      bulkem_warning_convergence = function(w) {
+        counts <<- w$counts
+        invokeRestart("muffleWarning")
+      },
       progression = function(cond) {
         if (identical(cond$type, "update") && isTRUE(cond$amount > 0)) p(amount = cond$amount)
         invokeRestart("muffleProgression")
       }),
     error = function(e) e)
-  list(index = shard$index, fits = fits, worker = paste(Sys.info()[["nodename"]], Sys.getpid()),
-       elapsed = proc.time()[["elapsed"]] - started)
+  list(index = shard$index, fits = fits, counts = counts,
+       worker = paste(Sys.info()[["nodename"]], Sys.getpid()), elapsed = proc.time()[["elapsed"]] - started)
 }
 
 # The classed error of a failed shard: bulkem_error_future, naming the shard
@@ -177,7 +182,8 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
   }
   timings <- c(check = checked - started, shards = computed - checked,
                result = proc.time()[["elapsed"]] - computed, total = elapsed)
-  warn_convergence(outcome_counts(fits), length(fits))
+  counts <- Filter(Negate(is.null), lapply(out, `[[`, "counts"))
+  if (length(counts) > 0) warn_convergence(Reduce(`+`, counts), length(fits))
   structure(fits, class = "bulkem", engine = paste(engines, collapse = ", "),
             threads = as.integer(sum(threads[!duplicated(workers)])),
             elapsed = elapsed, seed = args$seed, family = args$family,
@@ -186,15 +192,6 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
             kernel_launches = total("kernel_launches"),
             kernel_seconds = total("kernel_seconds"),
             timings = timings, shards = shard_info, na.action = input$na.action)
-}
-
-# The counts of warn_convergence() from the fits themselves, as the glue
-# counts them (src/rust/src/convert.rs, outcome_counts).
-outcome_counts <- function(fits) {
-  status <- vapply(fits, function(f) f$status, "", USE.NAMES = FALSE)
-  c(max_iters = sum(status == "max_iters"), failed = sum(status == "failed"),
-    spurious = sum(vapply(fits, function(f) isTRUE(f$spurious), NA)),
-    invalid = sum(status == "invalid"))
 }
 
 # An internal error (a bug), classed as the glue classes its own.

@@ -4,6 +4,9 @@
 # the corpus, and a max.iters at which <= 1% of the returned fits stop there.
 #   Rscript inst/bench/defaults.R   (3.5 minutes on this repository's 2-core
 #                                     machine; 5.5 CPU minutes)
+#   Rscript inst/bench/defaults.R accelerate=TRUE   the candidates with
+#                                     control$accelerate (SQUAREM); the
+#                                     reference stays plain EM
 # Results: inst/bench/results-defaults.md.
 #
 # Reference optimum of a dataset: the best admissible log-likelihood from
@@ -19,6 +22,8 @@ suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 
+args <- commandArgs(trailingOnly = TRUE)
+accelerate <- any(args == "accelerate=TRUE")
 starts_grid <- c(1, 2, 5, 10, 20, 50)
 iters_grid <- c(100, 200, 500, 1000, 2000, 5000)
 ref_starts <- 200
@@ -95,7 +100,7 @@ groups <- split(seq_along(corpus), group)
 # smallest expected count (n * alpha) and sd ratio; the share of starts at
 # max.iters; elapsed and CPU seconds (all threads).
 sd_of <- function(f) if (f$family == "normal") f$sigma else sqrt(f$mu^3 / f$lambda)
-run_setting <- function(starts, iters, epsilon, seed) {
+run_setting <- function(starts, iters, epsilon, seed, accelerate = FALSE) {
   out <- list(ll = rep(NA_real_, length(corpus)), ok = rep(FALSE, length(corpus)),
               status = rep(NA_character_, length(corpus)), at_best = rep(0L, length(corpus)),
               min_count = rep(NA_real_, length(corpus)), sd_ratio = rep(NA_real_, length(corpus)),
@@ -106,7 +111,7 @@ run_setting <- function(starts, iters, epsilon, seed) {
     t0 <- proc.time()
     fits <- suppressWarnings(bulkem(lapply(corpus[g], `[[`, "x"), num.components = e$k,
       max.iters = iters, random.inits = starts, epsilon = epsilon, family = e$family,
-      seed = seed, use.gpu = FALSE, control = list(keep.starts = TRUE)),
+      seed = seed, use.gpu = FALSE, control = list(keep.starts = TRUE, accelerate = accelerate)),
       classes = "bulkem_warning_convergence")
     t <- proc.time() - t0
     out$secs <- out$secs + t[["elapsed"]]
@@ -137,7 +142,7 @@ ref_ll <- ifelse(ref$ok, ref$ll, NA)
 
 runs <- list()
 for (it in iters_grid) for (s in starts_grid) {
-  runs[[sprintf("%d/%d", s, it)]] <- c(list(starts = s, iters = it), run_setting(s, it, 1e-6, seed = 2))
+  runs[[sprintf("%d/%d", s, it)]] <- c(list(starts = s, iters = it), run_setting(s, it, 1e-6, seed = 2, accelerate = accelerate))
 }
 # A candidate can end above the reference: a start that, at the default
 # epsilon or max.iters, stopped on its way to a component collapsing (at the
@@ -167,6 +172,7 @@ rows <- do.call(rbind, lapply(runs, function(r) {
              ms = 1000 * r$secs / length(corpus), cpu_ms = 1000 * r$cpu / length(corpus))
 }))
 pct <- function(x) sprintf("%.1f%%", 100 * x)
+cat(sprintf("\ncandidates: control$accelerate = %s\n", accelerate))
 cat(sprintf("\nR %s, %s, %s, %d cores, cpu engine, %d threads\n\n", getRversion(),
             format(Sys.time(), "%Y-%m-%d"), Sys.info()[["machine"]], parallel::detectCores(),
             attr(bulkem(list(1:10 + 0.5), 1, use.gpu = FALSE, seed = 1), "threads")))

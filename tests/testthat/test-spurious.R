@@ -86,6 +86,13 @@ test_that("one warning per call counts what did not end well, and none when all 
   expect_s3_class(w, "bulkem_warning")
   expect_null(conditionCall(w))
   expect_match(conditionMessage(w), "^of 3 fits, 2 stopped at max.iters.*, 1 were invalid")
+  expect_identical(w$counts, c(max_iters = 2, failed = 0, spurious = 0, invalid = 1, saddle = 0))
+  # a fit that converged to a saddle point (detected by the core's observed
+  # information, tests in src/rust/core/tests/em.rs) is counted as such
+  w <- tryCatch(bulkem:::warn_convergence(c(max_iters = 0, failed = 0, spurious = 0, invalid = 0, saddle = 2), 9),
+                warning = function(w) w)
+  expect_s3_class(w, "bulkem_warning_convergence")
+  expect_match(conditionMessage(w), "^of 9 fits, 2 converged to a saddle point, not a maximum")
   expect_silent(bulkem(list(good), random.inits = 3, family = "normal", use.gpu = FALSE, seed = 1))
 })
 

@@ -280,8 +280,9 @@ pub fn starts_to_r(fits: &[Fit]) -> Robj {
     extendr_api::List::from_values(per_dataset).into()
 }
 
-/// How many fits stopped at max.iters, failed, are spurious, were invalid:
-/// the counts of the call's one convergence warning (R/conditions.R).
+/// How many fits stopped at max.iters, failed, are spurious, were invalid,
+/// converged to a saddle point: the counts of the call's one convergence
+/// warning (R/conditions.R).
 pub fn outcome_counts(fits: &[Fit]) -> Robj {
     let count = |f: &dyn Fn(&Fit) -> bool| fits.iter().filter(|x| f(x)).count() as f64;
     let mut counts = Robj::from(vec![
@@ -289,8 +290,9 @@ pub fn outcome_counts(fits: &[Fit]) -> Robj {
         count(&|f| f.status == Status::Failed),
         count(&|f| f.spurious),
         count(&|f| f.status == Status::Invalid),
+        count(&|f| f.at_saddle()),
     ]);
     // names() of a fresh double vector cannot fail; a failure would only lose them
-    let _ = counts.set_names(["max_iters", "failed", "spurious", "invalid"]);
+    let _ = counts.set_names(["max_iters", "failed", "spurious", "invalid", "saddle"]);
     counts
 }

@@ -199,6 +199,13 @@ impl Fit {
         }
     }
 
+    /// The fit converged, but not to a maximum: its observed information is
+    /// clearly not positive definite (typically two components merged into
+    /// one, a saddle point EM creeps away from too slowly to notice).
+    pub fn at_saddle(&self) -> bool {
+        self.status == Status::Converged && matches!(self.covariance, Some(Err(Singular::Indefinite { .. })))
+    }
+
     pub fn summary(&self) -> KSummary {
         let (aic, bic) = self.information_criteria();
         KSummary { k: self.k, loglik: self.loglik, aic, bic, status: self.status }
