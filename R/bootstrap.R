@@ -87,10 +87,10 @@
 #'   starts of the K-component fits made here.
 #' @param max.iters,epsilon,use.gpu,verbose As in [bulkem()], for the refits.
 #' @param control As in [bulkem()], for the refits (`keep.data` and
-#'   `keep.starts` are ignored), except that `accelerate` defaults to `TRUE`
-#'   here: the refits of K + 1 components to data simulated with K creep under
-#'   plain EM (the extra component is barely identified), and SQUAREM reaches
-#'   the same maxima with about a sixth of the E-step passes
+#'   `keep.starts` are ignored). `accelerate` (SQUAREM, the default) matters
+#'   most here: the refits of K + 1 components to data simulated with K creep
+#'   under plain EM (the extra component is barely identified), and SQUAREM
+#'   reaches the same maxima with about a fifth of the E-step passes
 #'   (`inst/bench/results-bootstrap.md`). `control$future = TRUE` shards the
 #'   datasets over the workers of the current `future::plan()`, with the same
 #'   result.
@@ -170,8 +170,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   }
   control$keep.data <- NULL
   control$keep.starts <- NULL
-  # the refits' EM is accelerated unless asked otherwise (see @param control)
-  if (is.list(control) && is.null(control$accelerate)) control$accelerate <- TRUE
   given_control <- control
   control <- check_control(control)
   items <- unclass(fits)

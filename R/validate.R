@@ -104,7 +104,7 @@ format_value <- function(x) {
 
 control_defaults <- function() {
   screen <- model_limits()$spurious
-  list(threads = NULL, engine = "auto", precision = "double", accelerate = FALSE,
+  list(threads = NULL, engine = "auto", precision = "double", accelerate = TRUE,
        keep.data = FALSE, keep.starts = FALSE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
        spurious.count.ratio = screen[["count.ratio"]],

@@ -8,7 +8,7 @@ here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file
 source(file.path(here, "workloads.R"))
 args <- commandArgs(trailingOnly = TRUE)
 if (!length(args)) args <- c("B1", "B2:0.1", "B3:0.1", "B4:0.2", "B5:0.05")
-invisible(bulkem(list(c(1, 2, 3, 4, 5, 6, 7.5)), control = list(engine = "cuda-batched")))
+invisible(bulkem(list(c(1, 2, 3, 4, 5, 6, 7.5)), control = list(engine = "cuda-batched", accelerate = FALSE)))
 rows <- list()
 for (a in args) {
   parts <- strsplit(a, ":", fixed = TRUE)[[1]]
@@ -16,7 +16,7 @@ for (a in args) {
   for (mapping in c("lane", "warp", "auto")) {
     Sys.setenv(BULKEM_MAPPING = mapping)
     t0 <- proc.time()[["elapsed"]]
-    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = "cuda-batched"))))
+    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = "cuda-batched", accelerate = FALSE))))
     rows[[length(rows) + 1]] <- data.frame(
       workload = a, datasets = length(w$datasets), fits = length(w$datasets) * w$args$random.inits,
       mean_n = round(mean(lengths(w$datasets))), mapping = mapping,

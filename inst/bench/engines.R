@@ -22,7 +22,7 @@ if (!length(args)) args <- c("B1", "B2:0.1")
 # warm-up per workload and engine (below): loading, GPU set-up and kernel
 # compilation (once per family and K) stay out of the timings
 warm_up <- function(w, engine) invisible(bulkem(w$datasets[1], num.components = w$args$num.components,
-  family = w$args$family, control = list(engine = engine)))
+  family = w$args$family, control = list(engine = engine, accelerate = FALSE)))
 
 # Useful floating-point work: observations x E-step passes x the operations
 # of one observation's E-step for K components (q: 3 (IG) or 2, log-density
@@ -46,7 +46,7 @@ for (a in args) {
   for (engine in engines) {
     warm_up(w, engine)
     t0 <- proc.time()[["elapsed"]]
-    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = engine))))
+    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = engine, accelerate = FALSE))))
     secs <- proc.time()[["elapsed"]] - t0
     rows[[length(rows) + 1]] <- data.frame(
       workload = if (frac < 1) sprintf("%s (%g: %d datasets)", parts[1], frac, length(w$datasets)) else parts[1],

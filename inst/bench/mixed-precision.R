@@ -16,7 +16,7 @@ for (a in args) {
   parts <- strsplit(a, ":", fixed = TRUE)[[1]]
   w <- workload(parts[1], fraction = if (length(parts) > 1) as.numeric(parts[2]) else 1)
   run <- function(precision) {
-    ctl <- list(engine = "cuda-batched", precision = precision)
+    ctl <- list(engine = "cuda-batched", precision = precision, accelerate = FALSE)
     invisible(bulkem(w$datasets[1], num.components = w$args$num.components, family = w$args$family, control = ctl))
     t0 <- proc.time()[["elapsed"]]
     f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = ctl)))

@@ -6,6 +6,9 @@
 #   source(system.file("bench", "workloads.R", package = "bulkem"))
 #   w <- workload("B1")
 #   fits <- do.call(bulkem::bulkem, c(list(w$datasets), w$args))
+# The benchmarks run the workloads with plain EM (control$accelerate =
+# FALSE): a start-fit is then the fixed number of EM iterations the peers and
+# the earlier measurements do.
 
 # Inverse Gaussian draws by Michael, Schucany & Haas (1976).
 rinvgauss_msh <- function(n, mu, lambda) {
