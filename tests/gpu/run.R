@@ -58,7 +58,7 @@ compare <- function(cpu, gpu) {
   c(datasets = length(cpu), disagreeing = bad, worst_param_rel = worst_par, worst_loglik_rel = worst_ll)
 }
 
-cat("\n== engine agreement (cpu vs GPU engines, same seed) ==\n")
+cat("\n== engine agreement (cpu vs GPU engines, same seed; plain EM and SQUAREM) ==\n")
 cases <- list(
   B1 = workload("B1"),
   B2_sample = workload("B2", fraction = 0.02),
@@ -67,13 +67,15 @@ cases <- list(
   B5_sample = workload("B5", fraction = 0.005)
 )
 rows <- list()
-for (nm in names(cases)) {
+for (accelerate in c(FALSE, TRUE)) for (nm in names(cases)) {
   w <- cases[[nm]]
   d <- c(w$datasets, list(c(1, NA, 2, 3, 4, 5, 6, 7, 8, 9), rep(3, 50)))
-  cpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, use.gpu = FALSE)))
+  cpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, use.gpu = FALSE,
+                                                 control = list(accelerate = accelerate))))
   for (engine in setdiff(bulkem:::engine_names, c("auto", "cpu"))) {
-    gpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, control = list(engine = engine))))
-    rows[[length(rows) + 1]] <- data.frame(workload = nm, engine = engine, t(compare(cpu, gpu)))
+    gpu <- do.call(bulkem, c(list(d), w$args, list(seed = 99, control = list(engine = engine, accelerate = accelerate))))
+    rows[[length(rows) + 1]] <- data.frame(workload = nm, engine = engine, accelerate = accelerate,
+                                           t(compare(cpu, gpu)))
   }
 }
 agree <- do.call(rbind, rows)
