@@ -174,3 +174,25 @@ test_that("the call records its work and where its time went", {
   expect_identical(attr(s, "kernel_launches"), 0)
   expect_identical(attr(s, "kernel_seconds"), 0)
 })
+
+test_that("fits sharing a value do not share a change to it", {
+  # the result shares one R integer per small value among its fits
+  # (src/rust/src/convert.rs); changing one fit's copy must not touch others
+  set.seed(71)
+  d <- replicate(3, c(rnorm(40), rnorm(40, 5)), simplify = FALSE)
+  f <- bulkem(d, 2, family = "normal", random.inits = 4, use.gpu = FALSE, seed = 1)
+  expect_identical(f[[1]]$n, f[[2]]$n)
+  n2 <- f[[2]]$n
+  f[[1]]$n[1] <- 999L
+  expect_identical(f[[2]]$n, n2)
+  expect_identical(f[[1]]$n, 999L)
+  g <- f[[3]]
+  g$starts_run[1] <- g$starts_run + 1L
+  expect_identical(f[[3]]$starts_run, f[[2]]$starts_run)
+  v <- f[[2]]$vcov
+  v[1, 1] <- -1
+  expect_false(identical(f[[2]]$vcov[1, 1], -1))
+  expect_identical(dim(f[[2]]$vcov), c(5L, 5L))
+  expect_identical(rownames(f[[2]]$vcov), c("alpha1", "mu1", "mu2", "sigma1", "sigma2"))
+  expect_true(is.na(f[[1]]$loglik_spurious) && is.na(f[[2]]$loglik_spurious))
+})

@@ -8,8 +8,8 @@ use std::os::raw::{c_char, c_int};
 use bulkem_core::{parameter_names, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
-    cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol, R_xlen_t,
-    Rf_allocMatrix, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
+    cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
+    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
     LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, VECTOR_ELT,
 };
 
@@ -59,6 +59,41 @@ unsafe fn int(value: Option<i32>) -> SEXP {
     v
 }
 
+/// Whole-number fields of a fit (iterations, n, start counts) share one R
+/// integer per value below this: most are small, and R's allocator and
+/// garbage collector cost more per object than the values do.
+const SHARED_INTS: usize = 8192;
+
+/// Integer scalars made once per call and shared by every fit that holds
+/// the same value (R copies a shared object before changing it); values
+/// out of the cache's range get their own.
+struct Ints {
+    cache: SEXP,
+}
+
+impl Ints {
+    /// # Safety
+    /// On R's main thread; the cache is protected until `unprotect`.
+    unsafe fn new() -> Ints {
+        Ints { cache: Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) }
+    }
+
+    /// # Safety
+    /// As `int`: the result must be stored into a protected parent at once.
+    unsafe fn get(&self, value: Option<i32>) -> SEXP {
+        let Some(i) = value.and_then(|v| usize::try_from(v).ok()).filter(|&i| i < SHARED_INTS) else {
+            return int(value);
+        };
+        let cached = VECTOR_ELT(self.cache, i as R_xlen_t);
+        if cached != extendr_ffi::R_NilValue {
+            return cached;
+        }
+        let v = int(value);
+        SET_VECTOR_ELT(self.cache, i as R_xlen_t, v);
+        v
+    }
+}
+
 unsafe fn logical(value: bool) -> SEXP {
     let v = Rf_allocVector(SEXPTYPE::LGLSXP, 1);
     *LOGICAL(v) = value as c_int;
@@ -97,6 +132,8 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
         let yes = Rf_protect(logical(true));
         let no = Rf_protect(logical(false));
         let labels = Rf_protect(parameter_labels(family));
+        let na_real = Rf_protect(real(f64::NAN));
+        let ints = Ints::new();
         let na_reals = [R_NaReal; MAX_COMPONENTS];
         for (i, f) in fits.iter().enumerate() {
             let k = f.k;
@@ -118,22 +155,26 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             set(4, column(&f.init, |p| &p.mu));
             set(5, column(&f.init, |p| &p.alpha));
             set(6, real(f.loglik));
-            set(7, int(Some(f.iterations as i32)));
+            let count = |v: u32| ints.get(i32::try_from(v).ok());
+            set(7, count(f.iterations));
             set(8, if f.params.is_some() { yes } else { no });
             set(9, family_name);
-            set(10, int(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
+            set(10, ints.get(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
             set(11, if f.status == Status::Converged { yes } else { no });
             set(12, status);
             set(13, if f.message.is_empty() { empty } else { strings(&[f.message.as_str()]) });
-            set(14, int(f.best_start.map(|s| s as i32 + 1)));
-            set(15, int(Some(f.starts_ok as i32)));
+            set(14, ints.get(f.best_start.map(|s| s as i32 + 1)));
+            set(15, count(f.starts_ok));
             set(16, real(aic));
             set(17, real(bic));
-            set(18, int(i32::try_from(f.starts_at_best).ok()));
+            set(18, count(f.starts_at_best));
             set(19, if f.spurious { yes } else { no });
-            set(20, int(i32::try_from(f.spurious_starts).ok()));
-            set(21, real(f.loglik_spurious.unwrap_or(f64::NAN)));
-            set(22, int(i32::try_from(f.starts_run).ok()));
+            set(20, count(f.spurious_starts));
+            set(21, match f.loglik_spurious {
+                Some(l) => real(l),
+                None => na_real,
+            });
+            set(22, count(f.starts_run));
             set_standard_errors(l, 23, f, labels);
             if choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
@@ -145,19 +186,20 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
             Rf_unprotect(1);
         }
         let robj = Robj::from_sexp(out);
-        Rf_unprotect(10 + status_names.len() as c_int);
+        Rf_unprotect(12 + status_names.len() as c_int);
         robj
     }
 }
 
-/// For every K, the names of `se` (all 3K parameters) at K − 1 and the
+/// For every K, the names of `se` (all 3K parameters) at K − 1, the
 /// dimnames of `vcov` (the 3K − 1 free ones: all but alphaK) at
-/// MAX_COMPONENTS + K − 1: made once per call, shared by every fit.
+/// MAX_COMPONENTS + K − 1 and its dim at 2 MAX_COMPONENTS + K − 1: made once
+/// per call, shared by every fit.
 ///
 /// # Safety
 /// On R's main thread; the result is unprotected.
 unsafe fn parameter_labels(family: Family) -> SEXP {
-    let labels = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 2 * MAX_COMPONENTS as R_xlen_t));
+    let labels = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 3 * MAX_COMPONENTS as R_xlen_t));
     for k in 1..=MAX_COMPONENTS {
         let all = parameter_names(family, k);
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
@@ -168,6 +210,11 @@ unsafe fn parameter_labels(family: Family) -> SEXP {
         let free = strings(&free);
         SET_VECTOR_ELT(dimnames, 0, free);
         SET_VECTOR_ELT(dimnames, 1, free);
+        let dim = Rf_allocVector(SEXPTYPE::INTSXP, 2);
+        SET_VECTOR_ELT(labels, (2 * MAX_COMPONENTS + k - 1) as R_xlen_t, dim);
+        let np = (3 * k - 1) as c_int;
+        *INTEGER(dim) = np;
+        *INTEGER(dim).add(1) = np;
     }
     Rf_unprotect(1);
     labels
@@ -195,11 +242,12 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP) {
     let se_r = Rf_allocVector(SEXPTYPE::REALSXP, (3 * k) as R_xlen_t);
     SET_VECTOR_ELT(l, at as R_xlen_t, se_r);
     fill(se_r, 3 * k, se);
-    let vcov_r = Rf_allocMatrix(SEXPTYPE::REALSXP, np as c_int, np as c_int);
+    let vcov_r = Rf_allocVector(SEXPTYPE::REALSXP, (np * np) as R_xlen_t);
     SET_VECTOR_ELT(l, at as R_xlen_t + 1, vcov_r);
     fill(vcov_r, np * np, vcov);
     if (1..=MAX_COMPONENTS).contains(&k) {
         Rf_setAttrib(se_r, R_NamesSymbol, VECTOR_ELT(labels, (k - 1) as R_xlen_t));
+        Rf_setAttrib(vcov_r, R_DimSymbol, VECTOR_ELT(labels, (2 * MAX_COMPONENTS + k - 1) as R_xlen_t));
         Rf_setAttrib(vcov_r, R_DimNamesSymbol, VECTOR_ELT(labels, (MAX_COMPONENTS + k - 1) as R_xlen_t));
     }
 }
