@@ -8,6 +8,13 @@
 #' @noRd
 bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
+#' What each element of a list is, as R/validate.R's check_datasets() reads
+#' it: 0 a double vector without NA or NaN, 1 one with, 2 an integer vector
+#' (not a factor) without NA, 3 one with, 4 NULL, 5 anything else. A list
+#' that is not a list gives one 5.
+#' @noRd
+dataset_kinds_ <- function(datasets) .Call(wrap__dataset_kinds_, datasets)
+
 #' Draws `replicates` replicates of every dataset from its null fit and
 #' refits each with K0 + e components for every e of `extra`. The nulls come
 #' flat: `null_k[d]` components (0: none) whose weights, means and shapes

@@ -102,10 +102,14 @@ resolve_na_action <- function(na.action, given) {
 }
 
 # Applies na.action to each dataset of a checked list that holds NA or NaN
-# (the others are left alone, so a long list costs one anyNA() each).
+# (check_datasets() marks them, attribute `has_na`, in one compiled pass);
+# the others are left alone.
 drop_missing <- function(datasets, na) {
   n_dropped <- integer(length(datasets))
-  for (i in which(vapply(datasets, anyNA, NA))) {
+  has_na <- attr(datasets, "has_na")
+  attr(datasets, "has_na") <- NULL
+  if (is.null(has_na)) has_na <- vapply(datasets, anyNA, NA)
+  for (i in which(has_na)) {
     d <- datasets[[i]]
     kept <- tryCatch(na$fun(d), error = function(e) {
       stop_arg(na$label, " stopped at `datasets[[", i, "]]`: ", conditionMessage(e))

@@ -4,7 +4,8 @@
 # engine (status "invalid").
 
 # A list of datasets or one numeric vector (data frames, formulas and
-# matrices were dealt with by make_datasets(), R/input.R).
+# matrices were dealt with by make_datasets(), R/input.R); returns the list
+# of double vectors with the attribute `has_na` (for drop_missing()).
 check_datasets <- function(datasets) {
   if (is.numeric(datasets) && !is.object(datasets)) {
     datasets <- list(datasets)
@@ -16,20 +17,22 @@ check_datasets <- function(datasets) {
   if (length(datasets) == 0) {
     stop_arg("`datasets` is empty: give at least one dataset")
   }
-  # builtins as vapply's FUN: a call may hold hundreds of thousands of
-  # datasets; the engine reads double vectors in place
-  double <- vapply(datasets, is.double, NA)
+  # one compiled pass over the list (a call may hold hundreds of thousands
+  # of datasets): the engine reads double vectors in place
+  kinds <- dataset_kinds_(datasets)
+  double <- kinds <= 1L
   if (!all(double)) {
-    other <- datasets[!double]
-    ok <- vapply(other, function(d) is.null(d) || (is.integer(d) && !is.factor(d)), NA)
+    ok <- kinds[!double] <= 4L
     if (!all(ok)) {
       bad <- which(!double)[which(!ok)[1]]
       stop_arg("`datasets[[", bad, "]]` must be a numeric vector, not ",
                describe_type(datasets[[bad]]),
                if (sum(!ok) > 1) sprintf(" (%d datasets are not numeric)", sum(!ok)))
     }
-    datasets[!double] <- lapply(other, as.double)
+    datasets[!double] <- lapply(datasets[!double], as.double)
   }
+  # which datasets hold NA or NaN, for drop_missing()
+  attr(datasets, "has_na") <- kinds == 1L | kinds == 3L
   datasets
 }
 

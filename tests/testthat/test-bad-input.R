@@ -116,3 +116,16 @@ test_that("max.iters stops a start and says so", {
   expect_true(f$fit_success)
   expect_match(f$message, "max.iters")
 })
+
+test_that("the compiled scan of the datasets agrees with R's is.double(), is.integer(), is.factor() and anyNA()", {
+  d <- list(c(1, 2), c(1, NA), c(1, NaN), 1:3, c(1L, NA), factor("a"), NULL, "x", list(1),
+            numeric(0), integer(0), as.Date("2020-01-01"), TRUE, c(a = 1, b = Inf), 2 + 0i)
+  expected <- vapply(d, function(x) {
+    if (is.double(x)) return(as.integer(anyNA(x)))
+    if (is.integer(x) && !is.factor(x)) return(2L + anyNA(x))
+    if (is.null(x)) return(4L)
+    5L
+  }, 0L)
+  expect_identical(bulkem:::dataset_kinds_(d), expected)
+  expect_identical(bulkem:::dataset_kinds_(c(1, 2)), 5L)
+})

@@ -4,6 +4,7 @@ use extendr_api::prelude::*;
 
 mod bootstrap;
 mod convert;
+mod datasets;
 mod error;
 mod fit;
 mod gpu;
@@ -37,6 +38,7 @@ pub extern "C" fn bulkem_init_panic_hook() {
 
 extendr_module! {
     mod bulkem;
+    use datasets;
     fn bulkem_core_version_;
     use bootstrap;
     use error;
