@@ -47,3 +47,19 @@ test_that("max.iters bounds an accelerated start's E-step passes", {
   }
   expect_lte(attr(f, "em_iterations"), 3 * 4 * 8)
 })
+
+test_that("bulkem_bootstrap() refits with SQUAREM by default and with plain EM when asked", {
+  set.seed(33)
+  d <- replicate(3, rnorm(300), simplify = FALSE)
+  f <- bulkem(d, 1, family = "normal", use.gpu = FALSE, control = list(keep.data = TRUE))
+  run <- function(...) bulkem_bootstrap(f, B = 19, test = "lrt", level = 0.1, seed = 4, random.inits = 4,
+                                        use.gpu = FALSE, ...)
+  acc <- run()
+  plain <- run(control = list(accelerate = FALSE))
+  expect_identical(run(control = list(accelerate = TRUE))$lrt, acc$lrt)
+  passes <- function(b) attr(b, "costs")[["em_iterations"]]
+  expect_lt(passes(acc), passes(plain) / 2)
+  # the same maxima: the observed statistics of both agree closely
+  expect_equal(acc$loglik, plain$loglik, tolerance = 1e-9)
+  expect_equal(acc$loglik_alt, plain$loglik_alt, tolerance = 1e-4)
+})
