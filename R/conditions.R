@@ -90,8 +90,6 @@ warn_convergence <- function(outcomes, n) {
             invalid = "were invalid (the data cannot be fitted)",
             saddle = "converged to a saddle point, not a maximum (no standard errors; try more starts)")
   counts <- outcomes[names(what)]
-  counts[is.na(counts)] <- 0
-  names(counts) <- names(what)
   if (!any(counts > 0)) return(invisible(NULL))
   parts <- paste(prettyNum(counts[counts > 0], big.mark = ","), what[counts > 0])
   cond <- convergence_warning_(paste0(

@@ -57,8 +57,8 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   unused_with(c(data = given[["data"]], subset = !is.null(subset), value = !is.null(value),
                 group = !is.null(group), formula = !is.null(formula)),
               "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
-  datasets <- check_datasets(datasets)
-  dropped <- drop_missing(datasets, na)
+  checked <- check_datasets(datasets)
+  dropped <- drop_missing(checked$datasets, checked$has_na, na)
   list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL)
 }
 
@@ -102,13 +102,9 @@ resolve_na_action <- function(na.action, given) {
 }
 
 # Applies na.action to each dataset of a checked list that holds NA or NaN
-# (check_datasets() marks them, attribute `has_na`, in one compiled pass);
-# the others are left alone.
-drop_missing <- function(datasets, na) {
+# (`has_na`, from check_datasets()); the others are left alone.
+drop_missing <- function(datasets, has_na, na) {
   n_dropped <- integer(length(datasets))
-  has_na <- attr(datasets, "has_na")
-  attr(datasets, "has_na") <- NULL
-  if (is.null(has_na)) has_na <- vapply(datasets, anyNA, NA)
   for (i in which(has_na)) {
     d <- datasets[[i]]
     kept <- tryCatch(na$fun(d), error = function(e) {

@@ -5,7 +5,7 @@
 
 # A list of datasets or one numeric vector (data frames, formulas and
 # matrices were dealt with by make_datasets(), R/input.R); returns the list
-# of double vectors with the attribute `has_na` (for drop_missing()).
+# of double vectors and which of them hold NA or NaN (for drop_missing()).
 check_datasets <- function(datasets) {
   if (is.numeric(datasets) && !is.object(datasets)) {
     datasets <- list(datasets)
@@ -31,9 +31,7 @@ check_datasets <- function(datasets) {
     }
     datasets[!double] <- lapply(datasets[!double], as.double)
   }
-  # which datasets hold NA or NaN, for drop_missing()
-  attr(datasets, "has_na") <- kinds == 1L | kinds == 3L
-  datasets
+  list(datasets = datasets, has_na = kinds == 1L | kinds == 3L)
 }
 
 describe_type <- function(x) {

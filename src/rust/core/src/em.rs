@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dataset::Prepared;
 use crate::estep::e_step;
-use crate::limits::{FALL_TOLERANCE, MIN_COMPONENT_OBS, SQUAREM_STEP_GROWTH};
+use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, SQUAREM_STEP_GROWTH};
 use crate::mstep::{check_component, m_step};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
@@ -122,26 +122,23 @@ impl EmState {
         let current = self.params;
         self.params = next;
         let Some(sq) = &mut self.squarem else { return None };
-        match sq.phase {
-            Phase::First => {
-                sq.keep = current;
-                sq.phase = Phase::Second;
+        // (an extrapolated pass returned above)
+        if sq.phase == Phase::First {
+            sq.keep = current;
+            sq.phase = Phase::Second;
+            return None;
+        }
+        sq.phase = Phase::First;
+        // the extrapolated pass must not be the last one allowed
+        if self.iterations < max_iters {
+            if let Some((theta, step)) = extrapolate(family, &sq.keep, &current, &next, sq.step_max, n, ds.spread) {
+                sq.step = step;
+                sq.keep = next;
+                sq.ll1 = loglik;
+                sq.phase = Phase::Extrapolated;
+                self.params = theta;
+                self.previous = None;
             }
-            Phase::Second => {
-                sq.phase = Phase::First;
-                // the extrapolated pass must not be the last one allowed
-                if self.iterations < max_iters {
-                    if let Some((theta, step)) = extrapolate(family, &sq.keep, &current, &next, sq.step_max, n, ds.spread) {
-                        sq.step = step;
-                        sq.keep = next;
-                        sq.ll1 = loglik;
-                        sq.phase = Phase::Extrapolated;
-                        self.params = theta;
-                        self.previous = None;
-                    }
-                }
-            }
-            Phase::Extrapolated => {}
         }
         None
     }
@@ -169,14 +166,19 @@ fn extrapolate(
     spread: f64,
 ) -> Option<(Params, f64)> {
     let k = t0.k;
+    // per component and coordinate: θ0 and the differences r and v
+    let mut a = [[0.0; 3]; MAX_COMPONENTS];
+    let mut r = [[0.0; 3]; MAX_COMPONENTS];
+    let mut v = [[0.0; 3]; MAX_COMPONENTS];
     let (mut rr, mut vv) = (0.0, 0.0);
     for m in 0..k {
-        let (a, b, c) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
+        let (c0, c1, c2) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
         for j in 0..3 {
-            let r = b[j] - a[j];
-            let v = c[j] - 2.0 * b[j] + a[j];
-            rr += r * r;
-            vv += v * v;
+            a[m][j] = c0[j];
+            r[m][j] = c1[j] - c0[j];
+            v[m][j] = c2[j] - 2.0 * c1[j] + c0[j];
+            rr += r[m][j] * r[m][j];
+            vv += v[m][j] * v[m][j];
         }
     }
     if !(vv > 0.0) {
@@ -188,12 +190,7 @@ fn extrapolate(
     }
     let mut p = Params::zeroed(k);
     for m in 0..k {
-        let (a, b, c) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
-        let at = |j: usize| {
-            let r = b[j] - a[j];
-            let v = c[j] - 2.0 * b[j] + a[j];
-            a[j] + 2.0 * step * r + step * step * v
-        };
+        let at = |j: usize| a[m][j] + 2.0 * step * r[m][j] + step * step * v[m][j];
         p.alpha[m] = at(0);
         p.mu[m] = at(1);
         p.shape[m] = at(2).exp();
