@@ -4,6 +4,7 @@
 //! BIC.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use crate::dataset::{prepare, Invalid, Prepared};
 use crate::engine::best::{Best, Bests};
@@ -49,7 +50,18 @@ pub(crate) fn run(
     let mut per_k = Vec::with_capacity(works.len());
     let mut clock = clock;
     for w in &works {
-        let bests = Bests::new(job.datasets.len(), w.task.keep_starts);
+        let n = job.datasets.len();
+        // a dataset whose starts are all recorded and that has an admissible
+        // winner is final (restart rounds take only the others): engines
+        // that run datasets in chunks have it finished here while later
+        // chunks run; every other dataset is finished after the engine
+        let fits: Vec<OnceLock<Fit>> = (0..n).map(|_| OnceLock::new()).collect();
+        let early = |d: usize, b: &Best| {
+            if b.winner.is_some() {
+                let _ = fits[d].set(finish(job, &w.task, d, &prepared[d], b));
+            }
+        };
+        let bests = Bests::with_settled(n, w.task.keep_starts, &early);
         engine.run(w, &bests, cancel, counters)?;
         for round in 1..=job.restarts {
             if cancel.load(Ordering::Relaxed) {
@@ -66,10 +78,15 @@ pub(crate) fn run(
             return Err(Error::Cancelled);
         }
         clock = counters.lap("engine", clock);
-        let bests = bests.into_vec();
-        let fits = queue::map(bests.len(), threads, cancel, |d| finish(job, &w.task, d, &prepared[d], &bests[d]))?;
+        queue::for_each_index(n, threads, cancel, |d| {
+            if fits[d].get().is_none() {
+                let _ = fits[d].set(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b)));
+            }
+        })?;
+        drop(bests);
+        let fits: Option<Vec<Fit>> = fits.into_iter().map(OnceLock::into_inner).collect();
+        per_k.push(fits.ok_or(Error::Cancelled)?);
         clock = counters.lap("finish", clock);
-        per_k.push(fits);
     }
     let fits = choose_k(per_k);
     counters.lap("choose K", clock);
@@ -230,4 +247,65 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
 /// All the cores this process may use (cgroup and affinity limits included).
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::cpu::Cpu;
+    use crate::params::Family;
+
+    /// The CPU engine, then every dataset settled in chunks of three, as
+    /// cuda-batched settles its chunks: the fits of datasets with a winner
+    /// are then finished inside the engine's run.
+    struct Settling(Cpu);
+
+    impl Engine for Settling {
+        fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error> {
+            self.0.run(work, bests, cancel, counters)?;
+            for chunk in work.valid().chunks(3) {
+                bests.settle(chunk, 2, cancel)?;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn fits_finished_while_the_engine_runs_are_those_finished_after() {
+        let smooth = |n: usize, shift: f64| -> Vec<f64> {
+            (0..n).map(|i| shift + (i as f64 * 0.618_034).fract() * (1.0 + (i % 3) as f64)).collect()
+        };
+        // three distinct values: every start of K = 3 collapses, round after round
+        let tied: Vec<f64> = (0..30).map(|i| (i % 3) as f64).collect();
+        let data = [smooth(200, 0.0), tied, smooth(150, 5.0), vec![1.0, f64::NAN, 2.0], smooth(120, -2.0), smooth(90, 1.0)];
+        for components in [vec![3], vec![2, 3]] {
+            let job = Job {
+                datasets: data.iter().map(|d| d.as_slice()).collect(),
+                family: Family::Normal,
+                components: components.clone(),
+                max_iters: 300,
+                epsilon: 1e-8,
+                starts: 3,
+                seed: 11,
+                mixed_precision: false,
+                accelerate: true,
+                keep_starts: true,
+                screen: Default::default(),
+                restarts: 2,
+                devices: Vec::new(),
+                inits: Vec::new(),
+                standard_errors: true,
+            };
+            let cancel = AtomicBool::new(false);
+            let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();
+            let during = run(&job, &Settling(Cpu { threads: 2 }), 2, &cancel, &Counters::default(), true).unwrap();
+            // Debug prints every float exactly (and NaN equal to NaN)
+            assert_eq!(format!("{during:?}"), format!("{after:?}"));
+            if components == [3] {
+                let tied = &after[1];
+                assert!(tied.starts_run == 3 * (1 + job.restarts) && tied.params.is_none(), "the tied dataset was not restarted");
+            }
+            assert!(after.iter().filter(|f| f.params.is_some()).count() >= 4);
+        }
+    }
 }

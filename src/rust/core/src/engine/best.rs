@@ -1,8 +1,12 @@
 //! Each dataset's running best start. Every engine records its starts here,
 //! so every engine selects winners by the same rule.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, PoisonError};
 
+use super::queue;
+
+use crate::error::Error;
 use crate::limits::SAME_OPTIMUM;
 use crate::outcome::{Degenerate, Outcome, StartFit, StartRecord};
 use crate::params::Params;
@@ -107,21 +111,41 @@ impl Best {
     }
 }
 
-/// One `Best` per dataset of a call, shared by an engine's workers.
-pub struct Bests(Vec<Mutex<Best>>);
+/// Called with each dataset (index and summary) whose starts an engine has
+/// all recorded in this round, so that its fit can be finished while the
+/// engine goes on.
+pub type Settled<'a> = &'a (dyn Fn(usize, &Best) + Sync);
 
-impl Bests {
-    pub fn new(datasets: usize, keep_starts: bool) -> Bests {
-        Bests((0..datasets).map(|_| Mutex::new(Best::new(keep_starts))).collect())
+/// One `Best` per dataset of a call, shared by an engine's workers.
+pub struct Bests<'a> {
+    slots: Vec<Mutex<Best>>,
+    settled: Option<Settled<'a>>,
+}
+
+impl<'a> Bests<'a> {
+    pub fn new(datasets: usize, keep_starts: bool) -> Bests<'a> {
+        Bests { slots: (0..datasets).map(|_| Mutex::new(Best::new(keep_starts))).collect(), settled: None }
+    }
+
+    /// Like `new`, with `settled` called on the datasets an engine settles.
+    pub fn with_settled(datasets: usize, keep_starts: bool, settled: Settled<'a>) -> Bests<'a> {
+        Bests { settled: Some(settled), ..Bests::new(datasets, keep_starts) }
     }
 
     /// Runs `f` on dataset `d`'s summary, holding its lock.
     pub fn with<R>(&self, d: usize, f: impl FnOnce(&mut Best) -> R) -> R {
-        f(&mut self.0[d].lock().unwrap_or_else(PoisonError::into_inner))
+        f(&mut self.slots[d].lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    pub fn into_vec(self) -> Vec<Best> {
-        self.0.into_iter().map(|b| b.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
+    /// Every start of `datasets` is recorded: no engine records more of
+    /// them in this round. Calls the `settled` callback on each, on up to
+    /// `threads` threads.
+    pub fn settle(&self, datasets: &[usize], threads: usize, cancel: &AtomicBool) -> Result<(), Error> {
+        let Some(f) = self.settled else { return Ok(()) };
+        queue::for_each_index(datasets.len(), threads, cancel, |j| {
+            let d = datasets[j];
+            self.with(d, |b| f(d, b));
+        })
     }
 }
 

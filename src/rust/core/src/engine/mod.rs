@@ -5,7 +5,7 @@
 
 pub mod best;
 pub mod counters;
-mod cpu;
+pub(crate) mod cpu;
 mod cuda_batched;
 mod cuda_streams;
 pub mod queue;

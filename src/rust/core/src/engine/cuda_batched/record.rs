@@ -83,9 +83,12 @@ pub fn record(
             }
         });
     }
-    counters.lap("batched: recording", clock);
+    let clock = counters.lap("batched: recording", clock);
     // done first, then the estimate out: the bar never steps back
     counters.done.fetch_add(p.fits(), Ordering::Relaxed);
     counters.in_flight.fetch_sub(ran.in_flight, Ordering::Relaxed);
+    // the chunk held every start of its datasets
+    bests.settle(&chunk.datasets, threads, cancel)?;
+    counters.lap("batched: finishing", clock);
     Ok(())
 }
