@@ -210,6 +210,16 @@
 #'       initial values `init_alpha_1` .. `init_mu_K` (components in the order
 #'       drawn); so one can see how many starts reached the best optimum.
 #'       Default `FALSE`.}
+#'     \item{`standard.errors`}{`TRUE` (default) gives every fit its
+#'       standard errors and covariance matrix (fields `se` and `vcov`; see
+#'       [vcov.bulkem_fit()]): one pass over each dataset after the engine
+#'       (with `cuda-batched`, while later chunks run on the GPU) and two R
+#'       objects per fit. `FALSE` leaves `se` and `vcov` `NULL`, for calls
+#'       with hundreds of thousands of datasets that need no standard errors:
+#'       on 200,000 datasets of 100 observations (2 CPU cores) it saves about
+#'       0.8 s of that pass and 0.7 s of building the result, mostly R's
+#'       garbage collector moving the covariance matrices. Nothing else in
+#'       the fits changes.}
 #'     \item{`spurious.ratio`, `spurious.count`, `spurious.count.ratio`}{the
 #'       spurious-solution screen (see "Spurious solutions" below): a finished
 #'       start is rejected when a component's standard deviation is below
@@ -446,6 +456,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     mixed_precision = control$precision == "mixed",
     accelerate = control$accelerate,
     keep_starts = control$keep.starts,
+    standard_errors = control$standard.errors,
     screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
     restarts = control$restarts,
     devices = control$devices,

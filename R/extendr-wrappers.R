@@ -45,7 +45,7 @@ convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, mess
 #' Arguments were checked by bulkem() in R. Returns the fits, or the
 #' condition that stopped the call, for R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, screen, restarts, devices, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, screen, restarts, devices, report)
+fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, standard_errors, screen, restarts, devices, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, standard_errors, screen, restarts, devices, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:

@@ -106,7 +106,7 @@ format_value <- function(x) {
 control_defaults <- function() {
   screen <- model_limits()$spurious
   list(threads = NULL, engine = "auto", precision = "double", accelerate = TRUE,
-       keep.data = FALSE, keep.starts = FALSE,
+       keep.data = FALSE, keep.starts = FALSE, standard.errors = TRUE,
        spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
        spurious.count.ratio = screen[["count.ratio"]],
        restarts = model_limits()$restarts, devices = NULL, future = FALSE, shards = NULL)
@@ -139,6 +139,7 @@ check_control <- function(control) {
   check_flag(out$accelerate, "control$accelerate")
   check_flag(out$keep.data, "control$keep.data")
   check_flag(out$keep.starts, "control$keep.starts")
+  check_flag(out$standard.errors, "control$standard.errors")
   check_threshold(out$spurious.ratio, "control$spurious.ratio", 1)
   check_threshold(out$spurious.count, "control$spurious.count", Inf)
   check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)

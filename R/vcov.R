@@ -78,8 +78,9 @@ fit_estimates <- function(object) {
 
 has_standard_errors <- function(object) {
   if (is.null(object$se) || is.null(object$vcov)) {
-    stop_arg("`object` has no standard errors: it was made by a version of bulkem ",
-             "before they were added; fit it again")
+    stop_arg("`object` has no standard errors: it was fitted with ",
+             "`control$standard.errors = FALSE` (or by a version of bulkem before they ",
+             "were added); fit it again with the default")
   }
 }
 

@@ -133,7 +133,7 @@ test_that("the engine reports progress to R while it works", {
   d <- replicate(60, b1_dataset(2000), simplify = FALSE)
   calls <- list()
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, FALSE, bulkem:::model_limits()$spurious, 0L, integer(0), report)
+  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 40L, 1, 1L, "cpu", FALSE, FALSE, FALSE, TRUE, bulkem:::model_limits()$spurious, 0L, integer(0), report)
   expect_gt(length(calls), 0)
   totals <- vapply(calls, `[`, 0, 2)
   dones <- vapply(calls, `[`, 0, 1)

@@ -195,3 +195,29 @@ test_that("vcov and confint follow stats' conventions, for a fit and a whole res
   expect_identical(nrow(confint(several)), as.integer(sum(3 * k)))
   expect_identical(dim(vcov(several)$a), rep(3L * k[[1]] - 1L, 2))
 })
+
+test_that("control$standard.errors = FALSE leaves se and vcov NULL and every other field as it was", {
+  set.seed(31)
+  d <- list(a = c(rnorm(150), rnorm(100, 5)), b = rexp(80), bad = c(1, 2))
+  args <- list(d, num.components = 2, family = "normal", random.inits = 4, seed = 2,
+               control = list(threads = 1))
+  with_se <- suppressWarnings(do.call(bulkem, args))
+  args$control$standard.errors <- FALSE
+  without <- suppressWarnings(do.call(bulkem, args))
+  for (i in seq_along(d)) {
+    expect_null(without[[i]]$se)
+    expect_null(without[[i]]$vcov)
+    expect_identical(names(without[[i]]), names(with_se[[i]]))
+    keep <- setdiff(names(with_se[[i]]), c("se", "vcov"))
+    expect_identical(unclass(without[[i]])[keep], unclass(with_se[[i]])[keep])
+  }
+  expect_length(with_se$a$se, 6)
+  err <- expect_error(vcov(without$a), class = "bulkem_error_argument")
+  expect_match(conditionMessage(err), "control$standard.errors = FALSE", fixed = TRUE)
+  expect_error(confint(without), class = "bulkem_error_argument")
+  td <- tidy(without)
+  expect_true(all(is.na(td$std.error)))
+  expect_identical(td$estimate, tidy(with_se)$estimate)
+  expect_error(bulkem(d, control = list(standard.errors = NA)), "control$standard.errors", fixed = TRUE,
+               class = "bulkem_error_argument")
+})

@@ -101,8 +101,9 @@ unsafe fn logical(value: bool) -> SEXP {
 }
 
 /// The list of `bulkem_fit` lists, one per fit; `choice` adds the fields of
-/// a call with several Ks.
-pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
+/// a call with several Ks; without `standard_errors` (the call computed
+/// none), `se` and `vcov` are NULL.
+pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool, standard_errors: bool) -> Robj {
     let shape = family.shape_name();
     let init_shape = format!("init_{shape}");
     let names: Vec<&str> = FIELDS
@@ -175,7 +176,9 @@ pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool) -> Robj {
                 None => na_real,
             });
             set(22, count(f.starts_run));
-            set_standard_errors(l, 23, f, labels);
+            if standard_errors {
+                set_standard_errors(l, 23, f, labels);
+            }
             if choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
                 set(FIELDS.len() + 1, by_k_frame(f, by_k_names, frame_class, &status_of));

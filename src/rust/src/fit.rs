@@ -38,6 +38,7 @@ fn fit_(
     mixed_precision: bool,
     accelerate: bool,
     keep_starts: bool,
+    standard_errors: bool,
     screen: &[f64],
     restarts: i32,
     devices: &[i32],
@@ -45,7 +46,7 @@ fn fit_(
 ) -> Robj {
     or_condition(fit(
         datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate,
-        keep_starts, screen, restarts, devices, report,
+        keep_starts, standard_errors, screen, restarts, devices, report,
     ))
 }
 
@@ -63,6 +64,7 @@ fn fit(
     mixed_precision: bool,
     accelerate: bool,
     keep_starts: bool,
+    standard_errors: bool,
     screen: &[f64],
     restarts: i32,
     devices: &[i32],
@@ -72,6 +74,7 @@ fn fit(
     let job = Job {
         components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
         keep_starts,
+        standard_errors,
         ..job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, accelerate, screen, restarts, devices)?
     };
     let threads = threads_to_use(threads);
@@ -82,7 +85,7 @@ fn fit(
     let choice = job.components.len() > 1;
     let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
     let outcomes = crate::convert::outcome_counts(&fits);
-    let fits = crate::convert::fits_to_r(&fits, job.family, choice);
+    let fits = crate::convert::fits_to_r(&fits, job.family, choice, job.standard_errors);
     counters.lap("result", clock);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
