@@ -2,9 +2,12 @@
 # machine for GPU engines): wall time of the bulkem() call from R, start-fits
 # per second, EM iterations (E-step passes) and kernel launches.
 #
-#   Rscript inst/bench/engines.R [engines=e1,e2] [workload[:fraction] ...]
+#   Rscript inst/bench/engines.R [engines=e1,e2] [setting=value ...] [workload[:fraction] ...]
 #   e.g. Rscript inst/bench/engines.R B1 B2:0.1
 #        Rscript inst/bench/engines.R engines=cuda-batched B2 B3
+#        Rscript inst/bench/engines.R standard.errors=FALSE spurious.ratio=0 B5
+# (a setting=value is a `control` setting, its value an R expression; every
+# run has accelerate = FALSE, so that a start-fit is the peers' fixed EM)
 #
 # Prints a markdown table; record it with the command and the machine.
 suppressPackageStartupMessages(library(bulkem))
@@ -17,12 +20,16 @@ pick <- grepl("^engines=", args)
 if (any(pick)) engines <- strsplit(sub("^engines=", "", args[pick][1]), ",")[[1]]
 cmd_args <- args
 args <- args[!pick]
+setting <- grepl("=", args, fixed = TRUE)
+control <- list(accelerate = FALSE)
+for (a in args[setting]) control[[sub("=.*", "", a)]] <- eval(parse(text = sub("^[^=]*=", "", a)))
+args <- args[!setting]
 if (!length(args)) args <- c("B1", "B2:0.1")
 
 # warm-up per workload and engine (below): loading, GPU set-up and kernel
 # compilation (once per family and K) stay out of the timings
 warm_up <- function(w, engine) invisible(bulkem(w$datasets[1], num.components = w$args$num.components,
-  family = w$args$family, control = list(engine = engine, accelerate = FALSE)))
+  family = w$args$family, control = c(list(engine = engine), control)))
 
 # Useful floating-point work: observations x E-step passes x the operations
 # of one observation's E-step for K components (q: 3 (IG) or 2, log-density
@@ -46,7 +53,7 @@ for (a in args) {
   for (engine in engines) {
     warm_up(w, engine)
     t0 <- proc.time()[["elapsed"]]
-    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = list(engine = engine, accelerate = FALSE))))
+    f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = c(list(engine = engine), control))))
     secs <- proc.time()[["elapsed"]] - t0
     rows[[length(rows) + 1]] <- data.frame(
       workload = if (frac < 1) sprintf("%s (%g: %d datasets)", parts[1], frac, length(w$datasets)) else parts[1],
