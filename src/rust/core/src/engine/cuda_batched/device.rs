@@ -72,6 +72,14 @@ fn fail(what: &'static str) -> impl Fn(DriverError) -> String {
     move |err| format!("{what}: {err:?}")
 }
 
+/// Fits the lane kernel `kernel` runs at once on `gpu` (a lane each): its
+/// grid when the GPU is full.
+pub fn lanes_in_flight(gpu: &Gpu, kernel: &Batched) -> Result<usize, String> {
+    let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
+    let blocks = kernel.lane.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))?;
+    Ok(sms.max(1) as usize * blocks.max(1) as usize * BATCHED_THREADS as usize)
+}
+
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
 #[allow(clippy::too_many_arguments)]
 pub fn run(

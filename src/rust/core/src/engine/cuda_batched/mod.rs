@@ -29,6 +29,12 @@ use crate::gpu::{contained, Gpu};
 /// From this mean dataset size on, a warp per fit beats a lane per fit (below
 /// it a warp's shuffles cost more than its share of a pass).
 const WARP_MIN_MEAN_N: usize = 256;
+/// Most observation steps one fit may take (max.iters x mean n) for a lane
+/// per fit: a lane runs its fit alone, so the kernel lasts at least as long
+/// as its slowest fit, 32 times longer than on a warp. 100 passes of 256
+/// observations; the 2015 default of 100 iterations stays under it at
+/// n < 256, the default of 5000 does not.
+const LANE_MAX_FIT_STEPS: usize = 100 * WARP_MIN_MEAN_N;
 /// Host workers, each with its own stream: two, so that one chunk's packing
 /// and transfers overlap the other's kernel.
 const WORKERS: usize = 2;
@@ -69,7 +75,12 @@ impl Engine for CudaBatched {
             .and_then(|v| v.parse().ok())
             .unwrap_or(2 * workers);
         let chunks = chunks::plan(work, free / (2 * WORKERS), pieces);
-        let mapping = mapping(work);
+        let mut lanes = 0;
+        for gpu in &self.gpus {
+            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
+            lanes += device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+        }
+        let mapping = mapping(work, lanes);
         // worker w runs on GPU w mod #GPUs, with that GPU's compiled kernel
         let next_worker = std::sync::atomic::AtomicUsize::new(0);
         let setup = || {
@@ -102,15 +113,67 @@ impl Engine for CudaBatched {
 }
 
 /// One mapping for the whole call, so results do not depend on chunking. A
-/// warp per fit won wherever datasets are not tiny, a lane per fit on B5's
-/// 100-observation datasets (inst/bench/results-batched-mapping.md);
-/// BULKEM_MAPPING forces one, for that measurement.
-fn mapping(work: &Work) -> Mapping {
+/// warp per fit won wherever datasets are not tiny; a lane per fit only on
+/// small datasets (B5's 100 observations) when fits are short (at most
+/// LANE_MAX_FIT_STEPS: with max.iters = 5000, fits that creep leave one
+/// lane running long after the others, 4 to 10 times slower than a warp)
+/// and many enough to give every lane `lanes` of the GPUs one
+/// (inst/bench/results-batched-mapping.md). BULKEM_MAPPING forces one, for
+/// that measurement.
+fn mapping(work: &Work, lanes: usize) -> Mapping {
     let (valid, obs) = work.datasets.iter().flatten().fold((0, 0), |(v, o), ds| (v + 1, o + ds.x.len()));
+    let mean_n = obs / valid.max(1);
+    let fits = valid * work.task.starts as usize;
+    let short = (work.task.max_iters as usize).saturating_mul(mean_n) <= LANE_MAX_FIT_STEPS;
     match std::env::var("BULKEM_MAPPING").as_deref() {
         Ok("lane") => Mapping::Lane,
         Ok("warp") => Mapping::Warp,
-        _ if obs >= WARP_MIN_MEAN_N * valid => Mapping::Warp,
-        _ => Mapping::Lane,
+        _ if mean_n < WARP_MIN_MEAN_N && short && fits >= lanes => Mapping::Lane,
+        _ => Mapping::Warp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{prepare, Prepared};
+    use crate::job::Task;
+    use crate::params::Family;
+
+    fn work(prepared: &[Prepared], starts: u32, max_iters: u32) -> Work<'_> {
+        let task = Task {
+            family: Family::Normal,
+            k: 2,
+            starts,
+            first_start: 0,
+            max_iters,
+            epsilon: 1e-6,
+            seed: 1,
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+        };
+        Work { task, datasets: prepared.iter().map(Some).collect() }
+    }
+
+    #[test]
+    fn lanes_only_for_many_short_fits_of_small_datasets() {
+        if std::env::var_os("BULKEM_MAPPING").is_some() {
+            return;
+        }
+        let of = |n: usize| prepare(&(0..n).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap();
+        let small: Vec<Prepared> = (0..1000).map(|_| of(100)).collect();
+        let large: Vec<Prepared> = (0..1000).map(|_| of(300)).collect();
+        // B5's shape: 100 observations, 100 iterations at most, plenty of fits
+        assert_eq!(mapping(&work(&small, 10, 100), 5_000), Mapping::Lane);
+        // too few fits to give every lane one
+        assert_eq!(mapping(&work(&small, 10, 100), 84_480), Mapping::Warp);
+        // fits that may creep for thousands of passes
+        assert_eq!(mapping(&work(&small, 10, 5000), 5_000), Mapping::Warp);
+        assert_eq!(mapping(&work(&small, 10, 256), 5_000), Mapping::Lane);
+        assert_eq!(mapping(&work(&small, 10, 257), 5_000), Mapping::Warp);
+        // larger datasets: always a warp
+        assert_eq!(mapping(&work(&large, 10, 50), 5_000), Mapping::Warp);
     }
 }
