@@ -38,6 +38,10 @@ const LANE_MAX_FIT_STEPS: usize = 100 * WARP_MIN_MEAN_N;
 /// Host workers, each with its own stream: two, so that one chunk's packing
 /// and transfers overlap the other's kernel.
 const WORKERS: usize = 2;
+/// Chunks per worker, at least, where the work allows. On one H200 (two
+/// workers), B2 took 0.430 s in 4 chunks, 0.413 in 8 and 0.406 in 16; B3
+/// 0.765, 0.749, 0.749; B4 0.547, 0.533, 0.523 (results-engines-gpu.md).
+const CHUNKS_PER_WORKER: usize = 8;
 
 pub struct CudaBatched {
     /// The GPUs sharing the chunks; each has WORKERS host workers.
@@ -57,11 +61,12 @@ impl Engine for CudaBatched {
     fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error> {
         let t = &work.task;
         // chunks sized for the GPU with the least free memory, and at least
-        // two per worker where the work allows, so that every GPU gets work
-        // and one chunk's packing, transfers and recording overlap another's
-        // kernel (B2 on one H200: 0.53 -> 0.44-0.48 s; results-engines-gpu.md;
-        // BULKEM_CHUNK_PIECES sets the number, for that measurement). Results
-        // do not depend on chunking or on which GPU runs a chunk.
+        // CHUNKS_PER_WORKER per worker where the work allows, so that every
+        // GPU gets work, one chunk's packing, transfers, recording and
+        // finishing overlap another's kernel, and the last chunk's, which
+        // nothing overlaps, is small (BULKEM_CHUNK_PIECES sets the number,
+        // for that measurement). Results do not depend on chunking or on
+        // which GPU runs a chunk.
         let mut free = usize::MAX;
         for gpu in &self.gpus {
             let f = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
@@ -73,7 +78,7 @@ impl Engine for CudaBatched {
         let pieces = std::env::var("BULKEM_CHUNK_PIECES")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(2 * workers);
+            .unwrap_or(CHUNKS_PER_WORKER * workers);
         let chunks = chunks::plan(work, free / (2 * WORKERS), pieces);
         let mut lanes = 0;
         for gpu in &self.gpus {
