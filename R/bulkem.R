@@ -93,10 +93,24 @@
 #' pass the screen and fit valid data gives one warning of class
 #' `bulkem_warning_convergence` with the counts (also in its field `counts`:
 #' `max_iters`, `failed`, `spurious`, `invalid` and `saddle`, the fits that
-#' converged to a saddle point rather than a maximum: their observed
-#' information is not positive definite, typically two components merged
-#' into one between two groups; their message says so and more starts
-#' usually find the maximum).
+#' converged to a saddle point rather than a maximum and could not be moved
+#' off it; their message says so and more starts usually find the maximum).
+#'
+#' @section Saddle points:
+#' EM can stop at a saddle point of the likelihood, typically two components
+#' merged into one between two groups, where its steps shrink to nothing and
+#' the convergence rule is met; about 1 in 20 starts on two well-separated
+#' Normal groups. The observed information there is not positive definite.
+#' Such a winning start is continued: EM from points a step away on either
+#' side along the direction in which the log-likelihood rises fastest (the
+#' eigenvector of the information's most negative eigenvalue; steps of
+#' about 0.5 and 4 complete-data standard errors), the best converged,
+#' admissible end that beats the saddle replacing it. The fit's message then
+#' says "continued from a saddle point (log-likelihood ...)",
+#' `num_iterations` counts both legs and `starts_at_best` is 1. A fit that
+#' cannot be moved off stays, counted as `saddle` in the warning. The
+#' information is what shows a saddle, so with `control$standard.errors =
+#' FALSE` none is looked for.
 #'
 #' @section Ties and collapse:
 #' On data with many ties (values rounded to a resolution, such as
@@ -218,8 +232,9 @@
 #'       with hundreds of thousands of datasets that need no standard errors:
 #'       on 200,000 datasets of 100 observations (2 CPU cores) it saves about
 #'       0.8 s of that pass and 0.7 s of building the result, mostly R's
-#'       garbage collector moving the covariance matrices. Nothing else in
-#'       the fits changes.}
+#'       garbage collector moving the covariance matrices. Fits are the
+#'       same, except that fits stuck at a saddle point are not seen there
+#'       and not continued (see "Saddle points").}
 #'     \item{`spurious.ratio`, `spurious.count`, `spurious.count.ratio`}{the
 #'       spurious-solution screen (see "Spurious solutions" below): a finished
 #'       start is rejected when a component's standard deviation is below

@@ -32,7 +32,8 @@
 #'
 #' When the information is singular (e.g. two identical components, whose
 #' weights cannot be told apart), not positive definite (EM stopped short
-#' of a maximum, e.g. near a saddle point) or not finite, the fit has `NA`
+#' of a maximum, or at a saddle point it could not be moved off; see
+#' [bulkem()], "Saddle points") or not finite, the fit has `NA`
 #' standard errors and `vcov`, its `message` says why (after any other
 #' message, separated by "; "), and its `status` is unchanged. Far from unit
 #' scale (about 1e-150 and below, 1e150 and above) the entries of `vcov`

@@ -221,3 +221,29 @@ test_that("control$standard.errors = FALSE leaves se and vcov NULL and every oth
   expect_error(bulkem(d, control = list(standard.errors = NA)), "control$standard.errors", fixed = TRUE,
                class = "bulkem_error_argument")
 })
+
+test_that("a fit stuck at a saddle point is continued to the maximum, unless standard errors are off", {
+  # with one start, about 1 in 20 of these two-group datasets ends at the
+  # saddle between the groups (EM's steps there shrink to nothing)
+  set.seed(5)
+  x <- replicate(12, c(rnorm(100), rnorm(100, 5)), simplify = FALSE)[[12]]
+  fit1 <- function(...) quiet_bulkem(list(x), family = "normal", seed = 3, use.gpu = FALSE, ...)[[1]]
+  one <- fit1(random.inits = 1)
+  expect_identical(one$status, "converged")
+  expect_match(one$message, "^continued from a saddle point \\(log-likelihood -[0-9.]+\\) to a maximum$")
+  at_saddle <- as.numeric(sub(".*log-likelihood (-[0-9.]+).*", "\\1", one$message))
+  expect_gt(one$loglik, at_saddle + 10)
+  # the maximum 20 starts find, and the log-likelihood of the parameters
+  many <- fit1(random.inits = 20)
+  expect_equal(one$loglik, many$loglik, tolerance = 1e-8)
+  expect_equal(one$mu, many$mu, tolerance = 1e-4)
+  expect_equal(one$loglik, sum(log(one$alpha[1] * dnorm(x, one$mu[1], one$sigma[1]) +
+                                   one$alpha[2] * dnorm(x, one$mu[2], one$sigma[2]))), tolerance = 1e-10)
+  expect_false(anyNA(one$se))
+  expect_identical(one$starts_at_best, 1L)
+  # without standard errors no information is computed: the saddle stays
+  stuck <- fit1(random.inits = 1, control = list(standard.errors = FALSE))
+  expect_identical(stuck$status, "converged")
+  expect_equal(stuck$loglik, at_saddle, tolerance = 1e-6)
+  expect_lt(stuck$num_iterations, one$num_iterations)
+})

@@ -13,7 +13,9 @@ use crate::engine::{queue, Engine, EngineKind, Work};
 use crate::error::Error;
 use crate::information;
 use crate::job::{Fit, Job, Task};
-use crate::outcome::{Outcome, StartRecord, Status};
+use crate::outcome::{Outcome, StartFit, StartRecord, Status};
+use crate::params::Singular;
+use crate::saddle;
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
 /// `threads` host threads. Setting `cancel` makes it return
@@ -58,7 +60,7 @@ pub(crate) fn run(
         let fits: Vec<OnceLock<Fit>> = (0..n).map(|_| OnceLock::new()).collect();
         let early = |d: usize, b: &Best| {
             if b.winner.is_some() {
-                let _ = fits[d].set(finish(job, &w.task, d, &prepared[d], b));
+                let _ = fits[d].set(finish(job, &w.task, d, &prepared[d], b, cancel));
             }
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
@@ -80,7 +82,7 @@ pub(crate) fn run(
         clock = counters.lap("engine", clock);
         queue::for_each_index(n, threads, cancel, |d| {
             if fits[d].get().is_none() {
-                let _ = fits[d].set(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b)));
+                let _ = fits[d].set(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b, cancel)));
             }
         })?;
         drop(bests);
@@ -156,7 +158,7 @@ fn choose_k(mut per_k: Vec<Vec<Fit>>) -> Vec<Fit> {
 }
 
 /// One dataset's result for task `t` from its best start.
-fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, best: &Best) -> Fit {
+fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, best: &Best, cancel: &AtomicBool) -> Fit {
     let values = job.datasets[d];
     let n = values.len();
     let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0, 0);
@@ -187,22 +189,37 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     };
     let jacobian = n as f64 * ds.scale.ln();
+    // every parameter in the data's units, components by ascending mu
+    let in_units = |f: &StartFit| {
+        let p = ds.unscale(&f.params);
+        let order = p.order_by_mu();
+        (p.permuted(&order), order)
+    };
+    let mut fit = w.fit;
+    let (mut params, mut order) = in_units(&fit);
+    let mut covariance = job.standard_errors.then(|| information::covariance(job.family, ds, &params));
+    // an admissible winner that converged to a saddle point goes on from
+    // there (saddle.rs); found only where the information is computed
+    let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
+    let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
+    if let Some(f) = escaped {
+        fit = f;
+        (params, order) = in_units(&fit);
+        covariance = Some(information::covariance(job.family, ds, &params));
+    }
     // a rejected start that beat the returned one, in the data's units
     let loglik_spurious = best
         .spurious
         .as_ref()
-        .filter(|s| !spurious && s.fit.loglik > w.fit.loglik)
+        .filter(|s| !spurious && s.fit.loglik > fit.loglik)
         .map(|s| s.fit.loglik - jacobian);
-    let params = ds.unscale(&w.fit.params);
-    let order = params.order_by_mu();
-    let params = params.permuted(&order);
     let init = ds.unscale(&w.init).permuted(&order);
     let loglik = ds.log_likelihood(job.family, values, &params);
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     }
-    let (status, mut message) = match w.fit.outcome {
+    let (status, mut message) = match fit.outcome {
         Outcome::Converged => (Status::Converged, String::new()),
         _ => (
             Status::MaxIters,
@@ -217,7 +234,12 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         );
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
-    let covariance = job.standard_errors.then(|| information::covariance(job.family, ds, &params));
+    if escaped.is_some() {
+        message = format!(
+            "continued from a saddle point (log-likelihood {:.4}) to a maximum",
+            w.fit.loglik - jacobian
+        );
+    }
     if let Some(Err(why)) = covariance {
         let sep = if message.is_empty() { "" } else { "; " };
         message = format!("{message}{sep}no standard errors: {}", why.describe(job.family, t.k));
@@ -230,11 +252,12 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         params: Some(params),
         init: Some(init),
         loglik,
-        iterations: w.fit.iterations,
+        iterations: fit.iterations,
         best_start: Some(w.start),
         starts_run: best.starts_run,
         starts_ok: best.starts_ok,
-        starts_at_best: best.starts_at_best(),
+        // the continued start is the one that reached its maximum
+        starts_at_best: if escaped.is_some() { 1 } else { best.starts_at_best() },
         spurious,
         spurious_starts: best.spurious_starts,
         loglik_spurious,

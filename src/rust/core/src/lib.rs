@@ -6,7 +6,8 @@
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
 //! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
 //!   `screen`, `information`;
-//! - one start's EM: `em`; samples from a fitted mixture: `simulate`;
+//! - one start's EM: `em`; continuing a fit stuck at a saddle point:
+//!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
@@ -28,6 +29,7 @@ mod mathx;
 pub mod mstep;
 mod outcome;
 mod params;
+mod saddle;
 pub mod screen;
 mod simulate;
 mod starts;

@@ -64,3 +64,9 @@ pub const SAME_OPTIMUM: f64 = 1e-6;
 /// holding about this many replicate values (8 bytes each: 512 MiB), so a
 /// call of any size holds one block at a time.
 pub const BOOTSTRAP_BLOCK_VALUES: usize = 1 << 26;
+
+/// Steps from a saddle point along the direction in which the likelihood
+/// curves up most, each taken to both sides (saddle.rs), in units of about
+/// one complete-data standard error per parameter: a short one that stays
+/// near the saddle, and a long one for a ridge that is nearly flat.
+pub const SADDLE_STEPS: [f64; 2] = [0.5, 4.0];

@@ -226,24 +226,37 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
 }
 
 #[test]
-fn a_start_between_two_separated_groups_can_converge_to_a_saddle_and_is_told() {
+fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
     // Two well-separated groups started from one merged component split by
     // a hair: EM moves the halves apart too slowly for the convergence rule
-    // to notice, so the start "converges" at the saddle between the groups.
-    // Its observed information is not positive definite: `at_saddle`.
+    // to notice, so the start "converges" at the saddle between the groups,
+    // where the observed information is not positive definite. The fit is
+    // continued from there (saddle.rs) to the maximum that random starts
+    // find; without standard errors the saddle is not seen and stays.
     let mut rng = Pcg64::seed_from_u64(21);
     let data = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 6.0], &[1.0, 1.0]);
     let mean = data.iter().sum::<f64>() / data.len() as f64;
     let sd = (data.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / data.len() as f64).sqrt();
-    for gap in [1e-7, 1e-5, 1e-3] {
-        let init = bulkem_core::Params::from_slices(&[0.5, 0.5], &[mean - gap, mean + gap], &[sd, sd * 1.001]).unwrap();
-        let job = Job { datasets: vec![data.as_slice()], family: Family::Normal, components: vec![2], max_iters: 5000, epsilon: 1e-6, starts: 1, seed: 1, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: vec![Some(init)], standard_errors: true };
-        let f = &fit(&job, bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default()).unwrap()[0];
-        assert_eq!(f.status, Status::Converged, "gap {gap}");
-        assert!(matches!(f.covariance, Some(Err(bulkem_core::Singular::Indefinite { .. }))), "gap {gap}: {:?}", f.covariance);
-        assert!(f.at_saddle(), "gap {gap}");
-        // the maximum, from random starts, is no saddle and far more likely
-        let best = &run(std::slice::from_ref(&data), Family::Normal, 2, 10, 3, 1)[0];
-        assert!(!best.at_saddle() && best.loglik > f.loglik + 100.0, "{} vs {}", best.loglik, f.loglik);
+    let best = &run(std::slice::from_ref(&data), Family::Normal, 2, 10, 3, 1)[0];
+    assert!(!best.at_saddle() && best.covariance.as_ref().is_some_and(|c| c.is_ok()));
+    for accelerate in [false, true] {
+        for gap in [1e-7, 1e-5, 1e-3] {
+            let init = bulkem_core::Params::from_slices(&[0.5, 0.5], &[mean - gap, mean + gap], &[sd, sd * 1.001]).unwrap();
+            let job = |standard_errors| Job { datasets: vec![data.as_slice()], family: Family::Normal, components: vec![2], max_iters: 5000, epsilon: 1e-6, starts: 1, seed: 1, mixed_precision: false, accelerate, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: vec![Some(init)], standard_errors };
+            let stuck = &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default()).unwrap()[0];
+            assert_eq!(stuck.status, Status::Converged, "gap {gap}");
+            assert!(best.loglik > stuck.loglik + 100.0, "gap {gap}: {} vs {}", best.loglik, stuck.loglik);
+            let f = &fit(&job(true), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default()).unwrap()[0];
+            assert_eq!(f.status, Status::Converged, "gap {gap}");
+            assert!(f.message.starts_with("continued from a saddle point"), "gap {gap}: {}", f.message);
+            assert!(!f.at_saddle() && f.covariance.as_ref().is_some_and(|c| c.is_ok()), "gap {gap}: {:?}", f.covariance);
+            assert!((f.loglik - best.loglik).abs() < 1e-6 * best.loglik.abs(), "gap {gap}: {} vs {}", f.loglik, best.loglik);
+            let (p, q) = (f.params.unwrap(), best.params.unwrap());
+            for m in 0..2 {
+                assert!((p.mu[m] - q.mu[m]).abs() < 1e-3 && (p.shape[m] - q.shape[m]).abs() < 1e-3, "gap {gap}");
+            }
+            assert!(f.iterations > stuck.iterations);
+            assert_eq!(f.starts_at_best, 1);
+        }
     }
 }
