@@ -190,11 +190,13 @@ test_that("cuda-batched results do not depend on chunking", {
   skip_if_no_gpu()
   set.seed(5)
   d <- lapply(c(50, 120, 900, 3000, 60, 2000), function(n) b1_dataset(n))
-  # one GPU, so that the call is one chunk unless BULKEM_CHUNK_BYTES splits it
+  # one GPU and BULKEM_CHUNK_PIECES = 1: one chunk; the default (several
+  # chunks per worker) and BULKEM_CHUNK_BYTES split it into one per dataset
+  old <- Sys.getenv(c("BULKEM_CHUNK_PIECES", "BULKEM_CHUNK_BYTES"))
+  on.exit(do.call(Sys.setenv, as.list(old)))
+  Sys.setenv(BULKEM_CHUNK_PIECES = "1")
   one <- bulkem(d, random.inits = 7, seed = 3, control = list(engine = "cuda-batched", devices = 0))
-  old <- Sys.getenv("BULKEM_CHUNK_BYTES")
-  Sys.setenv(BULKEM_CHUNK_BYTES = "20000")
-  on.exit(Sys.setenv(BULKEM_CHUNK_BYTES = old))
+  Sys.setenv(BULKEM_CHUNK_PIECES = old[["BULKEM_CHUNK_PIECES"]], BULKEM_CHUNK_BYTES = "20000")
   many <- bulkem(d, random.inits = 7, seed = 3, control = list(engine = "cuda-batched", devices = 0))
   expect_gt(attr(many, "kernel_launches"), attr(one, "kernel_launches"))
   expect_identical(unclass(one)[seq_along(d)], unclass(many)[seq_along(d)])
