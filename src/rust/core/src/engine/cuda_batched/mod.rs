@@ -38,10 +38,13 @@ const LANE_MAX_FIT_STEPS: usize = 100 * WARP_MIN_MEAN_N;
 /// Host workers, each with its own stream: two, so that one chunk's packing
 /// and transfers overlap the other's kernel.
 const WORKERS: usize = 2;
-/// Chunks per worker, at least, where the work allows. On one H200 (two
-/// workers), B2 took 0.430 s in 4 chunks, 0.413 in 8 and 0.406 in 16; B3
-/// 0.765, 0.749, 0.749; B4 0.547, 0.533, 0.523 (results-engines-gpu.md).
-const CHUNKS_PER_WORKER: usize = 8;
+/// Chunks per worker, at least, where the work allows. More chunks hide more
+/// host work (B2 in plain EM on one H200: 0.430 s with 2 per worker, 0.406
+/// with 8), but each chunk's kernel lasts as long as its slowest fit, and
+/// with SQUAREM (the default) passes per fit spread widely: 10,000 datasets
+/// of 500 observations, 20 starts, took 0.38 s in 1 chunk per worker, 0.45
+/// in 2 and 0.66-0.69 in 8 (results-engines-gpu.md).
+const CHUNKS_PER_WORKER: usize = 2;
 
 pub struct CudaBatched {
     /// The GPUs sharing the chunks; each has WORKERS host workers.
