@@ -5,8 +5,10 @@
 //! Starting values come from the CPU (the same generator as every engine);
 //! only each start's log-likelihood, iterations and outcome come back, plus
 //! the winners' parameters, and the winner is chosen on the host by the
-//! shared `Best` rule. Two host workers with a stream each take chunks from
-//! the shared queue, so one chunk's transfers overlap the other's compute.
+//! shared `Best` rule. Four host workers per GPU, each with a stream, take
+//! chunks from the shared queue, so one chunk's host work and transfers
+//! overlap the others' kernels, and one kernel's tail (its last, slowest
+//! fits) the others' blocks.
 //!
 //! A chunk goes through four steps, one module each: `chunks` plans them,
 //! `pack` lays a chunk out in the kernel's arrays, `device` uploads, runs and
@@ -35,16 +37,18 @@ const WARP_MIN_MEAN_N: usize = 256;
 /// observations; the 2015 default of 100 iterations stays under it at
 /// n < 256, the default of 5000 does not.
 const LANE_MAX_FIT_STEPS: usize = 100 * WARP_MIN_MEAN_N;
-/// Host workers, each with its own stream: two, so that one chunk's packing
-/// and transfers overlap the other's kernel.
-const WORKERS: usize = 2;
-/// Chunks per worker, at least, where the work allows. More chunks hide more
-/// host work (B2 in plain EM on one H200: 0.430 s with 2 per worker, 0.406
-/// with 8), but each chunk's kernel lasts as long as its slowest fit, and
-/// with SQUAREM (the default) passes per fit spread widely: 10,000 datasets
-/// of 500 observations, 20 starts, took 0.38 s in 1 chunk per worker, 0.45
-/// in 2 and 0.66-0.69 in 8 (results-engines-gpu.md).
-const CHUNKS_PER_WORKER: usize = 2;
+/// Host workers per GPU, each with its own stream, and the chunks each gets
+/// at least, where the work allows. Each chunk's kernel lasts as long as its
+/// slowest fit, and with SQUAREM and max.iters 5000 (the defaults) passes
+/// per fit spread widely; kernels of several streams fill one another's
+/// tails. On one H200, 10,000 datasets of 500 observations (20 starts,
+/// SQUAREM): engine 0.36-0.37 s with 4 workers x 1 chunk, 0.47-0.50 with
+/// 2 x 2, 0.66-0.69 with 2 x 8; the plain-EM benchmarks B2-B5 and the
+/// bootstrap LRT are the same within their spread (results-engines-gpu.md).
+/// BULKEM_WORKERS and BULKEM_CHUNK_PIECES (workers x chunks) override them,
+/// for that measurement.
+const WORKERS: usize = 4;
+const CHUNKS_PER_WORKER: usize = 1;
 
 pub struct CudaBatched {
     /// The GPUs sharing the chunks; each has WORKERS host workers.
@@ -77,12 +81,13 @@ impl Engine for CudaBatched {
                 .0;
             free = free.min(f);
         }
-        let workers = WORKERS * self.gpus.len();
+        let per_gpu = std::env::var("BULKEM_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&w| w > 0).unwrap_or(WORKERS);
+        let workers = per_gpu * self.gpus.len();
         let pieces = std::env::var("BULKEM_CHUNK_PIECES")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(CHUNKS_PER_WORKER * workers);
-        let chunks = chunks::plan(work, free / (2 * WORKERS), pieces);
+        let chunks = chunks::plan(work, free / (2 * per_gpu), pieces);
         let mut lanes = 0;
         for gpu in &self.gpus {
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
