@@ -69,11 +69,9 @@ impl Engine for CudaBatched {
         let t = &work.task;
         // chunks sized for the GPU with the least free memory, and at least
         // CHUNKS_PER_WORKER per worker where the work allows, so that every
-        // GPU gets work, one chunk's packing, transfers, recording and
-        // finishing overlap another's kernel, and the last chunk's, which
-        // nothing overlaps, is small (BULKEM_CHUNK_PIECES sets the number,
-        // for that measurement). Results do not depend on chunking or on
-        // which GPU runs a chunk.
+        // worker of every GPU gets work and one chunk's packing, transfers,
+        // recording and finishing overlap the others' kernels. Results do
+        // not depend on chunking or on which GPU runs a chunk.
         let mut free = usize::MAX;
         for gpu in &self.gpus {
             let f = contained("querying GPU memory", || gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}")))
