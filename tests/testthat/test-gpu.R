@@ -155,6 +155,38 @@ test_that("SQUAREM (control$accelerate) takes the same steps on every engine", {
   expect_lt(median(abs(ll(mixed) - ll(double)) / abs(ll(double))), 1e-7)
 })
 
+test_that("every width of lane group fits as the CPU engine does", {
+  skip_if_no_gpu()
+  # ragged sizes, so that groups sharing a warp take fits of different
+  # lengths and diverge; K = 3 Normal and K = 2 IG; plain EM and SQUAREM
+  set.seed(24)
+  d <- lapply(c(40, 170, 300, 301, 1200, 2500), function(n) rmix(n, c(0.3, 0.4, 0.3), c(0, 3, 7), c(1, 0.6, 1.5), "normal"))
+  ig <- c(lapply(c(60, 333, 700, 2100), function(n) b1_dataset(n)), list(c(1, NA, 3)))
+  old <- Sys.getenv("BULKEM_MAPPING", unset = NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("BULKEM_MAPPING") else Sys.setenv(BULKEM_MAPPING = old))
+  for (accelerate in c(FALSE, TRUE)) {
+    ctl <- list(keep.starts = TRUE, accelerate = accelerate)
+    cpu_n <- bulkem(d, 3, random.inits = 6, seed = 5, family = "normal", max.iters = 3000, use.gpu = FALSE, control = ctl)
+    cpu_ig <- quiet_bulkem(ig, 2, random.inits = 9, seed = 6, max.iters = 3000, use.gpu = FALSE, control = ctl)
+    for (mapping in c("group4", "group8", "group16", "warp")) {
+      Sys.setenv(BULKEM_MAPPING = mapping)
+      gpu_n <- bulkem(d, 3, random.inits = 6, seed = 5, family = "normal", max.iters = 3000,
+                      control = c(list(engine = "cuda-batched"), ctl))
+      gpu_ig <- quiet_bulkem(ig, 2, random.inits = 9, seed = 6, max.iters = 3000,
+                             control = c(list(engine = "cuda-batched"), ctl))
+      expect_fits_agree(cpu_n, gpu_n)
+      expect_fits_agree(cpu_ig, gpu_ig)
+      # start by start: the same outcome after the same number of passes
+      for (pair in list(list(cpu_n, gpu_n), list(cpu_ig, gpu_ig))) {
+        for (i in seq_along(pair[[1]])) {
+          expect_identical(pair[[2]][[i]]$starts$status, pair[[1]][[i]]$starts$status, label = paste(mapping, "statuses"))
+          expect_identical(pair[[2]][[i]]$starts$iterations, pair[[1]][[i]]$starts$iterations, label = paste(mapping, "passes"))
+        }
+      }
+    }
+  }
+})
+
 test_that("kernels are compiled once per session, and an interrupted GPU run stops and frees its memory", {
   skip_if_no_gpu()
   set.seed(4)

@@ -23,11 +23,14 @@
 // Mixed precision (MIXED = 1): fp32 exponentials, fp64 everything else; a
 // fit switches to fp64 for good once it looks converged (see advance).
 //
-// em_batched_warp: a warp owns one fit at a time; its lanes share the
+// em_batched_group: a group of lanes (a warp, or a power-of-two part of one,
+// chosen by the host) owns one fit at a time; its lanes share the
 // observations of each pass and combine their sums by a butterfly of
 // shuffles, after which every lane holds the same totals and makes the same
-// decisions. For few fits on large datasets, where one lane per fit would
-// leave most of the GPU idle.
+// decisions. For datasets too large or fits too long for a lane each. The
+// end of a pass (M-step, logarithms of the new terms, SQUAREM's
+// extrapolation) is done by every lane of the group alike, so the narrower
+// the group, the less of it per observation.
 //
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
 // a start of dataset fit_ds[f] beginning at init[f][3K] (alpha[K], mu[K],
@@ -342,6 +345,7 @@ struct Batch {
     double screen_ratio, screen_count, screen_count_ratio;  // screen.rs Screen
     unsigned int* next;        // the fit queue, read by the host while running
     const volatile int* stop;  // set by the host while running
+    int group;                 // em_batched_group: lanes per fit, a power of two <= 32
 };
 
 template <int K, int IG, int MIXED>
@@ -433,17 +437,26 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     }
 }
 
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// The sum of v over the `width` lanes of a group (a power of two, at most
+// 32) by a butterfly of shuffles: every lane of the group gets the total.
+// With width 32 the order of additions is that of a whole warp.
+__device__ __forceinline__ double group_sum(double v, unsigned mask, int width) {
+    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, width);
     return v;
 }
 
-// One warp per fit: lanes stride over the observations of each pass.
+// One group of b.group lanes per fit (a whole warp, or a power-of-two part
+// of one): the group's lanes stride over the observations of each pass.
+// Every lane of a group holds the same totals and makes the same decisions;
+// groups of one warp run their own fits, and their shuffles name only their
+// own lanes, so they may diverge.
 template <int K, int IG, int MIXED, int ACC>
-__device__ __forceinline__ void em_warp(const Batch& b) {
+__device__ __forceinline__ void em_group(const Batch& b) {
+    const int width = b.group;
     const int lane = threadIdx.x & 31;
-    int fit = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int sub = lane & (width - 1);
+    const unsigned mask = width == 32 ? 0xffffffffu : ((1u << width) - 1u) << (lane - sub);
+    int fit = (blockIdx.x * blockDim.x + threadIdx.x) / width;
     State<K> st;
     Pass<K> p;
     while (fit < b.n_fits) {
@@ -453,21 +466,21 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
         load_fit<K, IG, MIXED>(b, fit, st);
         for (;;) {
             p.reset();
-            for (int i = lane; i < n; i += 32) accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
+            for (int i = sub; i < n; i += width) accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
             // lanes that saw no observation contribute log(1) = 0
-            const double loglik = warp_sum(p.loglik()) + b.ds_hsum[d];
+            const double loglik = group_sum(p.loglik(), mask, width) + b.ds_hsum[d];
 #pragma unroll
             for (int m = 0; m < K; ++m) {
-                p.s0[m] = warp_sum(p.s0[m]);
-                p.s1[m] = warp_sum(p.s1[m]);
-                p.s2[m] = warp_sum(p.s2[m]);
+                p.s0[m] = group_sum(p.s0[m], mask, width);
+                p.s1[m] = group_sum(p.s1[m], mask, width);
+                p.s2[m] = group_sum(p.s2[m], mask, width);
             }
             const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
             if (outcome >= 0) {
-                if (lane == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
+                if (sub == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
                 unsigned int next = 0;
-                if (lane == 0) next = atomicAdd(b.next, 1u);
-                fit = (int)__shfl_sync(0xffffffffu, next, 0);
+                if (sub == 0) next = atomicAdd(b.next, 1u);
+                fit = (int)__shfl_sync(mask, next, 0, width);
                 break;
             }
             if (*b.stop) return;
@@ -478,13 +491,13 @@ __device__ __forceinline__ void em_warp(const Batch& b) {
 
 // The host appends one instantiation per (family, K, precision) it needs
 // (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0) for the 2-component inverse
-// Gaussian in fp64, plain EM, which defines em_batched_lane and em_batched_warp.
+// Gaussian in fp64, plain EM, which defines em_batched_lane and em_batched_group.
 #define EM_BATCHED(K, IG, MIXED, ACC)                                                       \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
         em_lane<K, IG, MIXED, ACC>(b);                                                     \
     }                                                                                      \
-    extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_warp(const Batch b) {    \
-        em_warp<K, IG, MIXED, ACC>(b);                                                     \
+    extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_group(const Batch b) {   \
+        em_group<K, IG, MIXED, ACC>(b);                                                    \
     }
 
 // Copies the rows idx[0..n) of src (width values each) to dst, so that only

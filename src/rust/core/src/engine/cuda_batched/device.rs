@@ -53,6 +53,7 @@ struct BatchArgs {
     screen_count_ratio: f64,
     next: u64,
     stop: u64,
+    group: i32,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -119,7 +120,7 @@ pub fn run(
         };
         let (kernel, per_unit) = match mapping {
             Mapping::Lane => (&kernels.lane, 1u32),
-            Mapping::Warp => (&kernels.warp, 32u32),
+            Mapping::Group(width) => (&kernels.group, width),
         };
         let units_per_block = BATCHED_THREADS / per_unit;
         let n_fits_int = as_int(n_fits, "fits in one em_batched launch")?;
@@ -151,6 +152,7 @@ pub fn run(
             screen_count_ratio: t.screen.count_ratio,
             next: ptr(next.device_ptr(stream)),
             stop: ptr(stop.device_ptr(stream)),
+            group: per_unit as i32,
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);

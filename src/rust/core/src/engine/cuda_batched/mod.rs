@@ -37,6 +37,15 @@ const WARP_MIN_MEAN_N: usize = 256;
 /// observations; the 2015 default of 100 iterations stays under it at
 /// n < 256, the default of 5000 does not.
 const LANE_MAX_FIT_STEPS: usize = 100 * WARP_MIN_MEAN_N;
+/// Lanes per fit where a lane each does not suit, narrowest first. Every
+/// lane of a group repeats the end of a pass (M-step, logarithms, SQUAREM's
+/// extrapolation), so narrower groups spend less of each pass on it; but a
+/// fit's passes take longer in proportion, and a kernel lasts as long as its
+/// slowest fit. So the narrowest group is taken whose units (groups
+/// resident on the GPUs, per worker) each get at least GROUP_MIN_FITS fits
+/// of the call: then most of a kernel is throughput, not tail.
+const GROUP_WIDTHS: [u32; 3] = [8, 16, 32];
+const GROUP_MIN_FITS: usize = 8;
 /// Host workers per GPU, each with its own stream, and the chunks each gets
 /// at least, where the work allows. Each chunk's kernel lasts as long as its
 /// slowest fit, and with SQUAREM and max.iters 5000 (the defaults) passes
@@ -57,12 +66,15 @@ pub struct CudaBatched {
     pub host_threads: usize,
 }
 
-/// How fits map onto threads (em_batched.cu).
+/// How fits map onto threads (em_batched.cu): a lane each, or a group of
+/// lanes each (a power of two, at most a warp).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mapping {
     Lane,
-    Warp,
+    Group(u32),
 }
+
+const WARP: Mapping = Mapping::Group(32);
 
 impl Engine for CudaBatched {
     fn run(&self, work: &Work, bests: &Bests, cancel: &AtomicBool, counters: &Counters) -> Result<(), Error> {
@@ -91,7 +103,7 @@ impl Engine for CudaBatched {
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
             lanes += device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
         }
-        let mapping = mapping(work, lanes);
+        let mapping = mapping(work, lanes, per_gpu);
         // worker w runs on GPU w mod #GPUs, with that GPU's compiled kernel
         let next_worker = std::sync::atomic::AtomicUsize::new(0);
         let setup = || {
@@ -123,25 +135,37 @@ impl Engine for CudaBatched {
     }
 }
 
-/// One mapping for the whole call, so results do not depend on chunking. A
-/// warp per fit won wherever datasets are not tiny; a lane per fit only on
-/// small datasets (B5's 100 observations) when fits are short (at most
-/// LANE_MAX_FIT_STEPS: with max.iters = 5000, fits that creep leave one
-/// lane running long after the others, 4 to 10 times slower than a warp)
-/// and many enough to give every lane `lanes` of the GPUs one
-/// (inst/bench/results-batched-mapping.md). BULKEM_MAPPING forces one, for
-/// that measurement.
-fn mapping(work: &Work, lanes: usize) -> Mapping {
+/// One mapping for the whole call, so results do not depend on chunking
+/// (`lanes`: lanes the GPUs run at once, `workers`: host workers per GPU,
+/// whose kernels share them). A lane per fit only on small datasets (B5's
+/// 100 observations) when fits are short (at most LANE_MAX_FIT_STEPS: with
+/// max.iters = 5000, fits that creep leave one lane running long after the
+/// others, 4 to 10 times slower than a warp) and many enough to give every
+/// lane one; otherwise a group of lanes, the narrowest of GROUP_WIDTHS that
+/// the call's fits keep busy (inst/bench/results-batched-mapping.md).
+/// BULKEM_MAPPING (`lane`, `warp`, `group8`, ...) forces one, for that
+/// measurement.
+fn mapping(work: &Work, lanes: usize, workers: usize) -> Mapping {
     let (valid, obs) = work.datasets.iter().flatten().fold((0, 0), |(v, o), ds| (v + 1, o + ds.x.len()));
     let mean_n = obs / valid.max(1);
     let fits = valid * work.task.starts as usize;
     let short = (work.task.max_iters as usize).saturating_mul(mean_n) <= LANE_MAX_FIT_STEPS;
-    match std::env::var("BULKEM_MAPPING").as_deref() {
-        Ok("lane") => Mapping::Lane,
-        Ok("warp") => Mapping::Warp,
-        _ if mean_n < WARP_MIN_MEAN_N && short && fits >= lanes => Mapping::Lane,
-        _ => Mapping::Warp,
+    let forced = std::env::var("BULKEM_MAPPING").ok();
+    match forced.as_deref() {
+        Some("lane") => return Mapping::Lane,
+        Some("warp") => return WARP,
+        Some(g) => {
+            if let Some(w) = g.strip_prefix("group").and_then(|w| w.parse::<u32>().ok()).filter(|w| w.is_power_of_two() && *w <= 32) {
+                return Mapping::Group(w);
+            }
+        }
+        None => {}
     }
+    if mean_n < WARP_MIN_MEAN_N && short && fits >= lanes {
+        return Mapping::Lane;
+    }
+    let units = |width: u32| (lanes * workers.max(1) / width as usize).max(1);
+    GROUP_WIDTHS.into_iter().find(|&w| fits / units(w) >= GROUP_MIN_FITS).map_or(WARP, Mapping::Group)
 }
 
 #[cfg(test)]
@@ -169,22 +193,29 @@ mod tests {
     }
 
     #[test]
-    fn lanes_only_for_many_short_fits_of_small_datasets() {
+    fn lanes_only_for_many_short_fits_of_small_datasets_and_narrow_groups_only_for_many_fits() {
         if std::env::var_os("BULKEM_MAPPING").is_some() {
             return;
         }
         let of = |n: usize| prepare(&(0..n).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap();
         let small: Vec<Prepared> = (0..1000).map(|_| of(100)).collect();
         let large: Vec<Prepared> = (0..1000).map(|_| of(300)).collect();
+        // one H200: 132 SMs x 5 blocks of 128 threads
+        let h200 = 84_480;
         // B5's shape: 100 observations, 100 iterations at most, plenty of fits
-        assert_eq!(mapping(&work(&small, 10, 100), 5_000), Mapping::Lane);
-        // too few fits to give every lane one
-        assert_eq!(mapping(&work(&small, 10, 100), 84_480), Mapping::Warp);
-        // fits that may creep for thousands of passes
-        assert_eq!(mapping(&work(&small, 10, 5000), 5_000), Mapping::Warp);
-        assert_eq!(mapping(&work(&small, 10, 256), 5_000), Mapping::Lane);
-        assert_eq!(mapping(&work(&small, 10, 257), 5_000), Mapping::Warp);
-        // larger datasets: always a warp
-        assert_eq!(mapping(&work(&large, 10, 50), 5_000), Mapping::Warp);
+        assert_eq!(mapping(&work(&small, 10, 100), 5_000, 4), Mapping::Lane);
+        // too few fits to give every lane one, or every warp 8
+        assert_eq!(mapping(&work(&small, 10, 100), h200, 4), WARP);
+        // fits that may creep for thousands of passes: no lanes
+        assert_eq!(mapping(&work(&small, 10, 5000), 5_000, 1), Mapping::Group(8));
+        assert_eq!(mapping(&work(&small, 10, 256), 5_000, 1), Mapping::Lane);
+        assert_eq!(mapping(&work(&small, 10, 257), 5_000, 1), Mapping::Group(8));
+        // larger datasets: never lanes; the narrowest group that gets 8 fits
+        // per unit of every worker (h200 x 4 workers / 8 lanes = 42,240 units)
+        assert_eq!(mapping(&work(&large, 10, 50), 5_000, 4), Mapping::Group(16));
+        assert_eq!(mapping(&work(&large, 400, 5000), h200, 4), Mapping::Group(8));
+        assert_eq!(mapping(&work(&large, 200, 5000), h200, 4), Mapping::Group(16));
+        assert_eq!(mapping(&work(&large, 100, 5000), h200, 4), WARP);
+        assert_eq!(mapping(&work(&large, 100, 5000), h200, 2), Mapping::Group(16));
     }
 }
