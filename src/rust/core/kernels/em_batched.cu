@@ -499,14 +499,3 @@ __device__ __forceinline__ void em_group(const Batch& b) {
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_group(const Batch b) {   \
         em_group<K, IG, MIXED, ACC>(b);                                                    \
     }
-
-// Copies the rows idx[0..n) of src (width values each) to dst, so that only
-// each dataset's winning start comes back to the host.
-extern "C" __global__ void gather_rows(const double* __restrict__ src, const int* __restrict__ idx, int n,
-                                       int width, double* __restrict__ dst) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n * width) return;
-    const int row = t / width;
-    const int col = t - row * width;
-    dst[t] = src[(size_t)idx[row] * width + col];
-}

@@ -50,7 +50,6 @@ pub struct Kernels {
 pub struct Batched {
     pub lane: CudaFunction,
     pub group: CudaFunction,
-    pub gather: CudaFunction,
 }
 
 /// Compiles `source` with NVRTC for `arch` and loads the named kernels.
@@ -98,12 +97,12 @@ impl Kernels {
         let ig = (family == Family::InvGauss) as i32;
         let source =
             format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {}, {})\n", prelude(), mixed as i32, accelerate as i32);
-        let names = ["em_batched_lane", "em_batched_group", "gather_rows"];
+        let names = ["em_batched_lane", "em_batched_group"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
-        let (Some(lane), Some(group), Some(gather)) = (f.next(), f.next(), f.next()) else {
+        let (Some(lane), Some(group)) = (f.next(), f.next()) else {
             return Err("em_batched missing after compilation".into());
         };
-        let b = Batched { lane, group, gather };
+        let b = Batched { lane, group };
         cache.insert((family, k, mixed, accelerate), b.clone());
         Ok(b)
     }

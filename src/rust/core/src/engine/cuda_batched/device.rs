@@ -108,11 +108,19 @@ pub fn run(
         let ds_spread = up(&p.ds_spread)?;
         let fit_ds = stream.clone_htod(&p.fit_ds).map_err(fail("uploading a chunk"))?;
         let init = up(&p.init)?;
-        let out_params: CudaSlice<f64> = stream.alloc_zeros(n_fits * 3 * k).map_err(fail("allocating GPU memory"))?;
-        let out_ll: CudaSlice<f64> = stream.alloc_zeros(n_fits).map_err(fail("allocating GPU memory"))?;
+        // Nothing here is set on the device: a memset is a kernel, and it
+        // would wait for the other workers' kernels, which hold every SM
+        // until their queues run dry (uploads took a third of each worker's
+        // time in the bootstrap that way). Copies go by the copy engines.
+        // SAFETY: uninitialised, and never read before written: the kernel
+        // writes a fit's row of out_params (its SQUAREM store, then its
+        // result) and its out_ll before anything reads them, and the host
+        // reads only fits whose out_info says they finished.
+        let out_params: CudaSlice<f64> = unsafe { stream.alloc(n_fits * 3 * k) }.map_err(fail("allocating GPU memory"))?;
+        let out_ll: CudaSlice<f64> = unsafe { stream.alloc(n_fits) }.map_err(fail("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
         let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
-        let mut stop: CudaSlice<i32> = stream.alloc_zeros(1).map_err(fail("allocating GPU memory"))?;
+        let mut stop: CudaSlice<i32> = stream.clone_htod(&[0i32]).map_err(fail("allocating GPU memory"))?;
 
         let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
         let occupancy = |f: &cudarc::driver::CudaFunction| {
@@ -221,35 +229,21 @@ fn follow(
     Ok(reported)
 }
 
-/// The rows `idx` (of `width` values) of `src`, gathered on the device and
-/// copied back.
-pub fn gather(
-    counters: &Counters,
-    kernels: &Batched,
-    stream: &Arc<CudaStream>,
-    src: &CudaSlice<f64>,
-    idx: &[i32],
-    width: usize,
-) -> Result<Vec<f64>, String> {
+/// The rows `idx` (of `width` values) of `src`. Every row comes back by
+/// the copy engines and the rows are picked here: a gathering kernel would
+/// wait for the other workers' kernels to give up their SMs (see `run`).
+pub fn gather(stream: &Arc<CudaStream>, src: &CudaSlice<f64>, idx: &[i32], width: usize) -> Result<Vec<f64>, String> {
     if idx.is_empty() {
         return Ok(Vec::new());
     }
-    contained("gathering the winning starts", || {
-        let idx_dev = stream.clone_htod(idx).map_err(fail("uploading winners"))?;
-        let total = idx.len() * width;
-        let blocks = as_int(total.div_ceil(256), "blocks of gather_rows")? as u32;
-        let mut dst: CudaSlice<f64> = stream.alloc_zeros(total).map_err(fail("allocating GPU memory"))?;
-        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let (n, w) = (as_int(idx.len(), "winners")?, as_int(width, "parameters per fit")?);
-        as_int(total, "gathered values")?;
-        // SAFETY: arguments match gather_rows(src, idx, n, width, dst); every
-        // idx is a fit of this chunk, so below src's row count; dst holds
-        // n * width values, which fits the kernel's int index (checked).
-        unsafe { stream.launch_builder(&kernels.gather).arg(src).arg(&idx_dev).arg(&n).arg(&w).arg(&mut dst).launch(cfg) }
-            .map_err(fail("launching gather_rows"))?;
-        counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
-        let rows = stream.clone_dtoh(&dst).map_err(fail("downloading winners"))?;
-        stream.synchronize().map_err(fail("gathering winners"))?;
+    contained("downloading the winning starts", || {
+        let all = stream.clone_dtoh(src).map_err(fail("downloading winners"))?;
+        stream.synchronize().map_err(fail("downloading winners"))?;
+        let mut rows = Vec::with_capacity(idx.len() * width);
+        for &i in idx {
+            let row = usize::try_from(i).ok().and_then(|i| all.get(i * width..(i + 1) * width)).ok_or("a winner outside its chunk")?;
+            rows.extend_from_slice(row);
+        }
         Ok(rows)
     })
 }

@@ -3,9 +3,11 @@
 //! and runs every (dataset, start) fit to its end inside the kernel
 //! (kernels/em_batched.cu): launches do not grow with iterations or starts.
 //! Starting values come from the CPU (the same generator as every engine);
-//! only each start's log-likelihood, iterations and outcome come back, plus
-//! the winners' parameters, and the winner is chosen on the host by the
-//! shared `Best` rule. Four host workers per GPU, each with a stream, take
+//! each start's log-likelihood, iterations and outcome come back, then its
+//! parameters, and the winner is chosen on the host by the shared `Best`
+//! rule. Nothing but em_batched runs on the device: a second kernel (a
+//! memset, a gather) would wait for the other workers' kernels to leave the
+//! SMs. Four host workers per GPU, each with a stream, take
 //! chunks from the shared queue, so one chunk's host work and transfers
 //! overlap the others' kernels, and one kernel's tail (its last, slowest
 //! fits) the others' blocks.
@@ -130,7 +132,7 @@ impl Engine for CudaBatched {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            record::record(work, chunk, &packed, &ran, kernel, stream, bests, self.host_threads, cancel, counters)
+            record::record(work, chunk, &packed, &ran, stream, bests, self.host_threads, cancel, counters)
         })
     }
 }

@@ -1,5 +1,5 @@
 //! A chunk's results into its datasets' bests: every start's log-likelihood
-//! and outcome, then the winners' parameters gathered from the device.
+//! and outcome, then the winners' parameters from the device.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,7 +13,6 @@ use super::chunks::Chunk;
 use super::device::{gather, Ran, INFO};
 use super::pack::Packed;
 use crate::error::Error;
-use crate::gpu::kernels::Batched;
 use crate::outcome::{Outcome, StartFit};
 use crate::params::Params;
 
@@ -23,7 +22,6 @@ pub fn record(
     chunk: &Chunk,
     p: &Packed,
     ran: &Ran,
-    kernel: &Batched,
     stream: &Arc<CudaStream>,
     bests: &Bests,
     threads: usize,
@@ -75,7 +73,7 @@ pub fn record(
         })
         .collect();
     let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
-    let rows = gather(counters, kernel, stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
+    let rows = gather(stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
     for (i, &(d, _)) in winners.iter().enumerate() {
         bests.with(d, |b| {
             if let Some(w) = b.winner.as_mut().or(b.spurious.as_mut()) {
