@@ -49,6 +49,8 @@
 #                 (default TRUE when bulkem_gpu_info() finds a usable GPU, else NA)
 #   inits=        random.inits of every bulkem_bootstrap() call (default: the
 #                 package default, the smallest starts_run of the fits)
+#   precision=    control$precision of every bulkem_bootstrap() call ("double" or
+#                 "mixed"; default: the package default, double)
 #   accelerate=   control$accelerate of every bulkem_bootstrap() call, TRUE or
 #                 FALSE (default: the package default, TRUE)
 #   seed=20261124 data and bootstrap seed
@@ -80,6 +82,7 @@ peersEps <- opt_num("peersEps", 0.01)
 peersInits <- as.integer(opt_num("peersInits", 20))
 inits <- if (is.null(opts$inits)) NULL else as.integer(opts$inits)
 accelerate <- if (is.null(opts$accelerate)) NULL else as.logical(opts$accelerate)
+precision <- opts$precision
 calib_ks <- if (is.null(opts$ks)) 1:2 else as.integer(strsplit(opts$ks, ",")[[1]])
 families <- if (is.null(opts$families)) c("normal", "invgauss") else strsplit(opts$families, ",")[[1]]
 scaled <- function(full, key) {
@@ -140,6 +143,7 @@ boot <- function(...) {
   a <- list(...)
   if (!is.null(inits)) a$random.inits <- inits
   if (!is.null(accelerate)) a$control <- c(a$control, list(accelerate = accelerate))
+  if (!is.null(precision)) a$control <- c(a$control, list(precision = precision))
   do.call(bulkem_bootstrap, a)
 }
 
@@ -155,9 +159,10 @@ machine <- function() {
               tryCatch(format(utils::packageVersion("mclust")), error = function(e) "-"),
               tryCatch(format(utils::packageVersion("mixtools")), error = function(e) "-")))
   cat(sprintf("- command: `Rscript inst/bench/bootstrap.R %s`\n", paste(cmd_args, collapse = " ")))
-  cat(sprintf("- seed %d; random.inits of the bootstrap calls: %s; control$accelerate: %s\n\n", seed,
+  cat(sprintf("- seed %d; random.inits of the bootstrap calls: %s; control$accelerate: %s; control$precision: %s\n\n", seed,
               if (is.null(inits)) "package default" else inits,
-              if (is.null(accelerate)) "package default" else accelerate))
+              if (is.null(accelerate)) "package default" else accelerate,
+              if (is.null(precision)) "package default" else precision))
 }
 
 engine_of <- function(res) paste0(attr(res, "engine"), " (", attr(res, "random.inits"), " start(s))")
