@@ -1,8 +1,8 @@
 //! The parametric bootstrap as one bulk job: B replicates of every dataset
 //! drawn from its fitted mixture (simulate.rs), each refitted with K0 + e
 //! components for every e asked for, on one engine, block by block so that
-//! the replicates of a block (two on a GPU), not of the whole call, are held
-//! at a time.
+//! the replicates of a block (of GPU_BLOCKS_IN_FLIGHT smaller ones on a
+//! GPU), not of the whole call, are held at a time.
 //! A replicate and its refits depend only on the seed, its dataset's values,
 //! K0 and its index, so they are the same on every engine, with any blocks,
 //! and whatever else the call holds.

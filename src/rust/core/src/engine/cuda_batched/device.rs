@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
 
 use super::pack::Packed;
 use super::Mapping;
@@ -73,12 +73,17 @@ fn fail(what: &'static str) -> impl Fn(DriverError) -> String {
     move |err| format!("{what}: {err:?}")
 }
 
-/// Fits the lane kernel `kernel` runs at once on `gpu` (a lane each): its
-/// grid when the GPU is full.
-pub fn lanes_in_flight(gpu: &Gpu, kernel: &Batched) -> Result<usize, String> {
+/// Blocks of BATCHED_THREADS that `f` runs at once on `gpu`: its grid when
+/// the GPU is full.
+fn resident_blocks(gpu: &Gpu, f: &CudaFunction) -> Result<u32, String> {
     let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
-    let blocks = kernel.lane.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))?;
-    Ok(sms.max(1) as usize * blocks.max(1) as usize * BATCHED_THREADS as usize)
+    let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))?;
+    Ok(sms.max(1) as u32 * per_sm.max(1))
+}
+
+/// Fits the lane kernel of `kernel` runs at once on `gpu` (a lane each).
+pub fn lanes_in_flight(gpu: &Gpu, kernel: &Batched) -> Result<usize, String> {
+    Ok(resident_blocks(gpu, &kernel.lane)? as usize * BATCHED_THREADS as usize)
 }
 
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
@@ -122,17 +127,13 @@ pub fn run(
         let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
         let mut stop: CudaSlice<i32> = stream.clone_htod(&[0i32]).map_err(fail("allocating GPU memory"))?;
 
-        let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
-        let occupancy = |f: &cudarc::driver::CudaFunction| {
-            f.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))
-        };
         let (kernel, per_unit) = match mapping {
             Mapping::Lane => (&kernels.lane, 1u32),
             Mapping::Group(width) => (&kernels.group, width),
         };
         let units_per_block = BATCHED_THREADS / per_unit;
         let n_fits_int = as_int(n_fits, "fits in one em_batched launch")?;
-        let blocks = (n_fits_int as u32).div_ceil(units_per_block).min(sms.max(1) as u32 * occupancy(kernel)?.max(1));
+        let blocks = (n_fits_int as u32).div_ceil(units_per_block).min(resident_blocks(gpu, kernel)?);
         let units = blocks * units_per_block;
         let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
         let cfg = LaunchConfig {
