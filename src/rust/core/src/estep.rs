@@ -12,7 +12,7 @@
 
 use crate::family::{self, q};
 use crate::limits::MAX_COMPONENTS;
-use crate::mathx::exp_nonpos;
+use crate::mathx::{exp_nonpos, exp_nonpos_all};
 use crate::params::{Family, Params, Stats};
 
 const BLOCK: usize = 64;
@@ -53,9 +53,10 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
     let k = p.k;
     let t = family::terms(if IG { Family::InvGauss } else { Family::Normal }, p);
     let mut l = [[0.0f64; BLOCK]; MAX_COMPONENTS];
-    // Padding observations (x = g = 1) are computed and then given weight 0.
-    let mut xb = [1.0f64; BLOCK];
-    let mut gb = [1.0f64; BLOCK];
+    // Padding observations (x = g = 1) of the last, short block are
+    // computed and then given weight 0; full blocks are read in place.
+    let mut x_pad = [1.0f64; BLOCK];
+    let mut g_pad = [1.0f64; BLOCK];
     let mut s0 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut s1 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut s2 = [[0.0f64; LANES]; MAX_COMPONENTS];
@@ -64,12 +65,14 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
 
     for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
         let len = xc.len();
-        xb[..len].copy_from_slice(xc);
-        gb[..len].copy_from_slice(gc);
-        if len < BLOCK {
-            xb[len..].fill(1.0);
-            gb[len..].fill(1.0);
-        }
+        let (xb, gb): (&[f64; BLOCK], &[f64; BLOCK]) = match (xc.try_into(), gc.try_into()) {
+            (Ok(xb), Ok(gb)) => (xb, gb),
+            _ => {
+                x_pad[..len].copy_from_slice(xc);
+                g_pad[..len].copy_from_slice(gc);
+                (&x_pad, &g_pad)
+            }
+        };
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
             for j in 0..BLOCK {
@@ -78,16 +81,25 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
         }
         let mut mx = [0.0f64; BLOCK];
         let mut sum = [0.0f64; BLOCK];
+        // The exponentials have a loop of their own: inside the loop that
+        // picks the larger term, the compiler turned that choice into a
+        // branch, mispredicted for about half the observations (IG, K = 2:
+        // 15.4 ns per observation before, 9.1 after; examples/estep_timing.rs).
         if k == 2 {
             // one exponential per observation: the larger term's is exp(0) = 1
             let [l0, l1, ..] = &mut l;
+            let mut e = [0.0f64; BLOCK];
             for j in 0..BLOCK {
                 let first = l0[j] >= l1[j];
                 mx[j] = if first { l0[j] } else { l1[j] };
-                let e = exp_nonpos(if first { l1[j] - l0[j] } else { l0[j] - l1[j] });
-                sum[j] = 1.0 + e;
-                l0[j] = if first { 1.0 } else { e };
-                l1[j] = if first { e } else { 1.0 };
+                e[j] = if first { l1[j] - l0[j] } else { l0[j] - l1[j] };
+            }
+            exp_nonpos_all(&mut e);
+            for j in 0..BLOCK {
+                let first = l0[j] >= l1[j];
+                sum[j] = 1.0 + e[j];
+                l0[j] = if first { 1.0 } else { e[j] };
+                l1[j] = if first { e[j] } else { 1.0 };
             }
         } else {
             mx = l[0];
@@ -98,9 +110,11 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
             }
             for lm in &mut l[..k] {
                 for j in 0..BLOCK {
-                    let e = exp_nonpos(lm[j] - mx[j]);
-                    lm[j] = e;
-                    sum[j] += e;
+                    lm[j] -= mx[j];
+                }
+                exp_nonpos_all(lm);
+                for j in 0..BLOCK {
+                    sum[j] += lm[j];
                 }
             }
         }

@@ -25,7 +25,7 @@ pub mod gpu;
 pub mod information;
 mod job;
 pub mod limits;
-mod mathx;
+pub mod mathx;
 pub mod mstep;
 mod outcome;
 mod params;

@@ -86,6 +86,14 @@ pub fn exp_nonpos(x: f64) -> f64 {
     p * EXP2_TABLE[(k & 31) as usize] * scale
 }
 
+/// exp_nonpos of every value of `v`, in place.
+#[inline(always)]
+pub fn exp_nonpos_all(v: &mut [f64]) {
+    for x in v {
+        *x = exp_nonpos(*x);
+    }
+}
+
 /// splitmix64's output mixer: a bijection of u64 whose every output bit
 /// depends on every input bit (used to hash data and derive seeds).
 pub fn mix64(mut z: u64) -> u64 {

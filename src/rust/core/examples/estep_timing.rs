@@ -1,0 +1,116 @@
+//! The CPU E-step per observation, next to what the machine's exponential
+//! and floating-point pipes can do on one core (issue 14's measurement):
+//!   cargo run --release --example estep_timing
+//! Prints ns per observation of one E-step pass (n = 2,000, as B1) for both
+//! families and K = 2, 3; ns per value of exp_nonpos and of libm's exp;
+//! and the core's rate of independent 4-wide multiply-adds (separate, as
+//! the E-step does them, and fused).
+use std::hint::black_box;
+use std::time::Instant;
+
+use bulkem_core::estep::e_step;
+use bulkem_core::mathx::{exp_nonpos, exp_nonpos_all};
+use bulkem_core::{Family, Params};
+
+fn per(secs: f64, count: usize) -> f64 {
+    secs / count as f64 * 1e9
+}
+
+fn main() {
+    let n = 2000;
+    let reps = 20_000;
+    let xs: Vec<f64> = (0..n).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 250.0).collect();
+    println!("E-step pass, n = {n}, one core:");
+    for (family, k) in [(Family::InvGauss, 2usize), (Family::Normal, 2), (Family::InvGauss, 3), (Family::Normal, 3)] {
+        let g: Vec<f64> = xs.iter().map(|&x| if family == Family::InvGauss { 1.0 / x } else { x * x }).collect();
+        let mut p = Params::zeroed(k);
+        for m in 0..k {
+            p.alpha[m] = 1.0 / k as f64;
+            p.mu[m] = 0.5 + m as f64;
+            p.shape[m] = 1.0 + m as f64;
+        }
+        let t = Instant::now();
+        for _ in 0..reps {
+            black_box(e_step(family, black_box(&xs), &g, &p));
+        }
+        println!("  {family:?} K = {k}: {:.2} ns per observation", per(t.elapsed().as_secs_f64(), reps * n));
+    }
+
+    // exponentials of a block of 64 values in [-6.3, 0], as in the E-step
+    let src: Vec<f64> = (0..64).map(|i| -(i as f64) * 0.1).collect();
+    let mut v = src.clone();
+    let reps = 2_000_000;
+    println!("Exponentials, blocks of 64, one core:");
+    let t = Instant::now();
+    for _ in 0..reps {
+        v.copy_from_slice(&src);
+        exp_nonpos_all(black_box(&mut v));
+    }
+    println!("  exp_nonpos: {:.2} ns per value", per(t.elapsed().as_secs_f64(), reps * 64));
+    let t = Instant::now();
+    for _ in 0..reps {
+        v.copy_from_slice(&src);
+        for x in black_box(&mut v).iter_mut() {
+            *x = x.exp();
+        }
+    }
+    println!("  libm exp:   {:.2} ns per value", per(t.elapsed().as_secs_f64(), reps * 64));
+    black_box(exp_nonpos(v[3]));
+
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        let steps = 50_000_000;
+        println!("Floating-point pipes, 12 independent 4-wide chains, one core:");
+        let t = Instant::now();
+        // SAFETY: AVX2 and FMA are present (checked above)
+        black_box(unsafe { pipes::mul_add(steps) });
+        let s = t.elapsed().as_secs_f64();
+        println!("  multiply then add: {:.3} ns per 4-wide pair, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
+        let t = Instant::now();
+        // SAFETY: as above
+        black_box(unsafe { pipes::fused(steps) });
+        let s = t.elapsed().as_secs_f64();
+        println!("  fused multiply-add: {:.3} ns per 4-wide FMA, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod pipes {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2")]
+    pub fn mul_add(steps: usize) -> [f64; 4] {
+        let (a, b) = (_mm256_set1_pd(0.999_999), _mm256_set1_pd(1e-7));
+        let mut x = [_mm256_set1_pd(1.0); 12];
+        for _ in 0..steps {
+            for v in x.iter_mut() {
+                *v = _mm256_add_pd(_mm256_mul_pd(*v, a), b);
+            }
+        }
+        fold(x)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub fn fused(steps: usize) -> [f64; 4] {
+        let (a, b) = (_mm256_set1_pd(0.999_999), _mm256_set1_pd(1e-7));
+        let mut x = [_mm256_set1_pd(1.0); 12];
+        for _ in 0..steps {
+            for v in x.iter_mut() {
+                *v = _mm256_fmadd_pd(*v, a, b);
+            }
+        }
+        fold(x)
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn fold(x: [__m256d; 12]) -> [f64; 4] {
+        let mut s = _mm256_setzero_pd();
+        for v in x {
+            s = _mm256_add_pd(s, v);
+        }
+        let mut out = [0.0; 4];
+        // SAFETY: out holds 4 f64
+        unsafe { _mm256_storeu_pd(out.as_mut_ptr(), s) };
+        out
+    }
+}
