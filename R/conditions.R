@@ -91,9 +91,11 @@ warn_convergence <- function(outcomes, n) {
             saddle = "converged to a saddle point, not a maximum (no standard errors; try more starts)")
   counts <- outcomes[names(what)]
   if (!any(counts > 0)) return(invisible(NULL))
-  parts <- paste(prettyNum(counts[counts > 0], big.mark = ","), what[counts > 0])
+  # counts arrive as doubles, which format() would write as 2e+05
+  count <- function(x) formatC(x, format = "d", big.mark = ",")
+  parts <- paste(count(counts[counts > 0]), what[counts > 0])
   cond <- convergence_warning_(paste0(
-    "of ", format(n, big.mark = ","), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
+    "of ", count(n), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
     "; see each fit's status and message, or summary()"))
   cond$counts <- counts
   warning(cond)

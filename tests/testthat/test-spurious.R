@@ -93,6 +93,10 @@ test_that("one warning per call counts what did not end well, and none when all 
                 warning = function(w) w)
   expect_s3_class(w, "bulkem_warning_convergence")
   expect_match(conditionMessage(w), "^of 9 fits, 2 converged to a saddle point, not a maximum")
+  # large counts are written out in full, not as 2e+05
+  w <- tryCatch(bulkem:::warn_convergence(c(max_iters = 2e5, failed = 1234, spurious = 0, invalid = 0, saddle = 0), 1e6),
+                warning = function(w) w)
+  expect_match(conditionMessage(w), "^of 1,000,000 fits, 200,000 stopped at max.iters.*, 1,234 failed")
   expect_silent(bulkem(list(good), random.inits = 3, family = "normal", use.gpu = FALSE, seed = 1))
 })
 
