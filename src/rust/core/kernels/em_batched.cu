@@ -415,8 +415,14 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     load_fit<K, IG, MIXED>(b, fit, st);
     p.reset();
     int i = 0;
+    // Each step loads the next observation (after the last, the first of
+    // the next pass) before it uses this one: the load's latency is hidden
+    // behind this observation's arithmetic instead of stalling the lane.
+    double2 cur = __ldg(x);
     for (;;) {
-        accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
+        const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
+        accumulate<K, IG, MIXED>(cur, st, p);
+        cur = next;
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
@@ -429,6 +435,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             x = b.obs + b.ds_offset[d];
             n = b.ds_n[d];
             load_fit<K, IG, MIXED>(b, fit, st);
+            cur = __ldg(x);
         }
         // the host sets *stop when the user interrupts; unfinished fits are discarded
         if (*b.stop) return;
@@ -466,7 +473,15 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         load_fit<K, IG, MIXED>(b, fit, st);
         for (;;) {
             p.reset();
-            for (int i = sub; i < n; i += width) accumulate<K, IG, MIXED>(__ldg(x + i), st, p);
+            // as in em_lane, the next observation is loaded before this one is used
+            if (sub < n) {
+                double2 cur = __ldg(x + sub);
+                for (int i = sub; i < n; i += width) {
+                    const double2 next = __ldg(x + (i + width < n ? i + width : sub));
+                    accumulate<K, IG, MIXED>(cur, st, p);
+                    cur = next;
+                }
+            }
             // lanes that saw no observation contribute log(1) = 0
             const double loglik = group_sum(p.loglik(), mask, width) + b.ds_hsum[d];
 #pragma unroll
