@@ -16,7 +16,8 @@ __device__ __forceinline__ double q_normal(double x, double g, double mu) {
     return d * d;
 }
 
-// exp(x) for x <= 0, branch-free; mathx.rs::exp_nonpos line for line:
+// exp(x) for x <= 0, branch-free; mathx.rs::exp_nonpos_lanes for one value,
+// step for step:
 // x = (32m + j) ln2/32 + r, e^x = 2^m 2^(j/32) e^r, e^r to r^6.
 __device__ __forceinline__ double exp_nonpos(double x) {
     x = x < EXP_FLOOR ? EXP_FLOOR : x;

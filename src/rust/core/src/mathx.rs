@@ -69,29 +69,57 @@ pub const EXP2_TABLE: [f64; 32] = [
 /// NaN returns NaN.
 #[inline(always)]
 pub fn exp_nonpos(x: f64) -> f64 {
-    let x = if x < EXP_FLOOR { EXP_FLOOR } else { x };
-    let t = x * LOG2E_32 + ROUND_SHIFT;
-    let kf = t - ROUND_SHIFT;
-    let r = (x - kf * LN2_32_HI) - kf * LN2_32_LO;
-    let mut p = 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    // k = 32m + j from the integer left in t's mantissa; m ∈ [-1022, 0] here
-    let k = (t.to_bits() as i64).wrapping_sub(ROUND_SHIFT.to_bits() as i64);
-    let scale = f64::from_bits((((k >> 5) + 1023) as u64) << 52);
-    p * EXP2_TABLE[(k & 31) as usize] * scale
+    exp_nonpos_lanes([x])[0]
 }
 
-/// exp_nonpos of every value of `v`, in place.
+/// exp_nonpos of every value of `v`, in place, eight at a time.
 #[inline(always)]
 pub fn exp_nonpos_all(v: &mut [f64]) {
-    for x in v {
+    let mut chunks = v.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        let mut x = [0.0; LANES];
+        x.copy_from_slice(c);
+        c.copy_from_slice(&exp_nonpos_lanes(x));
+    }
+    for x in chunks.into_remainder() {
         *x = exp_nonpos(*x);
     }
+}
+
+/// Values exp_nonpos_all takes at once: two 4-wide vectors on AVX2.
+const LANES: usize = 8;
+
+/// exp_nonpos of W values, each step taken for all W before the next. The
+/// steps form one long chain of dependent operations (the polynomial by
+/// Horner's rule), which a core would otherwise wait out value by value;
+/// with the W chains side by side it works on one while another waits
+/// (exp_nonpos_all: 3.7-3.9 instead of 4.2-4.4 ns per value on a Zen 1 core,
+/// examples/estep_timing.rs). Each value gets the same operations in the
+/// same order whatever W, so the results are the same bit for bit.
+#[inline(always)]
+fn exp_nonpos_lanes<const W: usize>(x: [f64; W]) -> [f64; W] {
+    let x = x.map(|x| if x < EXP_FLOOR { EXP_FLOOR } else { x });
+    let mut t = [0.0; W];
+    let mut r = [0.0; W];
+    for i in 0..W {
+        t[i] = x[i] * LOG2E_32 + ROUND_SHIFT;
+        let kf = t[i] - ROUND_SHIFT;
+        r[i] = (x[i] - kf * LN2_32_HI) - kf * LN2_32_LO;
+    }
+    let mut p = [1.0 / 720.0; W];
+    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        for i in 0..W {
+            p[i] = p[i] * r[i] + c;
+        }
+    }
+    let mut out = [0.0; W];
+    for i in 0..W {
+        // k = 32m + j from the integer left in t's mantissa; m ∈ [-1022, 0] here
+        let k = (t[i].to_bits() as i64).wrapping_sub(ROUND_SHIFT.to_bits() as i64);
+        let scale = f64::from_bits((((k >> 5) + 1023) as u64) << 52);
+        out[i] = p[i] * EXP2_TABLE[(k & 31) as usize] * scale;
+    }
+    out
 }
 
 /// splitmix64's output mixer: a bijection of u64 whose every output bit
@@ -120,6 +148,18 @@ mod tests {
         assert_eq!(exp_nonpos(0.0), 1.0);
         assert_eq!(exp_nonpos(-0.0), 1.0);
         assert!((exp_nonpos(-1.0) - (-1.0f64).exp()).abs() < 2.0 * f64::EPSILON);
+    }
+
+    #[test]
+    fn a_block_at_once_is_value_by_value_bit_for_bit() {
+        let mut xs: Vec<f64> = (0..100_003).map(|i| -(i as f64) * 0.007_3).collect();
+        xs.extend([0.0, -0.0, -708.0, -708.1, -1.0e6, f64::NEG_INFINITY, f64::NAN, -1e-300, -5e-324]);
+        let mut all = xs.clone();
+        exp_nonpos_all(&mut all);
+        for (x, e) in xs.iter().zip(&all) {
+            let one = exp_nonpos(*x);
+            assert!(one.to_bits() == e.to_bits() || (one.is_nan() && e.is_nan()), "x = {x}");
+        }
     }
 
     #[test]
