@@ -83,7 +83,7 @@ fn main() {
 /// The exponentials compiled as the E-step is: with AVX2 where the CPU has it.
 mod vector {
     use bulkem_core::mathx::{exp_nonpos, exp_nonpos_all};
-    
+
     pub fn one_by_one(v: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
