@@ -19,15 +19,20 @@ __device__ __forceinline__ double q_normal(double x, double g, double mu) {
 // exp(x) for x <= 0, branch-free; mathx.rs::exp_nonpos_lanes for one value,
 // step for step:
 // x = (32m + j) ln2/32 + r, e^x = 2^m 2^(j/32) e^r, e^r to r^6.
+// Its constants sit in constant memory, read as operands: as immediates,
+// each 64-bit value is rebuilt by two moves at every use, and the E-step's
+// loop is short of issue slots, not of fp64 throughput, in large calls.
+__constant__ double EXP_C[8] = {LOG2E_32, ROUND_SHIFT, LN2_32_HI, LN2_32_LO,
+                                1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0};  // 1/j! of mathx.rs
 __device__ __forceinline__ double exp_nonpos(double x) {
     x = x < EXP_FLOOR ? EXP_FLOOR : x;
-    const double t = x * LOG2E_32 + ROUND_SHIFT;
-    const double kf = t - ROUND_SHIFT;
-    const double r = (x - kf * LN2_32_HI) - kf * LN2_32_LO;
-    double p = 1.0 / 720.0;  // the Taylor coefficients 1/j! of mathx.rs
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
+    const double t = x * EXP_C[0] + EXP_C[1];
+    const double kf = t - EXP_C[1];
+    const double r = (x - kf * EXP_C[2]) - kf * EXP_C[3];
+    double p = EXP_C[4];
+    p = p * r + EXP_C[5];
+    p = p * r + EXP_C[6];
+    p = p * r + EXP_C[7];
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
