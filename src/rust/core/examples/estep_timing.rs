@@ -69,12 +69,12 @@ fn main() {
         println!("Floating-point pipes, 12 independent 4-wide chains, one core:");
         let t = Instant::now();
         // SAFETY: AVX2 and FMA are present (checked above)
-        black_box(unsafe { pipes::mul_add(steps) });
+        black_box(unsafe { pipes::chains::<false>(steps) });
         let s = t.elapsed().as_secs_f64();
         println!("  multiply then add: {:.3} ns per 4-wide pair, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
         let t = Instant::now();
         // SAFETY: as above
-        black_box(unsafe { pipes::fused(steps) });
+        black_box(unsafe { pipes::chains::<true>(steps) });
         let s = t.elapsed().as_secs_f64();
         println!("  fused multiply-add: {:.3} ns per 4-wide FMA, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
     }
@@ -123,25 +123,15 @@ mod vector {
 mod pipes {
     use std::arch::x86_64::*;
 
-    #[target_feature(enable = "avx2")]
-    pub fn mul_add(steps: usize) -> [f64; 4] {
-        let (a, b) = (_mm256_set1_pd(0.999_999), _mm256_set1_pd(1e-7));
-        let mut x = [_mm256_set1_pd(1.0); 12];
-        for _ in 0..steps {
-            for v in x.iter_mut() {
-                *v = _mm256_add_pd(_mm256_mul_pd(*v, a), b);
-            }
-        }
-        fold(x)
-    }
-
+    /// 12 independent chains of x = x·a + b, 4-wide: a multiply then an
+    /// add, or (FUSED) one fused multiply-add.
     #[target_feature(enable = "avx2,fma")]
-    pub fn fused(steps: usize) -> [f64; 4] {
+    pub fn chains<const FUSED: bool>(steps: usize) -> [f64; 4] {
         let (a, b) = (_mm256_set1_pd(0.999_999), _mm256_set1_pd(1e-7));
         let mut x = [_mm256_set1_pd(1.0); 12];
         for _ in 0..steps {
             for v in x.iter_mut() {
-                *v = _mm256_fmadd_pd(*v, a, b);
+                *v = if FUSED { _mm256_fmadd_pd(*v, a, b) } else { _mm256_add_pd(_mm256_mul_pd(*v, a), b) };
             }
         }
         fold(x)
