@@ -75,9 +75,9 @@ pub fn exp_nonpos(x: f64) -> f64 {
 /// exp_nonpos of every value of `v`, in place, eight at a time.
 #[inline(always)]
 pub fn exp_nonpos_all(v: &mut [f64]) {
-    let mut chunks = v.chunks_exact_mut(LANES);
+    let mut chunks = v.chunks_exact_mut(AT_ONCE);
     for c in &mut chunks {
-        let mut x = [0.0; LANES];
+        let mut x = [0.0; AT_ONCE];
         x.copy_from_slice(c);
         c.copy_from_slice(&exp_nonpos_lanes(x));
     }
@@ -87,7 +87,7 @@ pub fn exp_nonpos_all(v: &mut [f64]) {
 }
 
 /// Values exp_nonpos_all takes at once: two 4-wide vectors on AVX2.
-const LANES: usize = 8;
+const AT_ONCE: usize = 8;
 
 /// exp_nonpos of W values, each step taken for all W before the next. The
 /// steps form one long chain of dependent operations (the polynomial by
