@@ -189,11 +189,18 @@
 #'       fits on the GPU: one launch runs every start of a chunk of datasets
 #'       to its end; the default when a GPU is used).}
 #'     \item{`precision`}{`"double"` (default) or `"mixed"`: for
-#'       `cuda-batched` only, exponentials in single precision (sums stay in
-#'       double) until a start looks converged, then double precision to its
-#'       end; faster, with log-likelihoods that can differ from `"double"` by
-#'       about 1e-7 relative (see the performance results in `inst/bench/`).
-#'       Other engines always compute in double precision.}
+#'       `cuda-batched` only, each start's E-step passes in single precision
+#'       (sums added up in double, M-step in double) until its EM steps gain
+#'       less than `epsilon / 4` in the expected complete-data
+#'       log-likelihood, then a double-precision launch takes every start on
+#'       from there and decides how it ends, by the rules of `"double"`.
+#'       The returned log-likelihoods agree with `"double"` to about 1e-9
+#'       relative; a start may end at a slightly different point of the same
+#'       maximum (parameters within about 1e-4 relative), and where starts
+#'       tie another one may win. Faster for plain EM (`accelerate = FALSE`),
+#'       about as fast as `"double"` with SQUAREM (see
+#'       `inst/bench/results-mixed-precision.md`). Other engines always
+#'       compute in double precision.}
 #'     \item{`accelerate`}{`TRUE` accelerates every start's EM by squared
 #'       extrapolation (SQUAREM, Varadhan & Roland 2008, scheme SqS3): after
 #'       two EM steps from \eqn{\theta_0}{theta0} it tries the point

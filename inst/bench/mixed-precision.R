@@ -4,11 +4,16 @@
 # largest relative parameter difference per dataset: median, 99th
 # percentile, worst), side by side in one run on the GPU machine.
 #
-#   Rscript inst/bench/mixed-precision.R [workload[:fraction] ...]
+#   Rscript inst/bench/mixed-precision.R [accelerate] [workload[:fraction] ...]
+#
+# `accelerate` runs both with SQUAREM (the package default); without it,
+# plain EM.
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 args <- commandArgs(trailingOnly = TRUE)
+accelerate <- "accelerate" %in% args
+args <- setdiff(args, "accelerate")
 if (!length(args)) args <- c("B1", "B2", "B3", "B4", "B5")
 q <- function(x) sprintf("%.1e / %.1e / %.1e", stats::median(x), stats::quantile(x, 0.99), max(x))
 rows <- list()
@@ -16,11 +21,11 @@ for (a in args) {
   parts <- strsplit(a, ":", fixed = TRUE)[[1]]
   w <- workload(parts[1], fraction = if (length(parts) > 1) as.numeric(parts[2]) else 1)
   run <- function(precision) {
-    ctl <- list(engine = "cuda-batched", precision = precision, accelerate = FALSE)
+    ctl <- list(engine = "cuda-batched", precision = precision, accelerate = accelerate)
     invisible(bulkem(w$datasets[1], num.components = w$args$num.components, family = w$args$family, control = ctl))
     t0 <- proc.time()[["elapsed"]]
     f <- do.call(bulkem, c(list(w$datasets), w$args, list(seed = 1, control = ctl)))
-    list(fits = f, seconds = proc.time()[["elapsed"]] - t0, kernel = attr(f, "kernel_seconds"))
+    list(fits = f, seconds = proc.time()[["elapsed"]] - t0, kernel = attr(f, "kernel_seconds"), passes = attr(f, "em_iterations"))
   }
   dbl <- run("double")
   mix <- run("mixed")
@@ -33,11 +38,12 @@ for (a in args) {
   rows[[length(rows) + 1]] <- data.frame(
     workload = a, fp64_s = round(dbl$seconds, 3), mixed_s = round(mix$seconds, 3),
     fp64_kernel_s = round(dbl$kernel, 3), mixed_kernel_s = round(mix$kernel, 3),
+    passes_mixed_over_fp64 = sprintf("%.3f", mix$passes / dbl$passes),
     loglik_rel_err_median_p99_worst = q(rel_ll), param_rel_err_median_p99_worst = q(rel_par),
     same_winning_start = sprintf("%.1f%%", 100 * mean(vapply(dbl$fits, `[[`, 0L, "best_start")[ok] ==
                                                     vapply(mix$fits, `[[`, 0L, "best_start")[ok])))
 }
 tab <- do.call(rbind, rows)
-cat("command: Rscript inst/bench/mixed-precision.R", args, "\n\n")
+cat("command: Rscript inst/bench/mixed-precision.R", if (accelerate) "accelerate", args, "\n\n")
 cat("|", paste(names(tab), collapse = " | "), "|\n|", paste(rep("---", ncol(tab)), collapse = " | "), "|\n")
 for (i in seq_len(nrow(tab))) cat("|", paste(tab[i, ], collapse = " | "), "|\n")

@@ -252,6 +252,32 @@ test_that("mixed precision stays close to double precision and ends every fit in
   expect_identical(unclass(cpu)[1:3], unclass(bulkem(d[1:3], random.inits = 3, seed = 2, use.gpu = FALSE))[1:3])
 })
 
+test_that("mixed precision reaches fp64's maxima whatever the data's scale", {
+  skip_if_no_gpu()
+  set.seed(61)
+  # fp32 passes see the rescaled data (Normal standardised, inverse Gaussian
+  # divided by its mean), so far offsets and scales beyond fp32's range fit
+  # as at unit scale; an inverse Gaussian spread over 1e-4 of its mean leaves
+  # fp32 about three digits within a component, and fp64 must finish it
+  two <- function(n) c(rnorm(n / 2, 0, 1), rnorm(n / 2, 4, 1))
+  d <- list(normal = c(replicate(5, 1e6 + two(400), simplify = FALSE),
+                       replicate(5, 1e39 * (10 + two(400)), simplify = FALSE),
+                       replicate(5, 1e-39 * two(400), simplify = FALSE)),
+            invgauss = replicate(8, rmix(400, c(0.5, 0.5), c(1000, 1000.4), c(1e11, 1e11)), simplify = FALSE))
+  for (family in names(d)) {
+    for (accelerate in c(FALSE, TRUE)) {
+      ctl <- list(engine = "cuda-batched", accelerate = accelerate)
+      exact <- bulkem(d[[family]], random.inits = 8, seed = 5, family = family, control = ctl)
+      mixed <- bulkem(d[[family]], random.inits = 8, seed = 5, family = family, control = c(ctl, precision = "mixed"))
+      ll <- function(f) vapply(f, `[[`, 0, "loglik")
+      expect_identical(vapply(mixed, `[[`, "", "status"), vapply(exact, `[[`, "", "status"))
+      expect_lt(max(abs(ll(mixed) - ll(exact)) / abs(ll(exact))), 1e-7)
+      mu <- function(f) t(vapply(f, function(x) sort(x$mu), c(0, 0)))
+      expect_lt(max(abs(mu(mixed) - mu(exact)) / vapply(d[[family]], sd, 0)), 1e-2)
+    }
+  }
+})
+
 test_that("keep.starts gives the same per-start outcomes on every engine", {
   skip_if_no_gpu()
   set.seed(7)

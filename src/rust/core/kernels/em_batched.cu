@@ -20,8 +20,16 @@
 // an integer (no logarithm per observation, no overflow), as estep.rs does
 // with one logarithm per block.
 //
-// Mixed precision (MIXED = 1): fp32 exponentials, fp64 everything else; a
-// fit switches to fp64 for good once it looks converged (see advance).
+// Mixed precision (MIXED = 1): a fit's passes run in fp32 arithmetic from
+// an fp32 copy of the observations (obs32), their sums kept in fp32 over
+// blocks of SINGLE_BLOCK observations per lane and added into the fp64 sums
+// of the pass; the M-step and everything after a pass stay fp64. A fit runs
+// so until it is close enough to converged (see advance), then is stored
+// as FIT_SWITCHED, and a second launch of the fp64 kernel over the same
+// arrays (`finish`) takes every fit on from its stored parameters and
+// iterations by the fp64 rules, which decide how it ends. Two launches, not
+// one kernel that switches: a warp whose groups ran fp32 and fp64 passes at
+// once would run both loops, one after the other.
 //
 // em_batched_group: a group of lanes (a warp, or a power-of-two part of one,
 // chosen by the host) owns one fit at a time; its lanes share the
@@ -48,9 +56,9 @@
 // volatile pointer at the end of every pass (a late read only means one more
 // pass). Nothing else is touched by both.
 
-// Every constant here (OUTCOME_* codes, MIN_COMPONENT_OBS, MIN_RELATIVE_SD,
-// FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS) comes from the prelude that
-// gpu/prelude.rs generates from the Rust definitions.
+// Every constant here (OUTCOME_* codes, FIT_SWITCHED, MIN_COMPONENT_OBS,
+// MIN_RELATIVE_SD, FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS) comes from
+// the prelude that gpu/prelude.rs generates from the Rust definitions.
 
 // mstep.rs::check_component: 0 if usable, else the outcome code.
 template <int IG>
@@ -63,9 +71,10 @@ __device__ __forceinline__ int check_component(double mu, double shape, double s
 }
 
 // mstep.rs::m_step: new parameters from S0, S1, S2 (in place of p), or an
-// outcome code.
+// outcome code. `total` is the weights' total: n (as double), or in fp32
+// passes the sum of S0 (see advance).
 template <int K, int IG>
-__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], int n,
+__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], double total,
                                       double spread, double alpha[K], double mu[K], double shape[K]) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -75,7 +84,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
                                     : sqrt(s2[m] / s0[m] - new_mu * new_mu);
         const int bad = check_component<IG>(new_mu, new_shape, spread);
         if (bad) return bad;
-        alpha[m] = s0[m] / (double)n;
+        alpha[m] = s0[m] / total;
         mu[m] = new_mu;
         shape[m] = new_shape;
     }
@@ -114,6 +123,15 @@ struct Pass {
         prod_exp = 0;
     }
 
+    // prod *= v, then prod's binary exponent moved into prod_exp: prod
+    // stays in [1, 2)
+    __device__ __forceinline__ void times(double v) {
+        prod *= v;
+        const long long b = __double_as_longlong(prod);
+        prod_exp += ((b >> 52) & 0x7ff) - 1023;
+        prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
+    }
+
     // sum(max) + log(prod): this lane's share of the pass's log-likelihood
     __device__ __forceinline__ double loglik() const { return ll_max + ((double)prod_exp * LN_2 + log(prod)); }
 };
@@ -134,22 +152,26 @@ struct State {
     double prev, ll1, step, step_max;
     int iterations, phase;
     bool has_prev;
-    // false while a mixed-precision fit still runs on fp32 exponentials
-    bool exact;
+    // fp32 copies of mu, c, kk for mixed precision's passes (unused, so dropped, in fp64 kernels)
+    float mu32[K], c32[K], kk32[K];
+
+    // terms() of the current parameters, and their fp32 copies
+    template <int IG>
+    __device__ __forceinline__ void retermed() {
+        terms<K, IG>(alpha, mu, shape, c, kk);
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            mu32[m] = (float)mu[m];
+            c32[m] = (float)c[m];
+            kk32[m] = (float)kk[m];
+        }
+    }
 };
 
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. The largest term's
 // exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
-// Mixed precision (MIXED and not yet `exact`): the exponentials in fp32,
-// everything else, sums included, in fp64.
-template <int K, int IG, int MIXED>
-__device__ __forceinline__ double expo(double x, bool exact) {
-    if (MIXED && !exact) return (double)__expf((float)x);
-    return exp_nonpos(x);
-}
-
-template <int K, int IG, int MIXED>
+template <int K, int IG>
 __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st, Pass<K>& p) {
     double l[K];
 #pragma unroll
@@ -161,7 +183,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     if (K == 2) {
         const bool first = l[0] >= l[1];
         mx = first ? l[0] : l[1];
-        const double e = expo<K, IG, MIXED>(first ? l[1] - l[0] : l[0] - l[1], st.exact);
+        const double e = exp_nonpos(first ? l[1] - l[0] : l[0] - l[1]);
         sum = 1.0 + e;
         const double inv = 1.0 / sum;
         r[0] = first ? inv : e * inv;
@@ -181,7 +203,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         }
         double o[K > 1 ? K - 1 : 1];
 #pragma unroll
-        for (int j = 0; j < K - 1; ++j) o[j] = expo<K, IG, MIXED>((j < am ? l[j] : l[j + 1]) - mx, st.exact);
+        for (int j = 0; j < K - 1; ++j) o[j] = exp_nonpos((j < am ? l[j] : l[j + 1]) - mx);
         sum = 0.0;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -204,15 +226,151 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         p.s2[m] += r[m] * xg.y;
     }
     p.ll_max += mx;
+    p.times(sum);
+}
+
+// Observations per lane whose fp32 sums are added into the fp64 ones at
+// once: the fp32 product of their sums of exponentials stays below
+// MAX_COMPONENTS^SINGLE_BLOCK = 2^96, inside fp32's range.
+#define SINGLE_BLOCK 32
+
+// A lane's fp32 sums over at most SINGLE_BLOCK observations.
+template <int K>
+struct Pass32 {
+    float s0[K], s1[K], s2[K];
+    float ll_max, prod;
+
+    __device__ __forceinline__ void reset() {
+#pragma unroll
+        for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = 0.0f;
+        ll_max = 0.0f;
+        prod = 1.0f;
+    }
+
+    // added into the pass's fp64 sums, and reset
+    __device__ __forceinline__ void flush(Pass<K>& p) {
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            p.s0[m] += (double)s0[m];
+            p.s1[m] += (double)s1[m];
+            p.s2[m] += (double)s2[m];
+        }
+        p.ll_max += (double)ll_max;
+        p.times((double)prod);
+        reset();
+    }
+};
+
+// accumulate() in fp32, for the passes of a mixed-precision fit before it
+// switches to fp64: the same quantities, with the hardware's approximate
+// exponential and reciprocal. For K > 2 every exponential is computed (the
+// largest is exp(0)): one more than needed, but no gather.
+template <int K, int IG>
+__device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st, Pass32<K>& p) {
+    float l[K];
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const float d = xg.x - st.mu32[m];
+        const float q = IG ? d * d * xg.y : d * d;
+        l[m] = st.c32[m] - st.kk32[m] * q;
+    }
+    float mx, sum, r[K];
+    if (K == 2) {
+        const bool first = l[0] >= l[1];
+        mx = first ? l[0] : l[1];
+        const float e = __expf(first ? l[1] - l[0] : l[0] - l[1]);
+        sum = 1.0f + e;
+        const float inv = __fdividef(1.0f, sum);
+        r[0] = first ? inv : e * inv;
+        r[K - 1] = first ? e * inv : inv;
+    } else {
+        mx = l[0];
+#pragma unroll
+        for (int m = 1; m < K; ++m) mx = fmaxf(mx, l[m]);
+        sum = 0.0f;
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            l[m] = __expf(l[m] - mx);
+            sum += l[m];
+        }
+        const float inv = __fdividef(1.0f, sum);
+#pragma unroll
+        for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
+    }
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        p.s0[m] += r[m];
+        p.s1[m] += r[m] * xg.x;
+        p.s2[m] += r[m] * xg.y;
+    }
+    p.ll_max += mx;
     p.prod *= sum;
-    // move prod's binary exponent into prod_exp: prod stays in [1, 2)
-    const long long b = __double_as_longlong(p.prod);
-    p.prod_exp += ((b >> 52) & 0x7ff) - 1023;
-    p.prod = __longlong_as_double((b & 0x800fffffffffffffLL) | 0x3ff0000000000000LL);
+}
+
+// Q(theta | the pass's sums): the expected complete-data log-likelihood,
+// up to terms free of theta, sum_m S0_m c_m - k_m sum_i r_im q(x_i, mu_m),
+// with sum_i r_im q from the sums (Normal S2 - 2 mu S1 + mu^2 S0; inverse
+// Gaussian, g = 1/x: S1 - 2 mu S0 + mu^2 S2).
+template <int K, int IG>
+__device__ __forceinline__ double q_value(const Pass<K>& p, const double c[K], const double kk[K], const double mu[K]) {
+    double v = 0.0;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const double rq = IG ? p.s1[m] - 2.0 * mu[m] * p.s0[m] + mu[m] * mu[m] * p.s2[m]
+                             : p.s2[m] - 2.0 * mu[m] * p.s1[m] + mu[m] * mu[m] * p.s0[m];
+        v += p.s0[m] * c[m] - kk[m] * rq;
+    }
+    return v;
+}
+
+// m_step's weights' total. An fp32 observation's responsibilities, with the
+// hardware's reciprocal, sum to 1 only within about 1e-7, and weights
+// s0 / n would then sum to 1 + O(1e-7): every log-likelihood (and Q) at
+// them would be off by n log of that sum, about 1e-4 at n = 1000, and the
+// first fp64 pass's gain against the next would look like a fall. So fp32
+// passes' weights are s0 / sum(s0).
+template <int K, int MIXED>
+__device__ __forceinline__ double weights_total(const Pass<K>& p, int n) {
+    if (!MIXED) return (double)n;
+    double t = 0.0;
+#pragma unroll
+    for (int m = 0; m < K; ++m) t += p.s0[m];
+    return t;
+}
+
+// Mixed precision. The log-likelihood of an fp32 pass carries rounding of
+// order a millionth or more at a few hundred observations, as large as the last
+// steps' gains, so it cannot tell when a fit has converged. The M-step's
+// gain in Q can: it is computed in fp64 from the pass's sums, and where the
+// step is small it is of second order in their rounding. Near a maximum the
+// log-likelihood's gain is 1 + rho times it (rho: EM's rate), at most
+// twice, so a fit whose Q gain falls below epsilon / Q_GAIN_MARGIN has a
+// log-likelihood gain below epsilon: it is stored as FIT_SWITCHED, and the
+// fp64 launch that finishes it needs two or three passes. So is a fit at
+// max_iters (its end is the fp64 launch's to decide and report), or one
+// whose pass is not finite or whose M-step is unusable in fp32. Only the
+// fp64 launch ends a fit; nothing of the fp32 passes (prev, ll1) is
+// compared with an fp64 log-likelihood.
+#define Q_GAIN_MARGIN 4.0
+
+// The fit is stored from a usable point: the current parameters, or theta2
+// of keep when the extrapolated point's pass was not finite.
+template <int K>
+__device__ __forceinline__ int switched(State<K>& st, const double* __restrict__ keep) {
+    if (st.phase == PHASE_EXTRAPOLATED) {
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            st.alpha[m] = keep[m];
+            st.mu[m] = keep[K + m];
+            st.shape[m] = keep[2 * K + m];
+        }
+    }
+    return FIT_SWITCHED;
 }
 
 // em.rs EmState::advance: given the pass's log-likelihood and sums for
-// the current parameters, stop (returns the outcome code) or move to the
+// the current parameters, stop (returns the outcome code; FIT_SWITCHED from
+// mixed precision's fp32 passes, see above) or move to the
 // next iterate (returns -1): the M-step's parameters, or with ACC = 1
 // (control$accelerate) the SQUAREM cycle's. `keep` is the fit's store of 3K
 // values (alpha[K], mu[K], shape[K]).
@@ -222,23 +380,15 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
 // s = ‖r‖/‖v‖ over (alpha, mu, log shape), at most step_max, and
 // θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2 replaces θ0 in keep; if
 // s is not above 1 or θ' is not a usable mixture, the cycle ends at θ2.
-//
-// In mixed precision a fit whose log-likelihood stops rising (converges or
-// falls, where fp32 rounding is as large as the steps) is suspect: it goes on
-// from the same parameters in fp64, which decides how it ends.
-template <int K, int IG, int ACC>
+template <int K, int IG, int MIXED, int ACC>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
                                        int max_iters, double epsilon, double* __restrict__ keep) {
-    if (!st.exact && (!isfinite(loglik) || (st.has_prev && loglik - st.prev < epsilon))) {
-        st.exact = true;
-        st.has_prev = false;
-        return -1;
-    }
+    if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
     double a2[K], m2[K], sh2[K];
     if (ACC && st.phase == PHASE_EXTRAPOLATED) {
         // accepted when θ' is at least as likely as θ1 and its M-step is
         // usable; otherwise the cycle ends at θ2
-        const bool ok = loglik >= st.ll1 && m_step<K, IG>(p.s0, p.s1, p.s2, n, spread, a2, m2, sh2) == 0;
+        const bool ok = loglik >= st.ll1 && m_step<K, IG>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -251,15 +401,22 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         st.has_prev = true;
         st.phase = PHASE_FIRST;
         st.iterations += 1;
-        terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
+        st.template retermed<IG>();
         return -1;
     }
-    if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
-    if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
-    if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
-    if (st.iterations >= max_iters) return OUTCOME_MAX_ITERS;
-    const int bad = m_step<K, IG>(p.s0, p.s1, p.s2, n, spread, a2, m2, sh2);
-    if (bad) return bad;
+    if (!MIXED) {
+        if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
+        if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
+        if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
+    }
+    if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
+    const int bad = m_step<K, IG>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2);
+    if (bad) return MIXED ? FIT_SWITCHED : bad;
+    if (MIXED) {
+        double c2[K], k2[K];
+        terms<K, IG>(a2, m2, sh2, c2, k2);
+        if (q_value<K, IG>(p, c2, k2, m2) - q_value<K, IG>(p, st.c, st.kk, st.mu) < epsilon / Q_GAIN_MARGIN) return FIT_SWITCHED;
+    }
     st.iterations += 1;
     st.prev = loglik;
     st.has_prev = true;
@@ -323,13 +480,14 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.shape[m] = sh2[m];
         }
     }
-    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
+    st.template retermed<IG>();
     return -1;
 }
 
 // The kernels' shared arguments (see the layout above).
 struct Batch {
     const double2* obs;
+    const float2* obs32;  // obs in fp32, for mixed precision (else null)
     const long long* ds_offset;
     const int* ds_n;
     const double* ds_hsum;
@@ -346,6 +504,10 @@ struct Batch {
     unsigned int* next;        // the fit queue, read by the host while running
     const volatile int* stop;  // set by the host while running
     int group;                 // em_batched_group: lanes per fit, a power of two <= 32
+    // 1: the fp64 launch that finishes mixed precision's fits; init is then
+    // the fp32 launch's out_params (each fit's row, read before the fit
+    // writes it) and each fit goes on from its iterations in out_info
+    int finish;
 };
 
 template <int K, int IG, int MIXED>
@@ -356,15 +518,17 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
         st.mu[m] = b.init[(size_t)f * 3 * K + K + m];
         st.shape[m] = b.init[(size_t)f * 3 * K + 2 * K + m];
     }
-    terms<K, IG>(st.alpha, st.mu, st.shape, st.c, st.kk);
-    st.iterations = 0;
+    st.template retermed<IG>();
+    st.iterations = b.finish ? b.out_info[FIT_INFO * f] : 0;
     st.has_prev = false;
     st.prev = 0.0;
-    st.exact = !MIXED;
     st.phase = PHASE_FIRST;
     st.ll1 = 0.0;
     st.step = 1.0;
-    st.step_max = SQUAREM_STEP_GROWTH;
+    // a finished fit is so close to its maximum that plain EM steps (a
+    // step_max of 1 never extrapolates) converge in two passes, where a
+    // SQUAREM cycle takes four or more
+    st.step_max = b.finish ? 1.0 : SQUAREM_STEP_GROWTH;
 }
 
 // screen.rs Screen::spurious: a component far narrower than the widest, or
@@ -409,24 +573,35 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     if (fit >= b.n_fits) return;
     State<K> st;
     Pass<K> p;
+    Pass32<K> p32;
     int d = b.fit_ds[fit];
     const double2* x = b.obs + b.ds_offset[d];
+    const float2* x32 = MIXED ? b.obs32 + b.ds_offset[d] : nullptr;
     int n = b.ds_n[d];
     load_fit<K, IG, MIXED>(b, fit, st);
     p.reset();
+    p32.reset();
     int i = 0;
     // Each step loads the next observation (after the last, the first of
     // the next pass) before it uses this one: the load's latency is hidden
     // behind this observation's arithmetic instead of stalling the lane.
-    double2 cur = __ldg(x);
+    double2 cur = MIXED ? make_double2(0.0, 0.0) : __ldg(x);
+    float2 cur32 = MIXED ? __ldg(x32) : make_float2(0.0f, 0.0f);
     for (;;) {
-        const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
-        accumulate<K, IG, MIXED>(cur, st, p);
-        cur = next;
+        if (MIXED) {
+            const float2 next = __ldg(x32 + (i + 1 < n ? i + 1 : 0));
+            accumulate32<K, IG>(cur32, st, p32);
+            cur32 = next;
+            if ((i + 1) % SINGLE_BLOCK == 0 || i + 1 == n) p32.flush(p);
+        } else {
+            const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
+            accumulate<K, IG>(cur, st, p);
+            cur = next;
+        }
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+        const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
         if (outcome >= 0) {
             store_fit<K, IG>(b, fit, st, loglik, outcome, n);
             fit = (int)atomicAdd(b.next, 1u);
@@ -435,7 +610,12 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             x = b.obs + b.ds_offset[d];
             n = b.ds_n[d];
             load_fit<K, IG, MIXED>(b, fit, st);
-            cur = __ldg(x);
+            if (MIXED) {
+                x32 = b.obs32 + b.ds_offset[d];
+                cur32 = __ldg(x32);
+            } else {
+                cur = __ldg(x);
+            }
         }
         // the host sets *stop when the user interrupts; unfinished fits are discarded
         if (*b.stop) return;
@@ -474,11 +654,27 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         for (;;) {
             p.reset();
             // as in em_lane, the next observation is loaded before this one is used
-            if (sub < n) {
+            if (MIXED && sub < n) {
+                const float2* x32 = b.obs32 + b.ds_offset[d];
+                Pass32<K> p32;
+                p32.reset();
+                float2 cur = __ldg(x32 + sub);
+                int in_block = 0;
+                for (int i = sub; i < n; i += width) {
+                    const float2 next = __ldg(x32 + (i + width < n ? i + width : sub));
+                    accumulate32<K, IG>(cur, st, p32);
+                    cur = next;
+                    if (++in_block == SINGLE_BLOCK) {
+                        p32.flush(p);
+                        in_block = 0;
+                    }
+                }
+                p32.flush(p);
+            } else if (!MIXED && sub < n) {
                 double2 cur = __ldg(x + sub);
                 for (int i = sub; i < n; i += width) {
                     const double2 next = __ldg(x + (i + width < n ? i + width : sub));
-                    accumulate<K, IG, MIXED>(cur, st, p);
+                    accumulate<K, IG>(cur, st, p);
                     cur = next;
                 }
             }
@@ -490,7 +686,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 p.s1[m] = group_sum(p.s1[m], mask, width);
                 p.s2[m] = group_sum(p.s2[m], mask, width);
             }
-            const int outcome = advance<K, IG, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+            const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
             if (outcome >= 0) {
                 if (sub == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
                 unsigned int next = 0;

@@ -17,6 +17,10 @@ pub const SUM_THREADS: u32 = 256;
 /// Values em_batched writes per fit to out_info: iterations, outcome code,
 /// spurious (0/1).
 pub const FIT_INFO: usize = 3;
+/// The code with which mixed precision's fp32 launch stores every fit for
+/// the fp64 launch that finishes it: above every outcome code (the kernels
+/// take a code >= 0 as a fit's end), and never a fit's end on the host.
+pub const FIT_SWITCHED: i32 = 100;
 
 /// The names every kernel source may use, and their values as C text.
 /// `{:?}` prints the shortest decimal that reads back as the same double.
@@ -38,6 +42,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("BATCHED_THREADS", BATCHED_THREADS.to_string()),
         ("SUM_THREADS", SUM_THREADS.to_string()),
         ("FIT_INFO", FIT_INFO.to_string()),
+        ("FIT_SWITCHED", FIT_SWITCHED.to_string()),
     ];
     for o in Outcome::REPORTED {
         let name: &'static str = match o.code_name() {
@@ -94,6 +99,8 @@ mod tests {
         let values: Vec<f64> = inner.split(", ").map(|v| v.parse().unwrap_or(f64::NAN)).collect();
         assert_eq!(values, EXP2_TABLE.to_vec());
         assert_eq!(definitions().iter().filter(|(n, _)| n.starts_with("OUTCOME_")).count(), Outcome::REPORTED.len());
+        assert_eq!(Outcome::from_code(FIT_SWITCHED), None);
+        assert!(Outcome::REPORTED.iter().all(|o| o.code().is_some_and(|c| (0..FIT_SWITCHED).contains(&c))));
     }
 
     /// A kernel source that defined one of these itself, or spelled one of

@@ -36,6 +36,7 @@ const PROGRESS_POLL: Duration = Duration::from_millis(200);
 #[derive(Clone, Copy)]
 struct BatchArgs {
     obs: u64,
+    obs32: u64,
     ds_offset: u64,
     ds_n: u64,
     ds_hsum: u64,
@@ -54,6 +55,7 @@ struct BatchArgs {
     next: u64,
     stop: u64,
     group: i32,
+    finish: i32,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -87,10 +89,14 @@ pub fn lanes_in_flight(gpu: &Gpu, kernel: &Batched) -> Result<usize, String> {
 }
 
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
+/// With mixed precision, `kernels` are the fp32 ones and `finisher` the
+/// fp64 ones, launched after them over the same arrays to finish every fit
+/// (see the top of em_batched.cu).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     gpu: &Gpu,
     kernels: &Batched,
+    finisher: Option<&Batched>,
     mapping: Mapping,
     stream: &Arc<CudaStream>,
     p: &Packed,
@@ -107,6 +113,8 @@ pub fn run(
             stream.alloc_zeros::<f64>(1 << 60).map_err(fail("allocating GPU memory"))?;
         }
         let obs = up(&p.obs)?;
+        // a null pointer unless the kernel is a mixed-precision one
+        let obs32 = if p.obs32.is_empty() { None } else { Some(stream.clone_htod(&p.obs32).map_err(fail("uploading a chunk"))?) };
         let ds_offset = stream.clone_htod(&p.ds_offset).map_err(fail("uploading a chunk"))?;
         let ds_n = stream.clone_htod(&p.ds_n).map_err(fail("uploading a chunk"))?;
         let ds_hsum = up(&p.ds_hsum)?;
@@ -127,23 +135,30 @@ pub fn run(
         let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
         let mut stop: CudaSlice<i32> = stream.clone_htod(&[0i32]).map_err(fail("allocating GPU memory"))?;
 
-        let (kernel, per_unit) = match mapping {
-            Mapping::Lane => (&kernels.lane, 1u32),
-            Mapping::Group(width) => (&kernels.group, width),
+        let (pick, per_unit): (fn(&Batched) -> &CudaFunction, u32) = match mapping {
+            Mapping::Lane => (|k| &k.lane, 1),
+            Mapping::Group(width) => (|k| &k.group, width),
         };
         let units_per_block = BATCHED_THREADS / per_unit;
         let n_fits_int = as_int(n_fits, "fits in one em_batched launch")?;
-        let blocks = (n_fits_int as u32).div_ceil(units_per_block).min(resident_blocks(gpu, kernel)?);
-        let units = blocks * units_per_block;
-        let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
-        let cfg = LaunchConfig {
-            grid_dim: (if fault_injected("launch") { 0 } else { blocks }, 1, 1),
-            block_dim: (BATCHED_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        // a kernel's grid (its resident blocks at most) and the units it
+        // launches, at which its fit queue starts
+        let grid = |kernel: &CudaFunction| -> Result<(LaunchConfig, u32), String> {
+            let blocks = (n_fits_int as u32).div_ceil(units_per_block).min(resident_blocks(gpu, kernel)?);
+            let cfg = LaunchConfig {
+                grid_dim: (if fault_injected("launch") { 0 } else { blocks }, 1, 1),
+                block_dim: (BATCHED_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            Ok((cfg, blocks * units_per_block))
         };
+        let kernel = pick(kernels);
+        let (cfg, units) = grid(kernel)?;
+        let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
         let ptr = |p: (u64, _)| p.0;
         let args = BatchArgs {
             obs: ptr(obs.device_ptr(stream)),
+            obs32: obs32.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
             ds_offset: ptr(ds_offset.device_ptr(stream)),
             ds_n: ptr(ds_n.device_ptr(stream)),
             ds_hsum: ptr(ds_hsum.device_ptr(stream)),
@@ -162,6 +177,7 @@ pub fn run(
             next: ptr(next.device_ptr(stream)),
             stop: ptr(stop.device_ptr(stream)),
             group: per_unit as i32,
+            finish: 0,
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);
@@ -169,6 +185,7 @@ pub fn run(
         // and C layout); its pointers are live device buffers of this chunk
         // (they outlive the kernel: all are dropped after the final
         // synchronize): obs holds the chunk's observations as (x, g) pairs,
+        // obs32 the same in f32 when the kernel is a mixed-precision one,
         // every per-dataset array one value per dataset, fit_ds n_fits indices
         // below the dataset count, init and out_params 3k values per fit,
         // out_info INFO per fit; next starts at the number of lanes or warps
@@ -176,8 +193,23 @@ pub fn run(
         unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
         counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
         let launched = Instant::now();
-        let in_flight = follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, counters)?;
-        let clock = counters.lap_kernel("batched: kernel", launched);
+        let in_flight = follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, Some(counters))?;
+        let mut clock = counters.lap_kernel("batched: kernel", launched);
+        if let (Some(finisher), false) = (finisher, cancel.load(Ordering::Relaxed)) {
+            let kernel = pick(finisher);
+            let (cfg, units) = grid(kernel)?;
+            let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
+            let args = BatchArgs { init: args.out_params, next: next.device_ptr(stream).0, finish: 1, ..args };
+            // SAFETY: as for the first launch; init is out_params, of which
+            // each fit reads its own row before it writes it, and out_info
+            // holds every fit's iterations and FIT_SWITCHED from that launch.
+            unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
+            counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
+            let launched = Instant::now();
+            // the first launch's progress stands for both
+            follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, None)?;
+            clock = counters.lap_kernel("batched: kernel (fp64 finish)", launched);
+        }
         let ll = stream.clone_dtoh(&out_ll).map_err(fail("downloading results"))?;
         let info = stream.clone_dtoh(&out_info).map_err(fail("downloading results"))?;
         stream.synchronize().map_err(fail("running em_batched"))?;
@@ -189,7 +221,7 @@ pub fn run(
 /// Waits for the kernel just launched on `stream`, reading its fit queue
 /// every PROGRESS_POLL and setting its stop flag once `cancel` is set, both
 /// through a side stream (the protocol of the module docs). Returns the fits
-/// it added to `counters.in_flight`.
+/// it added to `counters.in_flight` (none without `counters`).
 #[allow(clippy::too_many_arguments)]
 fn follow(
     gpu: &Gpu,
@@ -199,7 +231,7 @@ fn follow(
     units: usize,
     n_fits: usize,
     cancel: &AtomicBool,
-    counters: &Counters,
+    counters: Option<&Counters>,
 ) -> Result<usize, String> {
     let done = stream.record_event(None).map_err(fail("recording an event"))?;
     let side = gpu.ctx.new_stream().map_err(fail("creating a CUDA stream"))?;
@@ -213,7 +245,7 @@ fn follow(
             side.synchronize().map_err(fail("stopping em_batched"))?;
             stopping = true;
         }
-        if polled.elapsed() >= PROGRESS_POLL {
+        if let (Some(counters), true) = (counters, polled.elapsed() >= PROGRESS_POLL) {
             // fits taken from the queue beyond the first `units`: about as
             // many have finished, which is what the progress bar shows
             side.memcpy_dtoh(next, &mut taken).map_err(fail("reading progress"))?;

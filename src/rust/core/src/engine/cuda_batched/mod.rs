@@ -112,14 +112,19 @@ impl Engine for CudaBatched {
             let w = next_worker.fetch_add(1, Ordering::Relaxed);
             let gpu = &self.gpus[w % self.gpus.len()];
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
+            // mixed precision's fits are finished by the fp64 kernels
+            let finisher = match t.mixed_precision {
+                true => Some(gpu.kernels.batched(t.family, t.k, false, t.accelerate).map_err(Error::Gpu)?),
+                false => None,
+            };
             let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
                 gpu.ctx.new_stream().map_err(|e| format!("{e:?}"))
             })
             .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
-            Ok((gpu.clone(), kernel, stream))
+            Ok((gpu.clone(), kernel, finisher, stream))
         };
-        queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, stream), c| {
+        queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, finisher, stream), c| {
             let chunk = &chunks[c];
             let clock = std::time::Instant::now();
             let packed = pack::pack(work, chunk, self.host_threads, cancel)?;
@@ -128,7 +133,7 @@ impl Engine for CudaBatched {
                 return Ok(());
             }
             let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
-            let ran = device::run(gpu, kernel, mapping, stream, &packed, t, cancel, counters).map_err(on_gpu)?;
+            let ran = device::run(gpu, kernel, finisher.as_ref(), mapping, stream, &packed, t, cancel, counters).map_err(on_gpu)?;
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }

@@ -16,6 +16,8 @@ use crate::starts::initial_params;
 pub struct Packed {
     /// x, g interleaved
     pub obs: Vec<f64>,
+    /// `obs` rounded to f32, for mixed precision's fp32 passes (else empty)
+    pub obs32: Vec<f32>,
     pub ds_offset: Vec<i64>,
     pub ds_n: Vec<i32>,
     pub ds_hsum: Vec<f64>,
@@ -60,6 +62,7 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> 
     let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
     let mut p = Packed {
         obs: Vec::new(),
+        obs32: Vec::new(),
         ds_offset: Vec::with_capacity(nd),
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
@@ -74,23 +77,29 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> 
         total += ds.x.len();
     }
     p.obs = vec![0.0f64; 2 * total];
-    let (mut obs, mut fit_ds, mut init, mut drawn) = (&mut p.obs[..], &mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
+    p.obs32 = vec![0.0f32; if t.mixed_precision { 2 * total } else { 0 }];
+    let (mut obs, mut obs32) = (&mut p.obs[..], &mut p.obs32[..]);
+    let (mut fit_ds, mut init, mut drawn) = (&mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
     let mut pieces = Vec::with_capacity(nd);
     for ds in &sets {
         let (o, rest_o) = std::mem::take(&mut obs).split_at_mut(2 * ds.x.len());
+        let (o32, rest_o32) = std::mem::take(&mut obs32).split_at_mut(if t.mixed_precision { 2 * ds.x.len() } else { 0 });
         let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
         let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * 3 * k);
         let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
-        pieces.push(Mutex::new((o, f, i, d)));
-        (obs, fit_ds, init, drawn) = (rest_o, rest_f, rest_i, rest_d);
+        pieces.push(Mutex::new((o, o32, f, i, d)));
+        (obs, obs32, fit_ds, init, drawn) = (rest_o, rest_o32, rest_f, rest_i, rest_d);
     }
     queue::for_each_index(nd, threads, cancel, |j| {
         let ds = sets[j];
         let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
-        let (obs, fit_ds, init, drawn) = &mut *piece;
+        let (obs, obs32, fit_ds, init, drawn) = &mut *piece;
         for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
             obs[2 * i] = *x;
             obs[2 * i + 1] = *g;
+        }
+        for (o32, o) in obs32.iter_mut().zip(obs.iter()) {
+            *o32 = *o as f32;
         }
         for s in 0..starts {
             fit_ds[s] = j as i32;
