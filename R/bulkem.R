@@ -191,14 +191,14 @@
 #'     \item{`precision`}{`"double"` (default) or `"mixed"`: for
 #'       `cuda-batched` only, each start's E-step passes in single precision
 #'       (sums added up in double, M-step in double) until its EM steps gain
-#'       less than `epsilon / 4` in the expected complete-data
+#'       less than `epsilon / 2` in the expected complete-data
 #'       log-likelihood, then a double-precision launch takes every start on
 #'       from there and decides how it ends, by the rules of `"double"`.
 #'       The returned log-likelihoods agree with `"double"` to about 1e-9
 #'       relative; a start may end at a slightly different point of the same
 #'       maximum (parameters within about 1e-4 relative), and where starts
-#'       tie another one may win. Faster for plain EM (`accelerate = FALSE`),
-#'       about as fast as `"double"` with SQUAREM (see
+#'       tie another one may win. Faster for plain EM (`accelerate = FALSE`);
+#'       with SQUAREM not yet faster than `"double"` (see
 #'       `inst/bench/results-mixed-precision.md`). Other engines always
 #'       compute in double precision.}
 #'     \item{`accelerate`}{`TRUE` accelerates every start's EM by squared

@@ -261,8 +261,8 @@ struct Pass32 {
     }
 };
 
-// accumulate() in fp32, for the passes of a mixed-precision fit before it
-// switches to fp64: the same quantities, with the hardware's approximate
+// accumulate() in fp32, for the passes of mixed precision's first launch:
+// the same quantities, with the hardware's approximate
 // exponential and reciprocal. For K > 2 every exponential is computed (the
 // largest is exp(0)): one more than needed, but no gather.
 template <int K, int IG>
@@ -326,7 +326,7 @@ __device__ __forceinline__ double q_value(const Pass<K>& p, const double c[K], c
 // m_step's weights' total. An fp32 observation's responsibilities, with the
 // hardware's reciprocal, sum to 1 only within about 1e-7, and weights
 // s0 / n would then sum to 1 + O(1e-7): every log-likelihood (and Q) at
-// them would be off by n log of that sum, about 1e-4 at n = 1000, and the
+// them would be off by n log of that sum (8e-6 seen at n = 1000), and the
 // first fp64 pass's gain against the next would look like a fall. So fp32
 // passes' weights are s0 / sum(s0).
 template <int K, int MIXED>
@@ -343,15 +343,16 @@ __device__ __forceinline__ double weights_total(const Pass<K>& p, int n) {
 // steps' gains, so it cannot tell when a fit has converged. The M-step's
 // gain in Q can: it is computed in fp64 from the pass's sums, and where the
 // step is small it is of second order in their rounding. Near a maximum the
-// log-likelihood's gain is 1 + rho times it (rho: EM's rate), at most
-// twice, so a fit whose Q gain falls below epsilon / Q_GAIN_MARGIN has a
+// log-likelihood's gain is 1 + rho times it (rho: EM's rate, below 1), so
+// a fit whose Q gain falls below epsilon / Q_GAIN_MARGIN has a
 // log-likelihood gain below epsilon: it is stored as FIT_SWITCHED, and the
-// fp64 launch that finishes it needs two or three passes. So is a fit at
+// fp64 launch that finishes it needs two or three passes. (A margin of 4
+// instead of 2: 0.3-3% more passes, no better fits; results-mixed-precision.md.) So is a fit at
 // max_iters (its end is the fp64 launch's to decide and report), or one
 // whose pass is not finite or whose M-step is unusable in fp32. Only the
 // fp64 launch ends a fit; nothing of the fp32 passes (prev, ll1) is
 // compared with an fp64 log-likelihood.
-#define Q_GAIN_MARGIN 4.0
+#define Q_GAIN_MARGIN 2.0
 
 // The fit is stored from a usable point: the current parameters, or theta2
 // of keep when the extrapolated point's pass was not finite.
@@ -510,7 +511,7 @@ struct Batch {
     int finish;
 };
 
-template <int K, int IG, int MIXED>
+template <int K, int IG>
 __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -578,7 +579,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     const double2* x = b.obs + b.ds_offset[d];
     const float2* x32 = MIXED ? b.obs32 + b.ds_offset[d] : nullptr;
     int n = b.ds_n[d];
-    load_fit<K, IG, MIXED>(b, fit, st);
+    load_fit<K, IG>(b, fit, st);
     p.reset();
     p32.reset();
     int i = 0;
@@ -609,7 +610,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             d = b.fit_ds[fit];
             x = b.obs + b.ds_offset[d];
             n = b.ds_n[d];
-            load_fit<K, IG, MIXED>(b, fit, st);
+            load_fit<K, IG>(b, fit, st);
             if (MIXED) {
                 x32 = b.obs32 + b.ds_offset[d];
                 cur32 = __ldg(x32);
@@ -650,7 +651,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         const int d = b.fit_ds[fit];
         const double2* x = b.obs + b.ds_offset[d];
         const int n = b.ds_n[d];
-        load_fit<K, IG, MIXED>(b, fit, st);
+        load_fit<K, IG>(b, fit, st);
         for (;;) {
             p.reset();
             // as in em_lane, the next observation is loaded before this one is used
