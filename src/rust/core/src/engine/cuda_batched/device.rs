@@ -199,15 +199,25 @@ pub fn run(
             let kernel = pick(finisher);
             let (cfg, units) = grid(kernel)?;
             let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
+            // The other workers' kernels hold every SM until their queues
+            // run dry, and kernels start in the order they were launched:
+            // at the stream priority of the first launch, this one would
+            // wait for all of them, and its chunk's recording with it. At
+            // the highest priority its blocks take the first SMs freed.
+            let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(fail("creating a CUDA stream"))?;
+            let fast = gpu.ctx.new_stream_with_priority(highest).map_err(fail("creating a CUDA stream"))?;
+            fast.join(stream).map_err(fail("ordering CUDA streams"))?;
             let args = BatchArgs { init: args.out_params, next: next.device_ptr(stream).0, finish: 1, ..args };
-            // SAFETY: as for the first launch; init is out_params, of which
-            // each fit reads its own row before it writes it, and out_info
-            // holds every fit's iterations and FIT_SWITCHED from that launch.
-            unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
+            // SAFETY: as for the first launch, which `fast` waits for; init
+            // is out_params, of which each fit reads its own row before it
+            // writes it, and out_info holds every fit's iterations and
+            // FIT_SWITCHED from that launch.
+            unsafe { fast.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;
             counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
             let launched = Instant::now();
             // the first launch's progress stands for both
-            follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, None)?;
+            follow(gpu, &fast, &next, &mut stop, units as usize, n_fits, cancel, None)?;
+            stream.join(&fast).map_err(fail("ordering CUDA streams"))?;
             clock = counters.lap_kernel("batched: kernel (fp64 finish)", launched);
         }
         let ll = stream.clone_dtoh(&out_ll).map_err(fail("downloading results"))?;
