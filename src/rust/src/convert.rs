@@ -103,7 +103,7 @@ unsafe fn logical(value: bool) -> SEXP {
 /// The list of `bulkem_fit` lists, one per fit; `choice` adds the fields of
 /// a call with several Ks; without `standard_errors` (the call computed
 /// none), `se` and `vcov` are NULL.
-pub fn fits_to_r(fits: &[Fit], family: Family, choice: bool, standard_errors: bool) -> Robj {
+pub fn fits_to_r(fits: &[Box<Fit>], family: Family, choice: bool, standard_errors: bool) -> Robj {
     let shape = family.shape_name();
     let init_shape = format!("init_{shape}");
     let names: Vec<&str> = FIELDS
@@ -293,7 +293,7 @@ unsafe fn by_k_frame(f: &Fit, names: SEXP, class: SEXP, status_of: &dyn Fn(Statu
 /// dataset (a data frame is made of it in R): start (from 1), loglik,
 /// iterations, status, reason, and the initial alpha, mu and shape as
 /// start-major vectors of K values per start.
-pub fn starts_to_r(fits: &[Fit]) -> Robj {
+pub fn starts_to_r(fits: &[Box<Fit>]) -> Robj {
     let per_dataset: Vec<Robj> = fits
         .iter()
         .map(|f| {
@@ -334,7 +334,7 @@ pub fn starts_to_r(fits: &[Fit]) -> Robj {
 /// How many fits stopped at max.iters, failed, are spurious, were invalid,
 /// converged to a saddle point: the counts of the call's one convergence
 /// warning (R/conditions.R).
-pub fn outcome_counts(fits: &[Fit]) -> Robj {
+pub fn outcome_counts(fits: &[Box<Fit>]) -> Robj {
     let count = |f: &dyn Fn(&Fit) -> bool| fits.iter().filter(|x| f(x)).count() as f64;
     let mut counts = Robj::from(vec![
         count(&|f| f.status == Status::MaxIters),

@@ -18,10 +18,12 @@ use crate::params::Params;
 /// results never depend on which thread ran which start.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Best {
-    /// The best admissible start.
-    pub winner: Option<Winner>,
+    /// The best admissible start. Boxed, like `spurious`: a call holds one
+    /// `Best` per dataset, and hundreds of thousands of them inline (900
+    /// bytes each) cost more to first touch than the fits to fill them.
+    pub winner: Option<Box<Winner>>,
     /// The best start the screen rejected.
-    pub spurious: Option<Winner>,
+    pub spurious: Option<Box<Winner>>,
     pub spurious_starts: u32,
     /// Starts recorded, whatever their end.
     pub starts_run: u32,
@@ -84,7 +86,10 @@ impl Best {
                     Some(w) => fit.loglik > w.fit.loglik || (fit.loglik == w.fit.loglik && start < w.start),
                 };
                 if better {
-                    *slot = Some(Winner { start, init, fit });
+                    match slot {
+                        Some(w) => **w = Winner { start, init, fit },
+                        None => *slot = Some(Box::new(Winner { start, init, fit })),
+                    }
                 }
             }
         }
@@ -93,7 +98,7 @@ impl Best {
     /// The start to report: the best admissible one, else the best spurious
     /// one (`true`: it is spurious).
     pub fn returned(&self) -> Option<(&Winner, bool)> {
-        self.winner.as_ref().map(|w| (w, false)).or_else(|| self.spurious.as_ref().map(|w| (w, true)))
+        self.winner.as_deref().map(|w| (w, false)).or_else(|| self.spurious.as_deref().map(|w| (w, true)))
     }
 
     /// Starts of the returned start's kind (admissible or spurious) whose

@@ -76,7 +76,7 @@ pub fn record(
     let rows = gather(stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
     for (i, &(d, _)) in winners.iter().enumerate() {
         bests.with(d, |b| {
-            if let Some(w) = b.winner.as_mut().or(b.spurious.as_mut()) {
+            if let Some(w) = b.winner.as_deref_mut().or(b.spurious.as_deref_mut()) {
                 w.fit.params = Packed::params_of(&rows, i, k);
             }
         });
