@@ -53,6 +53,8 @@
 #                 "mixed"; default: the package default, double)
 #   accelerate=   control$accelerate of every bulkem_bootstrap() call, TRUE or
 #                 FALSE (default: the package default, TRUE)
+#   epsilon=      epsilon of every bulkem_bootstrap() call's refits (default:
+#                 the package default, 1e-5)
 #   seed=20261124 data and bootstrap seed
 #
 # e.g. the full study (GPU machine):  Rscript inst/bench/bootstrap.R
@@ -83,6 +85,7 @@ peersInits <- as.integer(opt_num("peersInits", 20))
 inits <- if (is.null(opts$inits)) NULL else as.integer(opts$inits)
 accelerate <- if (is.null(opts$accelerate)) NULL else as.logical(opts$accelerate)
 precision <- opts$precision
+epsilon <- if (is.null(opts$epsilon)) NULL else as.numeric(opts$epsilon)
 calib_ks <- if (is.null(opts$ks)) 1:2 else as.integer(strsplit(opts$ks, ",")[[1]])
 families <- if (is.null(opts$families)) c("normal", "invgauss") else strsplit(opts$families, ",")[[1]]
 scaled <- function(full, key) {
@@ -144,6 +147,7 @@ boot <- function(...) {
   if (!is.null(inits)) a$random.inits <- inits
   if (!is.null(accelerate)) a$control <- c(a$control, list(accelerate = accelerate))
   if (!is.null(precision)) a$control <- c(a$control, list(precision = precision))
+  if (!is.null(epsilon)) a$epsilon <- epsilon
   do.call(bulkem_bootstrap, a)
 }
 
