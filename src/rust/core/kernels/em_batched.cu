@@ -168,6 +168,28 @@ struct State {
     }
 };
 
+// The exponential and reciprocal of each precision's E-step: in fp64 the
+// Rust reference's arithmetic, in fp32 (mixed precision's first launch) the
+// hardware's approximations.
+__device__ __forceinline__ double term_exp(double x) { return exp_nonpos(x); }
+__device__ __forceinline__ float term_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double reciprocal(double x) { return 1.0 / x; }
+__device__ __forceinline__ float reciprocal(float x) { return __fdividef(1.0f, x); }
+
+// Two components' responsibilities r0, r1 from their terms l0, l1, with
+// the larger term mx and the sum of exponentials relative to it: the
+// larger term's exponential is exp(0) = 1, so one is computed.
+template <typename T>
+__device__ __forceinline__ void two_components(const T l0, const T l1, T& mx, T& sum, T& r0, T& r1) {
+    const bool first = l0 >= l1;
+    mx = first ? l0 : l1;
+    const T e = term_exp(first ? l1 - l0 : l0 - l1);
+    sum = T(1) + e;
+    const T inv = reciprocal(sum);
+    r0 = first ? inv : e * inv;
+    r1 = first ? e * inv : inv;
+}
+
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. The largest term's
 // exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
@@ -181,13 +203,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
     }
     double mx, sum, r[K];
     if (K == 2) {
-        const bool first = l[0] >= l[1];
-        mx = first ? l[0] : l[1];
-        const double e = exp_nonpos(first ? l[1] - l[0] : l[0] - l[1]);
-        sum = 1.0 + e;
-        const double inv = 1.0 / sum;
-        r[0] = first ? inv : e * inv;
-        r[K - 1] = first ? e * inv : inv;
+        two_components<double>(l[0], l[1], mx, sum, r[0], r[K - 1]);
     } else if (K > 2) {
         // The largest term's exponential is exp(0) = 1 (exp_nonpos(0) is
         // exactly 1 too): only K - 1 are computed, over the other terms
@@ -203,14 +219,14 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         }
         double o[K > 1 ? K - 1 : 1];
 #pragma unroll
-        for (int j = 0; j < K - 1; ++j) o[j] = exp_nonpos((j < am ? l[j] : l[j + 1]) - mx);
+        for (int j = 0; j < K - 1; ++j) o[j] = term_exp((j < am ? l[j] : l[j + 1]) - mx);
         sum = 0.0;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
             l[m] = m == am ? 1.0 : (m < am ? o[m < K - 1 ? m : 0] : o[m > 0 ? m - 1 : 0]);
             sum += l[m];
         }
-        const double inv = 1.0 / sum;
+        const double inv = reciprocal(sum);
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
     } else {
@@ -276,13 +292,7 @@ __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st
     }
     float mx, sum, r[K];
     if (K == 2) {
-        const bool first = l[0] >= l[1];
-        mx = first ? l[0] : l[1];
-        const float e = __expf(first ? l[1] - l[0] : l[0] - l[1]);
-        sum = 1.0f + e;
-        const float inv = __fdividef(1.0f, sum);
-        r[0] = first ? inv : e * inv;
-        r[K - 1] = first ? e * inv : inv;
+        two_components<float>(l[0], l[1], mx, sum, r[0], r[K - 1]);
     } else {
         mx = l[0];
 #pragma unroll
@@ -290,10 +300,10 @@ __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st
         sum = 0.0f;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
-            l[m] = __expf(l[m] - mx);
+            l[m] = term_exp(l[m] - mx);
             sum += l[m];
         }
-        const float inv = __fdividef(1.0f, sum);
+        const float inv = reciprocal(sum);
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
     }
