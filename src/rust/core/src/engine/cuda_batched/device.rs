@@ -88,15 +88,34 @@ pub fn lanes_in_flight(gpu: &Gpu, kernel: &Batched) -> Result<usize, String> {
     Ok(resident_blocks(gpu, &kernel.lane)? as usize * BATCHED_THREADS as usize)
 }
 
+/// Mixed precision's second launch: the fp64 kernels, which finish every
+/// fit the fp32 ones ran (see the top of em_batched.cu), and the stream
+/// they run on.
+pub struct Finisher {
+    pub kernels: Batched,
+    pub stream: Arc<CudaStream>,
+}
+
+/// A stream at the highest priority. The other workers' kernels hold every
+/// SM until their queues run dry, and kernels start in the order they were
+/// launched: at the priority of a chunk's first launch, its finishing
+/// launch would wait for all of them, and its chunk's recording with it.
+/// At the highest priority its blocks take the first SMs freed.
+pub fn priority_stream(gpu: &Gpu) -> Result<Arc<CudaStream>, String> {
+    contained("creating a CUDA stream", || {
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(fail("creating a CUDA stream"))?;
+        gpu.ctx.new_stream_with_priority(highest).map_err(fail("creating a CUDA stream"))
+    })
+}
+
 /// Uploads a packed chunk, runs em_batched over it, downloads the results.
-/// With mixed precision, `kernels` are the fp32 ones and `finisher` the
-/// fp64 ones, launched after them over the same arrays to finish every fit
-/// (see the top of em_batched.cu).
+/// With mixed precision, `kernels` are the fp32 ones and `finisher`'s the
+/// fp64 ones, launched after them over the same arrays to finish every fit.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     gpu: &Gpu,
     kernels: &Batched,
-    finisher: Option<&Batched>,
+    finisher: Option<&Finisher>,
     mapping: Mapping,
     stream: &Arc<CudaStream>,
     p: &Packed,
@@ -196,16 +215,10 @@ pub fn run(
         let in_flight = follow(gpu, stream, &next, &mut stop, units as usize, n_fits, cancel, Some(counters))?;
         let mut clock = counters.lap_kernel("batched: kernel", launched);
         if let (Some(finisher), false) = (finisher, cancel.load(Ordering::Relaxed)) {
-            let kernel = pick(finisher);
+            let kernel = pick(&finisher.kernels);
             let (cfg, units) = grid(kernel)?;
             let next: CudaSlice<u32> = stream.clone_htod(&[units]).map_err(fail("uploading a chunk"))?;
-            // The other workers' kernels hold every SM until their queues
-            // run dry, and kernels start in the order they were launched:
-            // at the stream priority of the first launch, this one would
-            // wait for all of them, and its chunk's recording with it. At
-            // the highest priority its blocks take the first SMs freed.
-            let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(fail("creating a CUDA stream"))?;
-            let fast = gpu.ctx.new_stream_with_priority(highest).map_err(fail("creating a CUDA stream"))?;
+            let fast = &finisher.stream;
             fast.join(stream).map_err(fail("ordering CUDA streams"))?;
             let args = BatchArgs { init: args.out_params, next: next.device_ptr(stream).0, finish: 1, ..args };
             // SAFETY: as for the first launch, which `fast` waits for; init
@@ -216,8 +229,8 @@ pub fn run(
             counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
             let launched = Instant::now();
             // the first launch's progress stands for both
-            follow(gpu, &fast, &next, &mut stop, units as usize, n_fits, cancel, None)?;
-            stream.join(&fast).map_err(fail("ordering CUDA streams"))?;
+            follow(gpu, fast, &next, &mut stop, units as usize, n_fits, cancel, None)?;
+            stream.join(fast).map_err(fail("ordering CUDA streams"))?;
             clock = counters.lap_kernel("batched: kernel (fp64 finish)", launched);
         }
         let ll = stream.clone_dtoh(&out_ll).map_err(fail("downloading results"))?;

@@ -112,16 +112,21 @@ impl Engine for CudaBatched {
             let w = next_worker.fetch_add(1, Ordering::Relaxed);
             let gpu = &self.gpus[w % self.gpus.len()];
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
-            // mixed precision's fits are finished by the fp64 kernels
-            let finisher = match t.mixed_precision {
-                true => Some(gpu.kernels.batched(t.family, t.k, false, t.accelerate).map_err(Error::Gpu)?),
-                false => None,
-            };
+            let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
             let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
                 gpu.ctx.new_stream().map_err(|e| format!("{e:?}"))
             })
-            .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+            .map_err(on_gpu)?;
+            // mixed precision's fits are finished by the fp64 kernels, on a
+            // stream of their own (device::run says why)
+            let finisher = match t.mixed_precision {
+                true => Some(device::Finisher {
+                    kernels: gpu.kernels.batched(t.family, t.k, false, t.accelerate).map_err(Error::Gpu)?,
+                    stream: device::priority_stream(gpu).map_err(on_gpu)?,
+                }),
+                false => None,
+            };
             Ok((gpu.clone(), kernel, finisher, stream))
         };
         queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, finisher, stream), c| {
