@@ -278,6 +278,23 @@ test_that("mixed precision reaches fp64's maxima whatever the data's scale", {
   }
 })
 
+test_that("em_iterations counts every E-step pass, mixed precision's switching pass too", {
+  skip_if_no_gpu()
+  set.seed(62)
+  d <- replicate(5, b1_dataset(1000), simplify = FALSE)
+  # two plain EM steps, far from converged: every start ends at max.iters
+  # after 3 passes in double; in mixed precision after 3 fp32 passes (the
+  # third finds max.iters and hands the start on) and 1 fp64 pass
+  for (precision in c("double", "mixed")) {
+    f <- suppressWarnings(bulkem(d, random.inits = 4, seed = 3, max.iters = 2,
+                                 control = list(engine = "cuda-batched", accelerate = FALSE,
+                                                precision = precision, keep.starts = TRUE)))
+    statuses <- unlist(lapply(f, function(x) x$starts$status))
+    expect_identical(statuses, rep("max_iters", 20))
+    expect_identical(attr(f, "em_iterations"), if (precision == "double") 3 * 20 else 4 * 20, label = precision)
+  }
+})
+
 test_that("keep.starts gives the same per-start outcomes on every engine", {
   skip_if_no_gpu()
   set.seed(7)

@@ -33,6 +33,10 @@ pub fn record(
     // each dataset's fits are contiguous: record them dataset by dataset, in
     // parallel; the winners' parameters are filled in afterwards
     let unfinished = AtomicBool::new(false);
+    // E-step passes per fit besides its iterations: the last one's, and in
+    // mixed precision also the fp32 pass at which the fit switched, which
+    // the fp64 launch computes again (em_batched.cu)
+    let extra_passes = 1 + usize::from(work.task.mixed_precision);
     queue::for_each_index(chunk.datasets.len(), threads, cancel, |j| {
         bests.with(chunk.datasets[j], |best| {
             let mut passes = 0;
@@ -48,7 +52,7 @@ pub fn record(
                     unfinished.store(true, Ordering::Relaxed);
                     return;
                 };
-                passes += iterations as usize + 1;
+                passes += iterations as usize + extra_passes;
                 let fit = StartFit { params: Params::zeroed(k), loglik: ran.ll[f], iterations, outcome };
                 // the kernel applied the screen to the fit's final parameters
                 best.record(first + s as u32, Some(Packed::params_of(&p.init, f, k)), Some(fit), info[2] != 0);
