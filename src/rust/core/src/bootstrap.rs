@@ -159,7 +159,8 @@ fn refit_blocks(
 /// idle between engine calls. Each holds BOOTSTRAP_BLOCK_VALUES /
 /// GPU_BLOCKS_IN_FLIGHT values, so the memory held stays the same. On one
 /// H200, LRT of 1,000 datasets x B = 199: 24.1-24.3 s with 1, 21.9-22.1
-/// with 2, 20.5-20.6 with 3 (inst/bench/results-bootstrap.md).
+/// with 2, 20.5-20.6 with 3 (inst/bench/results-bootstrap.md); at B = 999,
+/// 4 or 6 are no faster than 3 (the kernel is then the limit).
 /// BULKEM_BLOCKS_IN_FLIGHT overrides it, for that measurement.
 const GPU_BLOCKS_IN_FLIGHT: usize = 3;
 
