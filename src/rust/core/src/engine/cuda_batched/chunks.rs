@@ -13,11 +13,18 @@ pub struct Chunk {
     pub fits: usize,
 }
 
+/// The first and the last chunk are this many times smaller than the
+/// others: the first kernel starts once a small part of the call is packed
+/// and uploaded, not a worker's whole share, and what follows the last
+/// kernel (download, recording, finishing) is a small part too.
+const RAMP: usize = 8;
+
 /// Chunks of at most `budget` bytes (and of CHUNK_BYTES_MAX, or less with
 /// BULKEM_CHUNK_BYTES, so tests can check that results do not depend on
 /// chunking), and small enough that the work makes at least `pieces` of
-/// them where it can, longest datasets first: lanes that take fits from
-/// the queue together then run passes of similar length.
+/// them where it can, besides a first and a last one RAMP times smaller
+/// (BULKEM_CHUNK_RAMP = 1: none), longest datasets first: lanes that take
+/// fits from the queue together then run passes of similar length.
 pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
     let k = work.task.k;
     let starts = work.task.starts as usize;
@@ -30,16 +37,33 @@ pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
     let need = |d: usize| 16 * len(d) + 32 + starts * fit_bytes;
     let total: usize = order.iter().map(|&d| need(d)).sum();
     let chunk_bytes = budget.min(limit).min(total.div_ceil(pieces.max(1)).max(1));
+    let ramp = std::env::var("BULKEM_CHUNK_RAMP").ok().and_then(|v| v.parse().ok()).filter(|&r| r > 0).unwrap_or(RAMP);
+    let small = (chunk_bytes / ramp).max(1);
     // fit indices are `int` in the kernels (and the queue counter unsigned)
     let max_fits = i32::MAX as usize / 2;
     let mut chunks: Vec<Chunk> = Vec::new();
     let mut current = Chunk { datasets: Vec::new(), fits: 0 };
     let mut bytes = 0;
+    // The first chunk is small; once what is left (`left`: bytes of the
+    // datasets not in a finished chunk) fits in a chunk and a small one,
+    // the next to last takes all but a small one, and the last the rest.
+    let mut left = total;
+    let mut last = false;
+    let mut target = small;
     for d in order {
         let need = need(d);
-        if !current.datasets.is_empty() && (bytes + need > chunk_bytes || current.fits + starts > max_fits) {
+        if !current.datasets.is_empty() && (bytes + need > target || current.fits + starts > max_fits) {
             chunks.push(std::mem::replace(&mut current, Chunk { datasets: Vec::new(), fits: 0 }));
+            left -= bytes;
             bytes = 0;
+            target = if last {
+                usize::MAX
+            } else if left <= chunk_bytes + small {
+                last = true;
+                left.saturating_sub(small).max(1)
+            } else {
+                chunk_bytes
+            };
         }
         bytes += need;
         current.fits += starts;
@@ -49,4 +73,52 @@ pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
         chunks.push(current);
     }
     chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{prepare, Prepared};
+    use crate::job::Task;
+    use crate::params::Family;
+
+    #[test]
+    fn every_dataset_once_with_a_small_first_and_last_chunk() {
+        if std::env::var_os("BULKEM_CHUNK_RAMP").is_some() || std::env::var_os("BULKEM_CHUNK_BYTES").is_some() {
+            return;
+        }
+        let prepared: Vec<Prepared> = (0..800)
+            .map(|d| prepare(&(0..50 + d % 7).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap())
+            .collect();
+        let task = Task {
+            family: Family::Normal,
+            k: 2,
+            starts: 10,
+            first_start: 0,
+            max_iters: 100,
+            epsilon: 1e-6,
+            seed: 1,
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+        };
+        let work = Work { task, datasets: prepared.iter().map(Some).collect() };
+        for pieces in [1, 4, 16] {
+            let chunks = plan(&work, usize::MAX, pieces);
+            let mut seen: Vec<usize> = chunks.iter().flat_map(|c| c.datasets.iter().copied()).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..800).collect::<Vec<_>>(), "pieces {pieces}");
+            assert!(chunks.iter().all(|c| c.fits == 10 * c.datasets.len()));
+            let sizes: Vec<usize> = chunks.iter().map(|c| c.datasets.len()).collect();
+            // pieces even chunks (the next to last a little less), and the
+            // first and last about RAMP times smaller
+            assert_eq!(sizes.len(), pieces + 2, "{sizes:?}");
+            let even = 800 / pieces;
+            for &s in [sizes[0], sizes[sizes.len() - 1]].iter() {
+                assert!(s * RAMP >= even * 3 / 4 && s * RAMP <= even * 5 / 4, "{sizes:?}");
+            }
+            assert!(sizes[1..sizes.len() - 1].iter().all(|&s| s <= even + 1), "{sizes:?}");
+        }
+    }
 }
