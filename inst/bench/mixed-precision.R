@@ -1,5 +1,6 @@
-# Mixed precision (control$precision = "mixed": fp32 exponentials, fp64 sums,
-# fp64 once a fit looks converged) against fp64 on cuda-batched, on B1-B5:
+# Mixed precision (control$precision = "mixed": whole E-step passes in fp32
+# with fp64 sums, every fit finished by a second, fp64 launch) against fp64
+# on cuda-batched, on B1-B5:
 # time, and the error of the returned fits (relative log-likelihood and
 # largest relative parameter difference per dataset: median, 99th
 # percentile, worst), side by side in one run on the GPU machine.
