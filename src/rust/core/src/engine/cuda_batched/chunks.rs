@@ -77,9 +77,9 @@ pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::work;
     use super::*;
     use crate::dataset::{prepare, Prepared};
-    use crate::job::Task;
     use crate::params::Family;
 
     #[test]
@@ -90,20 +90,7 @@ mod tests {
         let prepared: Vec<Prepared> = (0..800)
             .map(|d| prepare(&(0..50 + d % 7).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap())
             .collect();
-        let task = Task {
-            family: Family::Normal,
-            k: 2,
-            starts: 10,
-            first_start: 0,
-            max_iters: 100,
-            epsilon: 1e-6,
-            seed: 1,
-            mixed_precision: false,
-            accelerate: false,
-            keep_starts: false,
-            screen: Default::default(),
-        };
-        let work = Work { task, datasets: prepared.iter().map(Some).collect() };
+        let work = work(&prepared, 10, 100);
         for pieces in [1, 4, 16] {
             let chunks = plan(&work, usize::MAX, pieces);
             let mut seen: Vec<usize> = chunks.iter().flat_map(|c| c.datasets.iter().copied()).collect();

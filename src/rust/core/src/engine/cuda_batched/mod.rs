@@ -187,7 +187,8 @@ mod tests {
     use crate::job::Task;
     use crate::params::Family;
 
-    fn work(prepared: &[Prepared], starts: u32, max_iters: u32) -> Work<'_> {
+    /// Normal K = 2 work on `prepared` (also for chunks.rs's tests).
+    pub(super) fn work(prepared: &[Prepared], starts: u32, max_iters: u32) -> Work<'_> {
         let task = Task {
             family: Family::Normal,
             k: 2,
