@@ -46,9 +46,9 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
         .collect()
 }
 
-fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Box<Fit>> {
+fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
     let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
-    fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap()
+    fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap().into_iter().map(|f| *f).collect()
 }
 
 #[test]
@@ -168,9 +168,9 @@ fn cancelling_stops_the_call() {
     assert_eq!(fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()), Err(bulkem_core::Error::Cancelled));
 }
 
-fn run_accelerated(datasets: &[Vec<f64>], family: Family, k: usize, accelerate: bool, epsilon: f64, counters: &Counters) -> Vec<Box<Fit>> {
+fn run_accelerated(datasets: &[Vec<f64>], family: Family, k: usize, accelerate: bool, epsilon: f64, counters: &Counters) -> Vec<Fit> {
     let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 100_000, epsilon, starts: 5, seed: 3, mixed_precision: false, accelerate, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: false };
-    fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters).unwrap()
+    fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters).unwrap().into_iter().map(|f| *f).collect()
 }
 
 #[test]
