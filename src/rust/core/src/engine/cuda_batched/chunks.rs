@@ -46,7 +46,9 @@ pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
     let mut bytes = 0;
     // The first chunk is small; once what is left (`left`: bytes of the
     // datasets not in a finished chunk) fits in a chunk and a small one,
-    // the next to last takes all but a small one, and the last the rest.
+    // the next to last takes all but a small one, and the last the rest
+    // (still at most chunk_bytes, the memory bound, if datasets were too
+    // large to split so).
     let mut left = total;
     let mut last = false;
     let mut target = small;
@@ -57,7 +59,7 @@ pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
             left -= bytes;
             bytes = 0;
             target = if last {
-                usize::MAX
+                chunk_bytes
             } else if left <= chunk_bytes + small {
                 last = true;
                 left.saturating_sub(small).max(1)
@@ -106,6 +108,14 @@ mod tests {
                 assert!(s * RAMP >= even * 3 / 4 && s * RAMP <= even * 5 / 4, "{sizes:?}");
             }
             assert!(sizes[1..sizes.len() - 1].iter().all(|&s| s <= even + 1), "{sizes:?}");
+        }
+        // every chunk within the memory bound, whatever the ramp leaves
+        let budget = 40_000;
+        for pieces in [1, 3, 7] {
+            let chunks = plan(&work, budget, pieces);
+            assert_eq!(chunks.iter().map(|c| c.datasets.len()).sum::<usize>(), 800);
+            let bytes = |c: &Chunk| c.datasets.iter().map(|&d| 16 * prepared[d].x.len() + 32 + 10 * (6 * 2 + 4) * 8).sum::<usize>();
+            assert!(chunks.iter().all(|c| bytes(c) <= budget), "pieces {pieces}");
         }
     }
 }
