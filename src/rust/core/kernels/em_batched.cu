@@ -190,6 +190,21 @@ __device__ __forceinline__ void two_components(const T l0, const T l1, T& mx, T&
     r1 = first ? e * inv : inv;
 }
 
+// One observation's responsibilities r (with its largest term mx and its
+// sum of exponentials relative to it) added into a pass's sums: a Pass in
+// fp64, a Pass32 in fp32.
+template <int K, typename P, typename T>
+__device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, const T g, const T mx, const T sum) {
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        p.s0[m] += r[m];
+        p.s1[m] += r[m] * x;
+        p.s2[m] += r[m] * g;
+    }
+    p.ll_max += mx;
+    p.times(sum);
+}
+
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. The largest term's
 // exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
@@ -235,14 +250,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         sum = 1.0;
         r[0] = 1.0;
     }
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-        p.s0[m] += r[m];
-        p.s1[m] += r[m] * xg.x;
-        p.s2[m] += r[m] * xg.y;
-    }
-    p.ll_max += mx;
-    p.times(sum);
+    add_observation<K>(p, r, xg.x, xg.y, mx, sum);
 }
 
 // Observations per lane whose fp32 sums are added into the fp64 ones at
@@ -262,6 +270,10 @@ struct Pass32 {
         ll_max = 0.0f;
         prod = 1.0f;
     }
+
+    // prod *= v: at most SINGLE_BLOCK factors before a flush, so no
+    // renormalising
+    __device__ __forceinline__ void times(float v) { prod *= v; }
 
     // added into the pass's fp64 sums, and reset
     __device__ __forceinline__ void flush(Pass<K>& p) {
@@ -307,14 +319,7 @@ __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
     }
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-        p.s0[m] += r[m];
-        p.s1[m] += r[m] * xg.x;
-        p.s2[m] += r[m] * xg.y;
-    }
-    p.ll_max += mx;
-    p.prod *= sum;
+    add_observation<K>(p, r, xg.x, xg.y, mx, sum);
 }
 
 // Q(theta | the pass's sums): the expected complete-data log-likelihood,
