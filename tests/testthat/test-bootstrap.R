@@ -312,6 +312,17 @@ test_that("bad arguments are classed argument errors", {
   expect_error(boot(kept, B = 10, verbose = NA), class = "bulkem_error_argument")
 })
 
+test_that("the refits stop at epsilon = 1e-5 unless told otherwise", {
+  set.seed(31)
+  # one Normal: the K = 2 refits of the test creep, so the tolerance shows
+  fits <- boot_fit(list(a = rnorm(150), b = rnorm(150)), k = 1, starts = 1)
+  tests <- function(l) list(lrt = l$lrt, p_value = l$p_value, null = l$null)
+  by_default <- boot(fits, B = 20, seed = 4, test = "lrt", level = 0.1)
+  expect_identical(tests(by_default), tests(boot(fits, B = 20, seed = 4, test = "lrt", level = 0.1, epsilon = 1e-5)))
+  stricter <- boot(fits, B = 20, seed = 4, test = "lrt", level = 0.1, epsilon = 1e-6)
+  expect_false(identical(by_default$null, stricter$null))
+})
+
 test_that("conf.level, verbose and the call's attributes", {
   set.seed(707)
   d <- list(a = rmix(300, c(0.5, 0.5), c(0, 5), c(1, 1), family = "normal"))
