@@ -234,6 +234,25 @@ test_that("cuda-batched results do not depend on chunking", {
   expect_identical(unclass(one)[seq_along(d)], unclass(many)[seq_along(d)])
 })
 
+test_that("cuda-batched results do not depend on packing into pinned memory", {
+  skip_if_no_gpu()
+  set.seed(6)
+  d <- lapply(c(50, 120, 900, 3000, 60, 2000), function(n) b1_dataset(n))
+  fit <- function() bulkem(d, random.inits = 7, seed = 3, control = list(engine = "cuda-batched", devices = 0))
+  old <- Sys.getenv("BULKEM_PINNED", NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("BULKEM_PINNED") else Sys.setenv(BULKEM_PINNED = old))
+  Sys.setenv(BULKEM_PINNED = "0")
+  ordinary <- fit()
+  Sys.unsetenv("BULKEM_PINNED")
+  # the first call packs into ordinary memory and pins buffers after its
+  # engine is done; the next packs into them (gpu/staging.rs)
+  first <- fit()
+  Sys.sleep(1)
+  pinned <- fit()
+  expect_identical(unclass(first)[seq_along(d)], unclass(ordinary)[seq_along(d)])
+  expect_identical(unclass(pinned)[seq_along(d)], unclass(ordinary)[seq_along(d)])
+})
+
 test_that("mixed precision stays close to double precision and ends every fit in fp64", {
   skip_if_no_gpu()
   set.seed(6)

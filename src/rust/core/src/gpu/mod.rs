@@ -6,6 +6,7 @@
 
 pub mod kernels;
 pub mod prelude;
+pub mod staging;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
@@ -13,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::CudaContext;
 
 use crate::error::{panic_message, Unavailable};
+use staging::Staging;
 pub use kernels::Kernels;
 
 /// Set `BULKEM_CUDA_FAULT` to one of these to make bulkem behave as if that
@@ -31,6 +33,8 @@ pub struct Gpu {
     pub compute_capability: (i32, i32),
     pub total_memory: usize,
     pub kernels: Kernels,
+    /// Pinned host buffers chunks are packed into (staging.rs).
+    pub staging: Arc<Staging>,
 }
 
 /// What `bulkem_gpu_info()` shows a user.
@@ -144,7 +148,8 @@ fn open(ordinal: usize) -> Result<Gpu, String> {
     // (counter) and volatile (flag), so any interleaving is correct.
     unsafe { ctx.disable_event_tracking() };
     let kernels = Kernels::compile(&ctx, compute_capability)?;
-    Ok(Gpu { ordinal, ctx, name, compute_capability, total_memory, kernels })
+    let staging = Staging::new(ctx.clone());
+    Ok(Gpu { ordinal, ctx, name, compute_capability, total_memory, kernels, staging })
 }
 
 /// Everything bulkem can tell about CUDA on this machine, without failing.

@@ -133,7 +133,7 @@ pub fn run(
         }
         let obs = up(&p.obs)?;
         // a null pointer unless the kernel is a mixed-precision one
-        let obs32 = if p.obs32.is_empty() { None } else { Some(stream.clone_htod(&p.obs32).map_err(fail("uploading a chunk"))?) };
+        let obs32 = if p.obs32.is_empty() { None } else { Some(stream.clone_htod(&p.obs32[..]).map_err(fail("uploading a chunk"))?) };
         let ds_offset = stream.clone_htod(&p.ds_offset).map_err(fail("uploading a chunk"))?;
         let ds_n = stream.clone_htod(&p.ds_n).map_err(fail("uploading a chunk"))?;
         let ds_hsum = up(&p.ds_hsum)?;

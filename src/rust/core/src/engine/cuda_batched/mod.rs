@@ -100,6 +100,9 @@ impl Engine for CudaBatched {
             .and_then(|v| v.parse().ok())
             .unwrap_or(CHUNKS_PER_WORKER * workers);
         let chunks = chunks::plan(work, free / (2 * per_gpu), pieces);
+        // BULKEM_PINNED=0 packs into ordinary memory, for the measurement
+        // of gpu/staging.rs
+        let pinned = std::env::var("BULKEM_PINNED").map_or(true, |v| v != "0");
         let mut lanes = 0;
         for gpu in &self.gpus {
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
@@ -129,10 +132,10 @@ impl Engine for CudaBatched {
             };
             Ok((gpu.clone(), kernel, finisher, stream))
         };
-        queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, finisher, stream), c| {
+        let ran = queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, finisher, stream), c| {
             let chunk = &chunks[c];
             let clock = std::time::Instant::now();
-            let packed = pack::pack(work, chunk, self.host_threads, cancel)?;
+            let packed = pack::pack(work, chunk, self.host_threads, cancel, pinned.then_some(&gpu.staging))?;
             counters.lap("batched: starts and packing", clock);
             if packed.fits() == 0 || cancel.load(Ordering::Relaxed) {
                 return Ok(());
@@ -143,7 +146,12 @@ impl Engine for CudaBatched {
                 return Ok(());
             }
             record::record(work, chunk, &packed, &ran, stream, bests, self.host_threads, cancel, counters)
-        })
+        });
+        // buffers pinned now, not while the workers' uploads would wait for them
+        for gpu in &self.gpus {
+            gpu.staging.pin_wanted();
+        }
+        ran
     }
 }
 

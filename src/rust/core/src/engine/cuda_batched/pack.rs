@@ -1,30 +1,32 @@
 //! A chunk laid out in em_batched's arrays (see the layout at the top of
 //! kernels/em_batched.cu), with every fit's starting values drawn on the CPU
-//! by the generator every engine uses.
+//! by the generator every engine uses. The three large arrays go into the
+//! GPU's pinned buffers where it has them free (gpu/staging.rs).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::super::{queue, Work};
 use super::chunks::Chunk;
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::gpu::kernels::as_int;
+use crate::gpu::staging::{HostBuf, Staging};
 use crate::params::Params;
 use crate::starts::initial_params;
 
 pub struct Packed {
     /// x, g interleaved
-    pub obs: Vec<f64>,
+    pub obs: HostBuf<f64>,
     /// `obs` rounded to f32, for mixed precision's fp32 passes (else empty)
-    pub obs32: Vec<f32>,
+    pub obs32: HostBuf<f32>,
     pub ds_offset: Vec<i64>,
     pub ds_n: Vec<i32>,
     pub ds_hsum: Vec<f64>,
     pub ds_spread: Vec<f64>,
     pub fit_ds: Vec<i32>,
     /// 3k values per fit: alpha, mu, shape
-    pub init: Vec<f64>,
+    pub init: HostBuf<f64>,
     /// whether each fit's start could be drawn
     pub drawn: Vec<bool>,
 }
@@ -49,8 +51,8 @@ impl Packed {
 /// kernel's arrays: observations as (x, g) pairs, and the starting values of
 /// fits j*S .. (j+1)*S of the chunk's dataset j (its starts first_start + 0..S). A start that could not be
 /// drawn keeps NaN parameters (the kernel fails it at once) and is recorded
-/// as such.
-pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> Result<Packed, Error> {
+/// as such. `staging`: the GPU's pinned buffers (None: ordinary memory).
+pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool, staging: Option<&Arc<Staging>>) -> Result<Packed, Error> {
     let t = &work.task;
     let (k, starts) = (t.k, t.starts as usize);
     let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| work.datasets[d]).collect();
@@ -60,24 +62,29 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool) -> 
     }
     let n_fits = nd * starts;
     let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
+    let mut total = 0usize;
+    let mut ds_offset = Vec::with_capacity(nd);
+    for ds in &sets {
+        ds_offset.push(total as i64);
+        total += ds.x.len();
+    }
+    let buf = |len: usize| staging.map_or_else(|| HostBuf::ordinary(len), |s| s.take(len));
+    let buf32 = |len: usize| staging.map_or_else(|| HostBuf::ordinary(len), |s| s.take(len));
+    // every value of obs and obs32 is written below; init keeps NaN where
+    // no start is drawn
+    let mut init = buf(n_fits * 3 * k);
+    init.fill(f64::NAN);
     let mut p = Packed {
-        obs: Vec::new(),
-        obs32: Vec::new(),
-        ds_offset: Vec::with_capacity(nd),
+        obs: buf(2 * total),
+        obs32: buf32(if t.mixed_precision { 2 * total } else { 0 }),
+        ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
         ds_spread: sets.iter().map(|ds| ds.spread).collect(),
         fit_ds: vec![0; n_fits],
-        init: vec![f64::NAN; n_fits * 3 * k],
+        init,
         drawn: vec![false; n_fits],
     };
-    let mut total = 0usize;
-    for ds in &sets {
-        p.ds_offset.push(total as i64);
-        total += ds.x.len();
-    }
-    p.obs = vec![0.0f64; 2 * total];
-    p.obs32 = vec![0.0f32; if t.mixed_precision { 2 * total } else { 0 }];
     let (mut obs, mut obs32) = (&mut p.obs[..], &mut p.obs32[..]);
     let (mut fit_ds, mut init, mut drawn) = (&mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
     let mut pieces = Vec::with_capacity(nd);
