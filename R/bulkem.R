@@ -187,7 +187,13 @@
 #'       2015 bulkem CUDA design: one stream per host worker, two kernel
 #'       launches per EM iteration of a dataset) or `"cuda-batched"` (whole
 #'       fits on the GPU: one launch runs every start of a chunk of datasets
-#'       to its end; the default when a GPU is used).}
+#'       to its end; the default when a GPU is used). `cuda-batched` packs
+#'       chunks into page-locked host memory, which uploads several times
+#'       faster, and keeps it for the R session (at most 768 MiB per GPU):
+#'       a call whose chunks find none large enough packs into ordinary
+#'       memory and has buffers of their size made after its GPU work, for
+#'       the calls after it (on an H200, B2's engine 0.31 -> 0.27 s,
+#'       `inst/bench/results-engines-gpu.md`).}
 #'     \item{`precision`}{`"double"` (default) or `"mixed"`: for
 #'       `cuda-batched` only, each start's E-step passes in single precision
 #'       (sums added up in double, M-step in double) until its EM steps gain
