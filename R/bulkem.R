@@ -447,7 +447,10 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     na.action = if (!missing(na.action)) na.action,
     value = value, group = group, formula = formula,
     given = c(datasets = !missing(datasets), data = !missing(data), na.action = !missing(na.action)),
-    env = parent.frame())
+    env = parent.frame(),
+    # the values are scanned on control$threads; a bad control is reported
+    # after the datasets' errors, by check_control() below
+    threads = tryCatch(check_control(control)$threads, error = function(e) 1L))
   datasets <- input$datasets
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)

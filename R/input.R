@@ -20,7 +20,7 @@
 # `given` says which arguments the caller supplied; `subset` is the
 # unevaluated expression or NULL; `env` is the caller's frame.
 make_datasets <- function(datasets, data, subset, na.action, value, group, formula,
-                          given, env) {
+                          given, env, threads = 1L) {
   na <- resolve_na_action(na.action, given[["na.action"]])
   if (!given[["datasets"]]) {
     if (is.null(formula)) {
@@ -57,7 +57,7 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   unused_with(c(data = given[["data"]], subset = !is.null(subset), value = !is.null(value),
                 group = !is.null(group), formula = !is.null(formula)),
               "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
-  checked <- check_datasets(datasets)
+  checked <- check_datasets(datasets, threads)
   dropped <- drop_missing(checked$datasets, checked$has_na, na)
   list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL)
 }

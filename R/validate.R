@@ -6,7 +6,8 @@
 # A list of datasets or one numeric vector (data frames, formulas and
 # matrices were dealt with by make_datasets(), R/input.R); returns the list
 # of double vectors and which of them hold NA or NaN (for drop_missing()).
-check_datasets <- function(datasets) {
+# `threads` scan the values (control$threads).
+check_datasets <- function(datasets, threads = 1L) {
   if (is.numeric(datasets) && !is.object(datasets)) {
     datasets <- list(datasets)
   }
@@ -19,7 +20,7 @@ check_datasets <- function(datasets) {
   }
   # one compiled pass over the list (a call may hold hundreds of thousands
   # of datasets): the engine reads double vectors in place
-  kinds <- dataset_kinds_(datasets)
+  kinds <- dataset_kinds_(datasets, as.integer(threads))
   double <- kinds <= 1L
   if (!all(double)) {
     ok <- kinds[!double] <= 4L

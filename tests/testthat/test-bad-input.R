@@ -126,6 +126,25 @@ test_that("the compiled scan of the datasets agrees with R's is.double(), is.int
     if (is.null(x)) return(4L)
     5L
   }, 0L)
-  expect_identical(bulkem:::dataset_kinds_(d), expected)
-  expect_identical(bulkem:::dataset_kinds_(c(1, 2)), 5L)
+  expect_identical(bulkem:::dataset_kinds_(d, 1L), expected)
+  expect_identical(bulkem:::dataset_kinds_(d, 4L), expected)
+  expect_identical(bulkem:::dataset_kinds_(c(1, 2), 2L), 5L)
+  # past a million values the scan is shared by the threads: the same
+  # answer, with NA and NaN first, last, alone and at block edges
+  set.seed(2)
+  big <- c(replicate(300, runif(sample(1:9000, 1)), simplify = FALSE), d)
+  for (i in c(1, 17, 150, 299)) big[[i]][c(1, length(big[[i]]))[1 + i %% 2]] <- NA
+  big[[40]][64] <- NaN
+  big[[41]][65] <- NaN
+  big[[60]] <- c(big[[60]], NA_real_)
+  big[[100]] <- sample(c(1:100000, NA_integer_))
+  big[[101]] <- 1:200000
+  expect_gt(sum(lengths(big)), 2^20)
+  want <- vapply(big, function(x) {
+    if (is.double(x)) return(as.integer(anyNA(x)))
+    if (is.integer(x) && !is.factor(x)) return(2L + anyNA(x))
+    if (is.null(x)) return(4L)
+    5L
+  }, 0L)
+  for (threads in c(1L, 2L, 3L, 8L, 1000L)) expect_identical(bulkem:::dataset_kinds_(big, threads), want)
 })
