@@ -374,9 +374,12 @@
 #'   (seconds), `seed`, `family`, `num.components`, `em_iterations` (E-step
 #'   passes over a dataset, summed over all starts), `kernel_launches` (CUDA
 #'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on
-#'   `cuda-batched` kernels) and `timings` (seconds by phase: checking the
+#'   `cuda-batched` kernels, summed over its host workers) and `timings`
+#'   (seconds by phase: checking the
 #'   arguments in R, rescaling the datasets (once, whatever the number of
-#'   Ks), the engine (and, for `cuda-batched`, its own phases), finishing the
+#'   Ks), the engine (and, for `cuda-batched`, its own phases, summed over
+#'   its four host workers per GPU, which overlap: they add up to more than
+#'   the engine's time), finishing the
 #'   fits, choosing K, building the R result, and the total: everything the
 #'   call waited for, as `elapsed`) record the call. With `control$future`
 #'   they are combined over the shards: `elapsed` is the wall time of the
