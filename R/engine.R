@@ -60,7 +60,10 @@ run_with_fallback <- function(run, engine, use.gpu) {
 #'
 #' @returns A list with `driver_found` and `nvrtc_found` (logical), `devices`
 #'   (a data frame with `device` (the number `control$devices` takes, from
-#'   0), `name`, `compute_capability`, `memory_gib` and `free_gib` per GPU), `usable` (logical), `reason` (why not, or `""`) and
+#'   0), `name`, `compute_capability`, `memory_gib`, `free_gib` and
+#'   `pinned_gib` per GPU: the page-locked host memory `cuda-batched` keeps
+#'   for that GPU in this R session, at most 0.75 GiB, see [bulkem()]'s
+#'   `control$engine`), `usable` (logical), `reason` (why not, or `""`) and
 #'   `kernel_compilations` (how often this R session compiled the kernels:
 #'   once per GPU used, whatever the number of calls).
 #' @examples
@@ -74,6 +77,7 @@ bulkem_gpu_info <- function() {
                             name = as.character(r$device_name),
                             compute_capability = as.character(r$compute_capability),
                             memory_gib = as.numeric(r$memory_gib),
-                            free_gib = as.numeric(r$free_gib)),
+                            free_gib = as.numeric(r$free_gib),
+                            pinned_gib = as.numeric(r$pinned_gib)),
        usable = r$usable, reason = r$reason, kernel_compilations = r$kernel_compilations)
 }

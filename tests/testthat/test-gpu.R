@@ -8,7 +8,8 @@ test_that("bulkem_gpu_info() reports what it sees without failing", {
   expect_type(info$driver_found, "logical")
   expect_type(info$nvrtc_found, "logical")
   expect_s3_class(info$devices, "data.frame")
-  expect_named(info$devices, c("device", "name", "compute_capability", "memory_gib", "free_gib"))
+  expect_named(info$devices, c("device", "name", "compute_capability", "memory_gib", "free_gib", "pinned_gib"))
+  expect_true(all(info$devices$pinned_gib >= 0 & info$devices$pinned_gib <= 0.75))
   # the streams kernels when the GPU is set up, the batched ones per family and K used
   expect_true(if (info$usable) info$kernel_compilations >= 1 else info$kernel_compilations == 0)
   expect_identical(nzchar(info$reason), !info$usable)
@@ -251,6 +252,10 @@ test_that("cuda-batched results do not depend on packing into pinned memory", {
   pinned <- fit()
   expect_identical(unclass(first)[seq_along(d)], unclass(ordinary)[seq_along(d)])
   expect_identical(unclass(pinned)[seq_along(d)], unclass(ordinary)[seq_along(d)])
+  # what is kept shows in bulkem_gpu_info(): a MiB at least, 0.75 GiB at most
+  held <- bulkem_gpu_info()$devices$pinned_gib[1]
+  expect_gte(held, 1 / 1024)
+  expect_lte(held, 0.75)
 })
 
 test_that("mixed precision stays close to double precision and ends every fit in fp64", {

@@ -25,6 +25,7 @@ fn gpu_info_() -> List {
     let gib = |bytes: usize| bytes as f64 / (1u64 << 30) as f64;
     let mem: Vec<f64> = r.devices.iter().map(|d| gib(d.total_memory)).collect();
     let free: Vec<f64> = r.devices.iter().map(|d| gib(d.free_memory)).collect();
+    let pinned: Vec<f64> = r.devices.iter().map(|d| gib(d.pinned)).collect();
     let (usable, reason) = match &r.usable {
         Ok(()) => (true, String::new()),
         Err(why) => (false, why.to_string()),
@@ -36,6 +37,7 @@ fn gpu_info_() -> List {
         compute_capability = cc,
         memory_gib = mem,
         free_gib = free,
+        pinned_gib = pinned,
         usable = usable,
         reason = reason,
         kernel_compilations = gpu::compilations() as i32

@@ -53,6 +53,9 @@ pub struct DeviceReport {
     pub compute_capability: (i32, i32),
     pub total_memory: usize,
     pub free_memory: usize,
+    /// Host memory bulkem keeps pinned for it (staging.rs); 0 before its
+    /// first use.
+    pub pinned: usize,
 }
 
 /// How many times this process compiled the kernels (1 once a GPU engine ran:
@@ -152,6 +155,12 @@ fn open(ordinal: usize) -> Result<Gpu, String> {
     Ok(Gpu { ordinal, ctx, name, compute_capability, total_memory, kernels, staging })
 }
 
+/// Host memory pinned for GPU `ordinal` if it has been set up (staging.rs).
+fn pinned_bytes(ordinal: usize) -> usize {
+    let set_up = GPUS.get().and_then(|g| g.as_ref().ok()).and_then(|slots| slots.get(ordinal)).and_then(OnceLock::get);
+    set_up.and_then(|g| g.as_ref().ok()).map_or(0, |g| g.staging.pinned_bytes())
+}
+
 /// Everything bulkem can tell about CUDA on this machine, without failing.
 pub fn report() -> GpuReport {
     let mut r = GpuReport {
@@ -171,6 +180,7 @@ pub fn report() -> GpuReport {
                         compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
                         total_memory: ctx.total_mem().unwrap_or(0),
                         free_memory: ctx.mem_get_info().map_or(0, |(free, _)| free),
+                        pinned: pinned_bytes(i),
                     })
                 })
                 .collect())

@@ -193,6 +193,13 @@ impl Staging {
     pub fn free_bytes(&self) -> usize {
         self.lock().free.iter().map(|b| b.num_bytes()).sum()
     }
+
+    /// Bytes pinned, free or in use, or being pinned: what bulkem holds of
+    /// the host's memory for this GPU (bulkem_gpu_info()).
+    pub fn pinned_bytes(&self) -> usize {
+        let pool = self.lock();
+        pool.total - pool.wanted.iter().sum::<usize>()
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +240,7 @@ mod tests {
         let empty: HostBuf<f64> = staging.take(0);
         assert!(!empty.is_pinned() && empty.is_empty());
         assert_eq!(staging.lock().total, GRAIN);
+        assert_eq!(staging.pinned_bytes(), GRAIN);
         // a request larger than every free buffer pins one of its size
         let third: HostBuf<f64> = staging.take(GRAIN / 8 + 1);
         assert!(!third.is_pinned());
