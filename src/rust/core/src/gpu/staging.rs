@@ -12,8 +12,9 @@
 //! next call, in the background once this one's engine is done
 //! (`pin_wanted`): pinned while the workers ran, the driver made their
 //! uploads wait (B2's engine 0.377 s instead of 0.30). Buffers are bounded
-//! (MAX_BUFFER_BYTES each, MAX_TOTAL_BYTES per GPU); larger requests always
-//! get ordinary memory.
+//! (MAX_BUFFER_BYTES each, MAX_TOTAL_BYTES per GPU) and, once pinned, kept:
+//! requests larger than every free buffer once the bound is reached get
+//! ordinary memory, as larger ones always do.
 
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -143,13 +144,11 @@ impl Staging {
             self.lock().total -= buf.num_bytes();
             return HostBuf::ordinary(len);
         }
+        // Nothing pinned is unpinned to make room: where calls overlap (the
+        // bootstrap runs several engine calls at once) that churned, each
+        // call's sizes evicting another's, and pinning while other calls
+        // upload makes them wait (see the module docs).
         let size = bytes.div_ceil(GRAIN) * GRAIN;
-        // make room by unpinning the smallest free buffers, which are too small
-        pool.free.sort_by_key(|b| std::cmp::Reverse(b.num_bytes()));
-        while pool.total + size > MAX_TOTAL_BYTES {
-            let Some(small) = pool.free.pop() else { break };
-            pool.total -= small.num_bytes();
-        }
         if pool.total + size <= MAX_TOTAL_BYTES {
             pool.total += size;
             pool.wanted.push(size);
