@@ -444,6 +444,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     stop_arg("the data frame of a formula goes by name, bulkem(", format(datasets),
              ", data = df): the second argument of bulkem() is `num.components`")
   }
+  # control is checked once, here, so that its threads scan the datasets'
+  # values; an error in it is raised below, after the datasets' errors
+  checked_control <- tryCatch(check_control(control), error = identity)
   input <- make_datasets(
     datasets = if (!missing(datasets)) datasets, data = data,
     subset = if (!missing(subset)) substitute(subset),
@@ -451,9 +454,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     value = value, group = group, formula = formula,
     given = c(datasets = !missing(datasets), data = !missing(data), na.action = !missing(na.action)),
     env = parent.frame(),
-    # the values are scanned on control$threads; a bad control is reported
-    # after the datasets' errors, by check_control() below
-    threads = tryCatch(check_control(control)$threads, error = function(e) 1L))
+    threads = if (inherits(checked_control, "error")) 1L else checked_control$threads)
   datasets <- input$datasets
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
@@ -468,7 +469,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     check_whole(seed, "seed", 0, 2^53)
   }
   given_control <- control
-  control <- check_control(control)
+  if (inherits(checked_control, "error")) stop(checked_control)
+  control <- checked_control
   if (control$future) {
     # sharded over the workers of the user's future::plan() (R/future.R)
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
