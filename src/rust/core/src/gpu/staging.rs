@@ -75,6 +75,12 @@ impl<T: Copy + Default> HostBuf<T> {
         HostBuf { inner: Inner::Ordinary(vec![T::default(); len]) }
     }
 
+    /// `len` values from `staging`'s pool (see `Staging::take`), or in
+    /// ordinary memory without one.
+    pub fn take(staging: Option<&Arc<Staging>>, len: usize) -> HostBuf<T> {
+        staging.map_or_else(|| HostBuf::ordinary(len), |s| s.take(len))
+    }
+
     pub fn is_pinned(&self) -> bool {
         matches!(self.inner, Inner::Pinned { .. })
     }
@@ -188,8 +194,9 @@ impl Staging {
         }
     }
 
-    /// Bytes pinned and free now (for tests and diagnostics).
-    pub fn free_bytes(&self) -> usize {
+    /// Bytes pinned and free now.
+    #[cfg(test)]
+    fn free_bytes(&self) -> usize {
         self.lock().free.iter().map(|b| b.num_bytes()).sum()
     }
 

@@ -68,15 +68,13 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool, sta
         ds_offset.push(total as i64);
         total += ds.x.len();
     }
-    let buf = |len: usize| staging.map_or_else(|| HostBuf::ordinary(len), |s| s.take(len));
-    let buf32 = |len: usize| staging.map_or_else(|| HostBuf::ordinary(len), |s| s.take(len));
     // every value of obs and obs32 is written below; init keeps NaN where
     // no start is drawn
-    let mut init = buf(n_fits * 3 * k);
+    let mut init = HostBuf::take(staging, n_fits * 3 * k);
     init.fill(f64::NAN);
     let mut p = Packed {
-        obs: buf(2 * total),
-        obs32: buf32(if t.mixed_precision { 2 * total } else { 0 }),
+        obs: HostBuf::take(staging, 2 * total),
+        obs32: HostBuf::take(staging, if t.mixed_precision { 2 * total } else { 0 }),
         ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
