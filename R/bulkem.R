@@ -381,7 +381,10 @@
 #'   its four host workers per GPU, which overlap: they add up to more than
 #'   the engine's time), finishing the
 #'   fits, choosing K, building the R result, and the total: everything the
-#'   call waited for, as `elapsed`) record the call. With `control$future`
+#'   call waited for, as `elapsed`) record the call. R's main thread builds
+#'   each fit's R list as soon as the fit is final, while the engine works
+#'   on the others, so `result` is what was left to build once the engine
+#'   and the finishing were done. With `control$future`
 #'   they are combined over the shards: `elapsed` is the wall time of the
 #'   whole call, `em_iterations`, `kernel_launches` and `kernel_seconds` are
 #'   summed, `engine` lists the engines the shards used, `threads` sums the

@@ -139,3 +139,47 @@ SEXP bulkem_watched_eval(SEXP expr) {
     }
     return w.caught;
 }
+
+// R's main thread builds the R result of a call's finished fits while the
+// workers still run (src/rust/src/fit.rs): R's allocator can raise an error
+// (memory exhausted), which must not longjmp over the Rust frames of the
+// running call either. `fn(data)` runs under an exiting handler for errors
+// and interrupts (watched_handler), inside R_ToplevelExec, which stops any
+// other jump.
+struct guarded {
+    void (*fn)(void *);
+    void *data;
+    SEXP caught; // what R raised, preserved; R_NilValue if nothing
+};
+
+static SEXP guarded_body(void *data) {
+    struct guarded *g = data;
+    g->fn(g->data);
+    return R_NilValue;
+}
+
+static void guarded_run(void *data) {
+    struct guarded *g = data;
+    SEXP classes = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_STRING_ELT(classes, 0, Rf_mkChar("interrupt"));
+    SET_STRING_ELT(classes, 1, Rf_mkChar("error"));
+    SEXP caught = PROTECT(R_tryCatch(guarded_body, g, classes, watched_handler, NULL, NULL, NULL));
+    if (caught != R_NilValue) {
+        R_PreserveObject(caught);
+        g->caught = caught;
+    }
+    UNPROTECT(2);
+}
+
+// Called from Rust (src/rust/src/interrupt.rs) on R's main thread: runs
+// fn(data); returns the condition R raised meanwhile, preserved (the caller
+// releases it), or R_NilValue.
+SEXP bulkem_guarded_call(void (*fn)(void *), void *data) {
+    struct guarded g = { fn, data, R_NilValue };
+    if (!R_ToplevelExec(guarded_run, &g) && g.caught == R_NilValue) {
+        g.caught = PROTECT(interrupt_condition());
+        R_PreserveObject(g.caught);
+        UNPROTECT(1);
+    }
+    return g.caught;
+}

@@ -175,6 +175,32 @@ test_that("the call records its work and where its time went", {
   expect_identical(attr(s, "kernel_seconds"), 0)
 })
 
+test_that("the R result is the same whether built while the fits are finished or after", {
+  # R's main thread builds a fit's list as soon as the fit is final, while
+  # the workers go on (src/rust/src/fit.rs); BULKEM_RESULT_DURING=0 builds
+  # every list after the call, as before
+  set.seed(43)
+  d <- c(replicate(3000, c(rnorm(20), rnorm(20, 3)), simplify = FALSE), list(rep(1, 10), c(2, 5)))
+  old <- Sys.getenv("BULKEM_RESULT_DURING", NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("BULKEM_RESULT_DURING") else Sys.setenv(BULKEM_RESULT_DURING = old))
+  calls <- list(
+    function() quiet_bulkem(d, 2, random.inits = 3, seed = 8, family = "normal", use.gpu = FALSE,
+                            control = list(threads = 2, keep.starts = TRUE)),
+    function() quiet_bulkem(d, 1:3, random.inits = 2, seed = 9, family = "normal", use.gpu = FALSE,
+                            control = list(threads = 2)))
+  for (call in calls) {
+    Sys.unsetenv("BULKEM_RESULT_DURING")
+    during <- call()
+    Sys.setenv(BULKEM_RESULT_DURING = "0")
+    after <- call()
+    expect_length(during, length(d))
+    expect_true(all(vapply(during, inherits, TRUE, "bulkem_fit")))
+    expect_identical(unclass(during)[seq_along(d)], unclass(after)[seq_along(d)])
+    expect_identical(attr(during, "em_iterations"), attr(after, "em_iterations"))
+    expect_identical(vapply(during, `[[`, "", "status")[3001:3002], c("invalid", "invalid"))
+  }
+})
+
 test_that("fits sharing a value do not share a change to it", {
   # the result shares one R integer per small value among its fits
   # (src/rust/src/convert.rs); changing one fit's copy must not touch others

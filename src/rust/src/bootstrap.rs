@@ -54,7 +54,8 @@ fn bootstrap_(
         let threads = threads_to_use(threads);
         let counters = Counters::default();
         let report = Function::try_from(report).ok();
-        let refits = run_watched(&counters, report.as_ref(), |cancel| bulkem_core::bootstrap(&b, engine, threads, cancel, &counters))?;
+        let refits =
+            run_watched(&counters, report.as_ref(), |cancel| bulkem_core::bootstrap(&b, engine, threads, cancel, &counters), || Ok(false))?;
         let clock = std::time::Instant::now();
         let out: Vec<Robj> = refits.iter().map(|r| refits_to_r(r, &b.null, b.replicates as usize)).collect::<Result<_, _>>()?;
         counters.lap("result", clock);

@@ -9,7 +9,7 @@ use bulkem_core::{parameter_names, Family, Fit, Outcome, Params, Status, MAX_COM
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
-    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
+    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_xlength, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
     LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, VECTOR_ELT,
 };
 
@@ -66,18 +66,13 @@ const SHARED_INTS: usize = 8192;
 
 /// Integer scalars made once per call and shared by every fit that holds
 /// the same value (R copies a shared object before changing it); values
-/// out of the cache's range get their own.
+/// out of the cache's range get their own. The cache is an element of
+/// `FitLists`'s protected list.
 struct Ints {
     cache: SEXP,
 }
 
 impl Ints {
-    /// # Safety
-    /// On R's main thread; the cache is protected until `unprotect`.
-    unsafe fn new() -> Ints {
-        Ints { cache: Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) }
-    }
-
     /// # Safety
     /// As `int`: the result must be stored into a protected parent at once.
     unsafe fn get(&self, value: Option<i32>) -> SEXP {
@@ -100,55 +95,129 @@ unsafe fn logical(value: bool) -> SEXP {
     v
 }
 
-/// The list of `bulkem_fit` lists, one per fit; `choice` adds the fields of
-/// a call with several Ks; without `standard_errors` (the call computed
-/// none), `se` and `vcov` are NULL.
-pub fn fits_to_r(fits: &[Box<Fit>], family: Family, choice: bool, standard_errors: bool) -> Robj {
-    let shape = family.shape_name();
-    let init_shape = format!("init_{shape}");
-    let names: Vec<&str> = FIELDS
-        .iter()
-        .map(|&f| match f {
-            "shape" => shape,
-            "init_shape" => init_shape.as_str(),
-            other => other,
-        })
-        .chain(if choice { &CHOICE_FIELDS[..] } else { &[] }.iter().copied())
-        .collect();
-    let width = names.len();
-    // SAFETY: runs on R's main thread inside an extendr call; every SEXP is
-    // either protected (the parents, the shared scalars) or stored into a
-    // protected parent before the next allocation; the protect stack is
-    // balanced before returning.
-    unsafe {
-        let out = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, fits.len() as R_xlen_t));
-        let names = Rf_protect(strings(&names));
-        let class = Rf_protect(strings(&["bulkem_fit"]));
-        let family_name = Rf_protect(strings(&[family.name()]));
-        let status_names: Vec<SEXP> = Status::ALL.iter().map(|s| Rf_protect(strings(&[s.name()]))).collect();
-        let by_k_names = Rf_protect(strings(&BY_K_COLUMNS));
-        let frame_class = Rf_protect(strings(&["data.frame"]));
-        let empty = Rf_protect(strings(&[""]));
-        // shared scalars: R copies a shared object before changing it
-        let yes = Rf_protect(logical(true));
-        let no = Rf_protect(logical(false));
-        let labels = Rf_protect(parameter_labels(family));
-        let na_real = Rf_protect(real(f64::NAN));
-        let ints = Ints::new();
-        let na_reals = [R_NaReal; MAX_COMPONENTS];
-        for (i, f) in fits.iter().enumerate() {
+/// The list of a call's `bulkem_fit` lists, one per dataset, filled a fit at
+/// a time: R's main thread fills it with the fits made final while the
+/// engine still runs. `choice` adds the fields of a call with several Ks;
+/// without `standard_errors` (the call computed none), `se` and `vcov` are
+/// NULL. What every fit shares (field names, class, statuses, labels, small
+/// integers) is made once, in `keep`, with the list.
+pub struct FitLists {
+    /// Protects every SEXP below (its elements) while the builder lives.
+    _keep: Robj,
+    out: SEXP,
+    names: SEXP,
+    class: SEXP,
+    family_name: SEXP,
+    /// One R string per Status::ALL, in that order.
+    statuses: SEXP,
+    by_k_names: SEXP,
+    frame_class: SEXP,
+    empty: SEXP,
+    yes: SEXP,
+    no: SEXP,
+    labels: SEXP,
+    na_real: SEXP,
+    ints: Ints,
+    width: usize,
+    choice: bool,
+    standard_errors: bool,
+}
+
+impl FitLists {
+    /// On R's main thread.
+    pub fn new(datasets: usize, family: Family, choice: bool, standard_errors: bool) -> FitLists {
+        let shape = family.shape_name();
+        let init_shape = format!("init_{shape}");
+        let names: Vec<&str> = FIELDS
+            .iter()
+            .map(|&f| match f {
+                "shape" => shape,
+                "init_shape" => init_shape.as_str(),
+                other => other,
+            })
+            .chain(if choice { &CHOICE_FIELDS[..] } else { &[] }.iter().copied())
+            .collect();
+        // SAFETY: on R's main thread; each object is stored into `keep`
+        // (protected) at once, and `keep` is protected by its Robj before
+        // the protect stack is unwound.
+        unsafe {
+            let keep = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 13));
+            let put = |i: usize, v: SEXP| {
+                SET_VECTOR_ELT(keep, i as R_xlen_t, v);
+                v
+            };
+            let out = put(0, Rf_allocVector(SEXPTYPE::VECSXP, datasets as R_xlen_t));
+            let width = names.len();
+            let names = put(1, strings(&names));
+            let class = put(2, strings(&["bulkem_fit"]));
+            let family_name = put(3, strings(&[family.name()]));
+            let statuses = put(4, Rf_allocVector(SEXPTYPE::VECSXP, Status::ALL.len() as R_xlen_t));
+            for (i, s) in Status::ALL.iter().enumerate() {
+                SET_VECTOR_ELT(statuses, i as R_xlen_t, strings(&[s.name()]));
+            }
+            let by_k_names = put(5, strings(&BY_K_COLUMNS));
+            let frame_class = put(6, strings(&["data.frame"]));
+            let empty = put(7, strings(&[""]));
+            // shared scalars: R copies a shared object before changing it
+            let yes = put(8, logical(true));
+            let no = put(9, logical(false));
+            let labels = put(10, parameter_labels(family));
+            let na_real = put(11, real(f64::NAN));
+            let ints = Ints { cache: put(12, Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) };
+            let keep = Robj::from_sexp(keep);
+            Rf_unprotect(1);
+            FitLists {
+                _keep: keep,
+                out,
+                names,
+                class,
+                family_name,
+                statuses,
+                by_k_names,
+                frame_class,
+                empty,
+                yes,
+                no,
+                labels,
+                na_real,
+                ints,
+                width,
+                choice,
+                standard_errors,
+            }
+        }
+    }
+
+    /// Dataset `d`'s fit into the list (nothing if `d` is out of range). On
+    /// R's main thread.
+    pub fn put(&mut self, d: usize, f: &Fit) {
+        let Ok(d) = R_xlen_t::try_from(d) else { return };
+        // SAFETY: on R's main thread; the shared objects are protected by
+        // `_keep`; the fit's list is protected until stored into `out`, and
+        // each of its fields is stored into it as soon as it is made; the
+        // protect stack is balanced before returning.
+        unsafe {
+            if d >= Rf_xlength(self.out) {
+                return;
+            }
             let k = f.k;
-            let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, width as R_xlen_t));
+            let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, self.width as R_xlen_t));
+            let na_reals = [R_NaReal; MAX_COMPONENTS];
             let column = |p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| match p {
                 Some(p) => reals(&pick(p)[..k]),
                 None => reals(&na_reals[..k]),
             };
             let (aic, bic) = f.information_criteria();
-            let status_of = |s: Status| status_names[Status::ALL.iter().position(|&x| x == s).unwrap_or(0)];
-            let status = status_of(f.status);
+            let statuses = self.statuses;
+            let status_of = |s: Status| {
+                VECTOR_ELT(statuses, Status::ALL.iter().position(|&x| x == s).unwrap_or(0) as R_xlen_t)
+            };
             let set = |j: usize, v: SEXP| {
                 SET_VECTOR_ELT(l, j as R_xlen_t, v);
             };
+            let ints = &self.ints;
+            let count = |v: u32| ints.get(i32::try_from(v).ok());
+            let (yes, no) = (self.yes, self.no);
             set(0, column(&f.params, |p| &p.shape));
             set(1, column(&f.params, |p| &p.mu));
             set(2, column(&f.params, |p| &p.alpha));
@@ -156,14 +225,13 @@ pub fn fits_to_r(fits: &[Box<Fit>], family: Family, choice: bool, standard_error
             set(4, column(&f.init, |p| &p.mu));
             set(5, column(&f.init, |p| &p.alpha));
             set(6, real(f.loglik));
-            let count = |v: u32| ints.get(i32::try_from(v).ok());
             set(7, count(f.iterations));
             set(8, if f.params.is_some() { yes } else { no });
-            set(9, family_name);
+            set(9, self.family_name);
             set(10, ints.get(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
             set(11, if f.status == Status::Converged { yes } else { no });
-            set(12, status);
-            set(13, if f.message.is_empty() { empty } else { strings(&[f.message.as_str()]) });
+            set(12, status_of(f.status));
+            set(13, if f.message.is_empty() { self.empty } else { strings(&[f.message.as_str()]) });
             set(14, ints.get(f.best_start.map(|s| s as i32 + 1)));
             set(15, count(f.starts_ok));
             set(16, real(aic));
@@ -173,24 +241,27 @@ pub fn fits_to_r(fits: &[Box<Fit>], family: Family, choice: bool, standard_error
             set(20, count(f.spurious_starts));
             set(21, match f.loglik_spurious {
                 Some(l) => real(l),
-                None => na_real,
+                None => self.na_real,
             });
             set(22, count(f.starts_run));
-            if standard_errors {
-                set_standard_errors(l, 23, f, labels);
+            if self.standard_errors {
+                set_standard_errors(l, 23, f, self.labels);
             }
-            if choice {
+            if self.choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
-                set(FIELDS.len() + 1, by_k_frame(f, by_k_names, frame_class, &status_of));
+                set(FIELDS.len() + 1, by_k_frame(f, self.by_k_names, self.frame_class, &status_of));
             }
-            Rf_setAttrib(l, R_NamesSymbol, names);
-            Rf_setAttrib(l, R_ClassSymbol, class);
-            SET_VECTOR_ELT(out, i as R_xlen_t, l);
+            Rf_setAttrib(l, R_NamesSymbol, self.names);
+            Rf_setAttrib(l, R_ClassSymbol, self.class);
+            SET_VECTOR_ELT(self.out, d, l);
             Rf_unprotect(1);
         }
-        let robj = Robj::from_sexp(out);
-        Rf_unprotect(12 + status_names.len() as c_int);
-        robj
+    }
+
+    /// The list of fits.
+    pub fn into_robj(self) -> Robj {
+        // SAFETY: `out` is protected by `_keep` until the new Robj protects it
+        unsafe { Robj::from_sexp(self.out) }
     }
 }
 

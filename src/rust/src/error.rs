@@ -39,6 +39,16 @@ impl From<Error> for Stop {
     }
 }
 
+/// Building the result while the workers ran met an R error (or a bug).
+impl From<crate::interrupt::Guarded> for Stop {
+    fn from(g: crate::interrupt::Guarded) -> Self {
+        match g {
+            crate::interrupt::Guarded::R(cond) => Stop::R(cond),
+            crate::interrupt::Guarded::Panicked => Stop::Core(Error::Internal("building the result panicked".into())),
+        }
+    }
+}
+
 /// extendr fails only where R handed the glue something its R caller
 /// should have ruled out, or on a bug: either way not the user's doing.
 impl From<extendr_api::Error> for Stop {

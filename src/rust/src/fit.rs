@@ -5,11 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{Counters, EngineKind, Family, Job};
+use bulkem_core::{Counters, EngineKind, Family, Finals, Job};
 use extendr_api::prelude::*;
 
+use crate::convert::FitLists;
 use crate::error::{or_condition, Stop};
-use crate::interrupt::{call_watched, interrupt_pending};
+use crate::interrupt::{call_watched, guarded, interrupt_pending};
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
@@ -80,12 +81,31 @@ fn fit(
     let threads = threads_to_use(threads);
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
-    let fits = run_watched(&counters, report.as_ref(), |cancel| bulkem_core::fit(&job, engine, threads, cancel, &counters))?;
-    let clock = std::time::Instant::now();
     let choice = job.components.len() > 1;
+    let n = job.datasets.len();
+    let finals = Finals::new(n);
+    let mut lists = FitLists::new(n, job.family, choice, job.standard_errors);
+    let mut building = Building::new(n);
+    let during = std::env::var("BULKEM_RESULT_DURING").map_or(true, |v| v != "0");
+    run_watched(
+        &counters,
+        report.as_ref(),
+        |cancel| bulkem_core::fit_into(&job, engine, threads, cancel, &counters, &finals),
+        || {
+            if !during {
+                return Ok(false);
+            }
+            let mut more = false;
+            guarded(&mut || more = building.step(&finals, &mut lists, BUILD_AT_ONCE)).map_err(Stop::from)?;
+            Ok(more)
+        },
+    )?;
+    let clock = std::time::Instant::now();
+    building.rest(&finals, &mut lists);
+    let fits = finals.into_fits().ok_or(bulkem_core::Error::Cancelled)?;
     let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
     let outcomes = crate::convert::outcome_counts(&fits);
-    let fits = crate::convert::fits_to_r(&fits, job.family, choice, job.standard_errors);
+    let fits = lists.into_robj();
     counters.lap("result", clock);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
@@ -101,6 +121,56 @@ fn fit(
             outcomes,
         ],
     )?)
+}
+
+/// Fits R's main thread turns into R lists between its checks for
+/// interrupts while the workers run: about 5-10 ms of work.
+const BUILD_AT_ONCE: usize = 2048;
+
+/// Which final fits have their R lists.
+struct Building {
+    /// Datasets whose fits were final at the last look, built up to `next`.
+    ready: Vec<usize>,
+    next: usize,
+    built: Vec<bool>,
+}
+
+impl Building {
+    fn new(datasets: usize) -> Building {
+        Building { ready: Vec::new(), next: 0, built: vec![false; datasets] }
+    }
+
+    /// Builds the R lists of up to `at_most` fits made final; false if
+    /// there were none to build. On R's main thread.
+    fn step(&mut self, finals: &Finals, lists: &mut FitLists, at_most: usize) -> bool {
+        if self.next == self.ready.len() {
+            self.ready = finals.take_ready();
+            self.next = 0;
+        }
+        let end = self.ready.len().min(self.next.saturating_add(at_most));
+        for j in self.next..end {
+            if let Some(&d) = self.ready.get(j) {
+                self.put(d, finals, lists);
+            }
+        }
+        let built = end > self.next;
+        self.next = end;
+        built
+    }
+
+    /// Builds every fit's R list not built yet (the call has ended).
+    fn rest(&mut self, finals: &Finals, lists: &mut FitLists) {
+        for d in 0..self.built.len() {
+            self.put(d, finals, lists);
+        }
+    }
+
+    fn put(&mut self, d: usize, finals: &Finals, lists: &mut FitLists) {
+        if let (Some(false), Some(f)) = (self.built.get(d), finals.get(d)) {
+            lists.put(d, f);
+            self.built[d] = true;
+        }
+    }
 }
 
 pub(crate) fn engine_kind(name: &str) -> Result<EngineKind, Stop> {
@@ -190,19 +260,23 @@ fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
 }
 
 /// Runs `work` (the engine) on a worker thread; the calling (R main) thread
-/// sleeps, polling for interrupts, and on one sets the cancel flag and waits
-/// for the workers to stop before returning the condition R raised, which R
-/// signals again once the `.Call` has returned. Every REPORT_EVERY it calls
-/// `report(done, total)` (an R function that draws the progress bar). No R
-/// API is used off this thread.
+/// polls for interrupts, and on one sets the cancel flag and waits for the
+/// workers to stop before returning the condition R raised, which R signals
+/// again once the `.Call` has returned. Every REPORT_EVERY it calls
+/// `report(done, total)` (an R function that draws the progress bar).
+/// Between polls it runs `meanwhile` (work of its own on R's main thread:
+/// true if it did some, and then it does not sleep; an error stops the call
+/// as an interrupt does). No R API is used off this thread.
 pub(crate) fn run_watched<T: Send>(
     counters: &Counters,
     report: Option<&Function>,
     work: impl FnOnce(&AtomicBool) -> Result<T, bulkem_core::Error> + Send,
+    mut meanwhile: impl FnMut() -> Result<bool, Stop>,
 ) -> Result<T, Stop> {
     let cancel = AtomicBool::new(false);
     let main = std::thread::current();
     let mut interrupt = None;
+    let mut stopped = None;
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             let result = work(&cancel);
@@ -210,9 +284,13 @@ pub(crate) fn run_watched<T: Send>(
             result
         });
         let mut reported = std::time::Instant::now();
+        let mut busy = false;
         while !worker.is_finished() {
-            std::thread::park_timeout(POLL);
-            if interrupt.is_some() {
+            if !busy {
+                std::thread::park_timeout(POLL);
+            }
+            busy = false;
+            if interrupt.is_some() || stopped.is_some() {
                 continue;
             }
             interrupt = match report {
@@ -224,7 +302,13 @@ pub(crate) fn run_watched<T: Send>(
                 }
                 _ => interrupt_pending(),
             };
-            if interrupt.is_some() {
+            if interrupt.is_none() {
+                match meanwhile() {
+                    Ok(more) => busy = more,
+                    Err(stop) => stopped = Some(stop),
+                }
+            }
+            if interrupt.is_some() || stopped.is_some() {
                 cancel.store(true, Ordering::Relaxed);
             }
         }
@@ -234,6 +318,9 @@ pub(crate) fn run_watched<T: Send>(
     // finished meanwhile
     if let Some(cond) = interrupt {
         return Err(Stop::R(cond));
+    }
+    if let Some(stop) = stopped {
+        return Err(stop);
     }
     match outcome {
         Ok(result) => result.map_err(Stop::from),

@@ -4,7 +4,7 @@
 //! BIC.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::dataset::{prepare, Invalid, Prepared};
 use crate::engine::best::{Best, Bests};
@@ -22,10 +22,70 @@ use crate::saddle;
 /// `Error::Cancelled` soon after. Each fit is boxed, allocated by the thread
 /// that finishes it: side by side, a call's 200,000 fits of 600 bytes were
 /// 120 MB first touched by one thread, 0.1-0.25 s (B5).
+#[allow(clippy::vec_box)]
 pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Box<Fit>>, Error> {
+    let finals = Finals::new(job.datasets.len());
+    fit_into(job, kind, threads, cancel, counters, &finals)?;
+    finals.into_fits().ok_or(Error::Cancelled)
+}
+
+/// `fit`, each fit going into `finals` as soon as it is final, so that
+/// another thread can take it while the call runs (R's main thread builds
+/// the R result of a call meanwhile).
+pub fn fit_into(
+    job: &Job,
+    kind: EngineKind,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+    finals: &Finals,
+) -> Result<(), Error> {
     job.validate()?;
     let engine = kind.engine(threads, &job.devices)?;
-    run(job, engine.as_ref(), threads, cancel, counters, true)
+    run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
+}
+
+/// A call's fits, one per dataset, each set once, when it is final, and the
+/// datasets in the order their fits became final. With one K a fit is final
+/// when it is finished, which for engines that settle datasets in chunks is
+/// while later chunks run; with several, once K is chosen.
+pub struct Finals {
+    fits: Vec<OnceLock<Box<Fit>>>,
+    ready: Mutex<Vec<usize>>,
+}
+
+impl Finals {
+    pub fn new(datasets: usize) -> Finals {
+        Finals { fits: (0..datasets).map(|_| OnceLock::new()).collect(), ready: Mutex::new(Vec::new()) }
+    }
+
+    /// Dataset `d`'s fit, if it is final.
+    pub fn get(&self, d: usize) -> Option<&Fit> {
+        self.fits.get(d).and_then(OnceLock::get).map(|f| &**f)
+    }
+
+    /// The datasets whose fits became final since the last call, in the
+    /// order they did.
+    pub fn take_ready(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.ready.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every fit, in dataset order; `None` if any is missing (a cancelled call).
+    #[allow(clippy::vec_box)]
+    pub fn into_fits(self) -> Option<Vec<Box<Fit>>> {
+        self.fits.into_iter().map(OnceLock::into_inner).collect()
+    }
+
+    fn is_set(&self, d: usize) -> bool {
+        self.get(d).is_some()
+    }
+
+    /// Sets `d`'s fit unless it has one.
+    fn set(&self, d: usize, fit: Box<Fit>) {
+        if self.fits.get(d).is_some_and(|slot| slot.set(fit).is_ok()) {
+            self.ready.lock().unwrap_or_else(PoisonError::into_inner).push(d);
+        }
+    }
 }
 
 /// `fit` on an engine made already (its fits boxed, as `fit` says). With
@@ -41,6 +101,21 @@ pub(crate) fn run(
     counters: &Counters,
     count: bool,
 ) -> Result<Vec<Box<Fit>>, Error> {
+    let finals = Finals::new(job.datasets.len());
+    run_into(job, engine, threads, cancel, counters, count, &finals)?;
+    finals.into_fits().ok_or(Error::Cancelled)
+}
+
+/// `run`, its fits going into `finals` as `fit_into` says.
+fn run_into(
+    job: &Job,
+    engine: &dyn Engine,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+    count: bool,
+    finals: &Finals,
+) -> Result<(), Error> {
     let clock = std::time::Instant::now();
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
         prepare(job.datasets[d], job.family).map(|mut ds| {
@@ -53,18 +128,21 @@ pub(crate) fn run(
     if count {
         counters.total.fetch_add(works.iter().map(Work::start_fits).sum(), Ordering::Relaxed);
     }
+    // with one K its fits are the call's; with several each K has its own
+    let one_k = works.len() == 1;
     let mut per_k = Vec::with_capacity(works.len());
     let mut clock = clock;
     for w in &works {
         let n = job.datasets.len();
+        let own = (!one_k).then(|| Finals::new(n));
+        let fits = own.as_ref().unwrap_or(finals);
         // a dataset whose starts are all recorded and that has an admissible
         // winner is final (restart rounds take only the others): engines
         // that run datasets in chunks have it finished here while later
         // chunks run; every other dataset is finished after the engine
-        let fits: Vec<OnceLock<Box<Fit>>> = (0..n).map(|_| OnceLock::new()).collect();
         let early = |d: usize, b: &Best| {
-            if b.winner.is_some() {
-                let _ = fits[d].set(Box::new(finish(job, &w.task, d, &prepared[d], b, cancel)));
+            if b.winner.is_some() && !fits.is_set(d) {
+                fits.set(d, Box::new(finish(job, &w.task, d, &prepared[d], b, cancel)));
             }
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
@@ -85,18 +163,25 @@ pub(crate) fn run(
         }
         clock = counters.lap("engine", clock);
         queue::for_each_index(n, threads, cancel, |d| {
-            if fits[d].get().is_none() {
-                let _ = fits[d].set(Box::new(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b, cancel))));
+            if !fits.is_set(d) {
+                fits.set(d, Box::new(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b, cancel))));
             }
         })?;
         drop(bests);
-        let fits: Option<Vec<Box<Fit>>> = fits.into_iter().map(OnceLock::into_inner).collect();
-        per_k.push(fits.ok_or(Error::Cancelled)?);
+        if let Some(own) = own {
+            per_k.push(own.into_fits().ok_or(Error::Cancelled)?);
+        } else if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
         clock = counters.lap("finish", clock);
     }
-    let fits = choose_k(per_k);
+    if !one_k {
+        for (d, fit) in choose_k(per_k).into_iter().enumerate() {
+            finals.set(d, fit);
+        }
+    }
     counters.lap("choose K", clock);
-    Ok(fits)
+    Ok(())
 }
 
 /// The work of one K: the datasets long enough for it.

@@ -35,7 +35,7 @@ mod simulate;
 mod starts;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
-pub use call::{default_threads, fit};
+pub use call::{default_threads, fit, fit_into, Finals};
 pub use engine::counters::Counters;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};

@@ -146,11 +146,17 @@ impl<'a> Bests<'a> {
     /// them in this round. Calls the `settled` callback on each, on up to
     /// `threads` threads.
     pub fn settle(&self, datasets: &[usize], threads: usize, cancel: &AtomicBool) -> Result<(), Error> {
-        let Some(f) = self.settled else { return Ok(()) };
-        queue::for_each_index(datasets.len(), threads, cancel, |j| {
-            let d = datasets[j];
+        if self.settled.is_none() {
+            return Ok(());
+        }
+        queue::for_each_index(datasets.len(), threads, cancel, |j| self.settle_one(datasets[j]))
+    }
+
+    /// `settle` for dataset `d` alone, on the calling thread.
+    pub fn settle_one(&self, d: usize) {
+        if let Some(f) = self.settled {
             self.with(d, |b| f(d, b));
-        })
+        }
     }
 }
 

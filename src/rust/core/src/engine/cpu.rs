@@ -1,7 +1,10 @@
 //! The CPU engine: every (dataset, start) pair is one work item of the
-//! shared queue, so one large dataset cannot leave cores idle.
+//! shared queue, so one large dataset cannot leave cores idle. The worker
+//! that records a dataset's last start settles it (best.rs), so its fit is
+//! finished while the engine goes on, and R's main thread can build its R
+//! list meanwhile.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::best::Bests;
 use super::counters::Counters;
@@ -19,6 +22,7 @@ impl Engine for Cpu {
         let t = &work.task;
         let valid = work.valid();
         let starts = t.starts as usize;
+        let unrecorded: Vec<AtomicU32> = valid.iter().map(|_| AtomicU32::new(t.starts)).collect();
         queue::for_each_index(valid.len() * starts, self.threads, cancel, |item| {
             let d = valid[item / starts];
             let start = t.first_start + (item % starts) as u32;
@@ -31,6 +35,9 @@ impl Engine for Cpu {
             let spurious = fit.is_some_and(|f| t.screen.spurious(t.family, &f.params, ds.x.len()));
             bests.with(d, |b| b.record(start, init, fit, spurious));
             counters.done.fetch_add(1, Ordering::Relaxed);
+            if unrecorded[item / starts].fetch_sub(1, Ordering::AcqRel) == 1 {
+                bests.settle_one(d);
+            }
         })
     }
 }
