@@ -102,11 +102,12 @@ fn fit(
     )?;
     let clock = std::time::Instant::now();
     building.rest(&finals, &mut lists);
-    let fits = finals.into_fits().ok_or(bulkem_core::Error::Cancelled)?;
-    let starts: Robj = if keep_starts { crate::convert::starts_to_r(&fits) } else { Robj::default() };
-    let outcomes = crate::convert::outcome_counts(&fits);
+    let done = finals.into_fits().ok_or(bulkem_core::Error::Cancelled)?;
+    let starts: Robj = if keep_starts { crate::convert::starts_to_r(&done) } else { Robj::default() };
+    let outcomes = crate::convert::outcome_counts(&done);
     let fits = lists.into_robj();
     counters.lap("result", clock);
+    bulkem_core::drop_in_background(done);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
         ["fits", "starts", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings", "outcomes"],

@@ -181,6 +181,8 @@ fn run_into(
         }
     }
     counters.lap("choose K", clock);
+    drop(works);
+    queue::drop_in_background(prepared);
     Ok(())
 }
 

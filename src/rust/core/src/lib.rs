@@ -37,6 +37,7 @@ mod starts;
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
 pub use call::{default_threads, fit, fit_into, Finals};
 pub use engine::counters::Counters;
+pub use engine::queue::drop_in_background;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
 pub use job::{Fit, Job, KSummary};

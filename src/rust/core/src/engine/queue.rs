@@ -75,6 +75,15 @@ pub fn map<T: Send + Sync>(n: usize, threads: usize, cancel: &AtomicBool, f: imp
     out.ok_or(Error::Cancelled)
 }
 
+/// Drops `value` on a thread of its own, so that the caller need not wait:
+/// a call's fits or prepared datasets are ~10^6 heap blocks for 200,000
+/// datasets, 30-50 ms to free. Where no thread can be started, it is
+/// dropped here.
+pub fn drop_in_background<T: Send + 'static>(value: T) {
+    // on failure the closure, and `value` with it, is dropped here
+    let _ = std::thread::Builder::new().name("bulkem-free".into()).spawn(move || drop(value));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
