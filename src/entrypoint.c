@@ -23,12 +23,15 @@ void R_init_bulkem(DllInfo *dll) {
 // call, and must reach the user as R's own condition once the workers have
 // stopped. So it is caught here, as a condition, and returned to Rust.
 struct watched {
-    SEXP expr;   // evaluated first, unless R_NilValue
+    void (*fn)(void *); // called first, unless NULL, with `data`
+    void *data;
+    SEXP expr;   // evaluated next, unless R_NilValue
     SEXP caught; // what R raised, preserved; R_NilValue if nothing
 };
 
 static SEXP watched_body(void *data) {
     struct watched *w = data;
+    if (w->fn) w->fn(w->data);
     if (w->expr != R_NilValue) Rf_eval(w->expr, R_GlobalEnv);
     R_CheckUserInterrupt();
     return R_NilValue;
@@ -118,68 +121,40 @@ static void watched_expr(struct watched *w) {
     UNPROTECT(1);
 }
 
+// watched_run under R_ToplevelExec, which stops any jump that is not a
+// condition its handler sees (an interrupt in the few evaluations before
+// the handler is set up); such a jump means "stop" too, reported as an
+// interrupt. Returns what was caught, preserved, or R_NilValue.
+static SEXP watched_toplevel(struct watched *w) {
+    if (!R_ToplevelExec(watched_run, w) && w->caught == R_NilValue) {
+        w->caught = PROTECT(interrupt_condition());
+        R_PreserveObject(w->caught);
+        UNPROTECT(1);
+    }
+    return w->caught;
+}
+
 // Called from Rust (src/rust/src/interrupt.rs) on R's main thread. Returns
 // the condition R raised, preserved with R_PreserveObject (the caller
 // releases it), or R_NilValue. `expr` runs first (watched_expr); then the
-// check for an interrupt runs under R_ToplevelExec, which stops any jump
-// that is not a condition the handler sees (an interrupt in the few
-// evaluations before the handler is set up); such a jump means "stop" too,
-// reported as an interrupt.
+// check for an interrupt (watched_toplevel).
 SEXP bulkem_watched_eval(SEXP expr) {
-    struct watched w = { expr, R_NilValue };
+    struct watched w = { NULL, NULL, expr, R_NilValue };
     if (expr != R_NilValue) {
         watched_expr(&w);
         if (w.caught != R_NilValue) return w.caught;
         w.expr = R_NilValue;
     }
-    if (!R_ToplevelExec(watched_run, &w) && w.caught == R_NilValue) {
-        w.caught = PROTECT(interrupt_condition());
-        R_PreserveObject(w.caught);
-        UNPROTECT(1);
-    }
-    return w.caught;
+    return watched_toplevel(&w);
 }
 
-// R's main thread builds the R result of a call's finished fits while the
-// workers still run (src/rust/src/fit.rs): R's allocator can raise an error
-// (memory exhausted), which must not longjmp over the Rust frames of the
-// running call either. `fn(data)` runs under an exiting handler for errors
-// and interrupts (watched_handler), inside R_ToplevelExec, which stops any
-// other jump.
-struct guarded {
-    void (*fn)(void *);
-    void *data;
-    SEXP caught; // what R raised, preserved; R_NilValue if nothing
-};
-
-static SEXP guarded_body(void *data) {
-    struct guarded *g = data;
-    g->fn(g->data);
-    return R_NilValue;
-}
-
-static void guarded_run(void *data) {
-    struct guarded *g = data;
-    SEXP classes = PROTECT(Rf_allocVector(STRSXP, 2));
-    SET_STRING_ELT(classes, 0, Rf_mkChar("interrupt"));
-    SET_STRING_ELT(classes, 1, Rf_mkChar("error"));
-    SEXP caught = PROTECT(R_tryCatch(guarded_body, g, classes, watched_handler, NULL, NULL, NULL));
-    if (caught != R_NilValue) {
-        R_PreserveObject(caught);
-        g->caught = caught;
-    }
-    UNPROTECT(2);
-}
-
-// Called from Rust (src/rust/src/interrupt.rs) on R's main thread: runs
-// fn(data); returns the condition R raised meanwhile, preserved (the caller
-// releases it), or R_NilValue.
+// Called from Rust (src/rust/src/interrupt.rs) on R's main thread, which
+// builds the R result of a call's finished fits while the workers still
+// run: fn(data), then the check for an interrupt, as bulkem_watched_eval
+// checks, so that what R raises in either (an allocation that fails, Ctrl-C)
+// is returned as a condition, preserved, instead of longjmping over the
+// running call; R_NilValue if nothing.
 SEXP bulkem_guarded_call(void (*fn)(void *), void *data) {
-    struct guarded g = { fn, data, R_NilValue };
-    if (!R_ToplevelExec(guarded_run, &g) && g.caught == R_NilValue) {
-        g.caught = PROTECT(interrupt_condition());
-        R_PreserveObject(g.caught);
-        UNPROTECT(1);
-    }
-    return g.caught;
+    struct watched w = { fn, data, R_NilValue, R_NilValue };
+    return watched_toplevel(&w);
 }

@@ -36,6 +36,30 @@ test_that("setTimeLimit stops a long fit and the session survives", {
   expect_true(f$fit_success)
 })
 
+test_that("a time limit while R builds the fits' lists stops the call as cleanly", {
+  # R's main thread builds each fit's R list while the workers go on
+  # (src/rust/src/fit.rs); a limit that fires then is caught there too
+  set.seed(2)
+  d <- replicate(60000, rnorm(30), simplify = FALSE)
+  for (limit in c(0.1, 0.15, 0.2, 0.25, 0.3)) {
+    setTimeLimit(elapsed = limit, transient = TRUE)
+    started <- proc.time()[["elapsed"]]
+    e <- tryCatch(bulkem(d, random.inits = 1, max.iters = 3, family = "normal", use.gpu = FALSE,
+                         control = list(threads = 2)),
+                  error = function(e) e, warning = function(w) w)
+    setTimeLimit(elapsed = Inf)
+    expect_lt(proc.time()[["elapsed"]] - started, limit + 5)
+    # stopped with R's own error, or done before the limit
+    if (inherits(e, "error")) {
+      expect_identical(conditionMessage(e), "reached elapsed time limit")
+    } else {
+      expect_s3_class(e, "warning")
+    }
+  }
+  f <- bulkem(d[1:3], random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_true(all(vapply(f, `[[`, TRUE, "fit_success")))
+})
+
 test_that("a time limit caught by the caller prints nothing", {
   skip_on_os("windows")
   out <- run_child(paste(long_fit_code, '

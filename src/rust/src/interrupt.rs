@@ -16,9 +16,9 @@ extern "C" {
     // R_CheckUserInterrupt(), under an R_tryCatch for interrupts and errors;
     // returns the condition caught, preserved, or R NULL.
     fn bulkem_watched_eval(expr: SEXP) -> SEXP;
-    // src/entrypoint.c: runs `f(data)` under an R_tryCatch for interrupts
-    // and errors inside R_ToplevelExec; returns the condition caught,
-    // preserved, or R NULL.
+    // src/entrypoint.c: runs `f(data)`, then R_CheckUserInterrupt(), as
+    // bulkem_watched_eval does; returns the condition caught, preserved, or
+    // R NULL.
     fn bulkem_guarded_call(f: extern "C" fn(*mut c_void), data: *mut c_void) -> SEXP;
 }
 
@@ -49,10 +49,11 @@ pub enum Guarded {
 }
 
 /// Runs `f`, which uses R's API, on R's main thread while the workers of a
-/// call run: whatever R raises in it (an allocation that fails) is caught
-/// here as a condition instead of a longjmp over the Rust frames of the
-/// call. A longjmp out of `f` skips its frames, so they must own nothing
-/// that needs dropping.
+/// call run, then checks for an interrupt as interrupt_pending() does:
+/// whatever R raises (an allocation that fails, Ctrl-C) is caught as a
+/// condition instead of a longjmp over the Rust frames of the call. A
+/// longjmp out of `f` skips its frames, so they must own nothing that needs
+/// dropping.
 pub fn guarded(f: &mut dyn FnMut()) -> Result<(), Guarded> {
     struct Call<'a> {
         f: &'a mut dyn FnMut(),

@@ -24,9 +24,9 @@ use crate::saddle;
 /// 120 MB first touched by one thread, 0.1-0.25 s (B5).
 #[allow(clippy::vec_box)]
 pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Box<Fit>>, Error> {
-    let finals = Finals::new(job.datasets.len());
-    fit_into(job, kind, threads, cancel, counters, &finals)?;
-    finals.into_fits().ok_or(Error::Cancelled)
+    job.validate()?;
+    let engine = kind.engine(threads, &job.devices)?;
+    run(job, engine.as_ref(), threads, cancel, counters, true)
 }
 
 /// `fit`, each fit going into `finals` as soon as it is final, so that
