@@ -1,5 +1,6 @@
 //! `fit_()`: R vectors in, a `bulkem_core::Job` to the engine on a worker
-//! thread while R's main thread watches for interrupts, R lists back.
+//! thread while R's main thread watches for interrupts and turns each fit
+//! that is final into its R list, R lists back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
