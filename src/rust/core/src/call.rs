@@ -162,7 +162,7 @@ fn run_into(
             return Err(Error::Cancelled);
         }
         clock = counters.lap("engine", clock);
-        queue::for_each_index(n, threads, cancel, |d| {
+        queue::for_each_light(n, threads, cancel, |d| {
             if !fits.is_set(d) {
                 fits.set(d, Box::new(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b, cancel))));
             }

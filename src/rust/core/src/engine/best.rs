@@ -149,7 +149,7 @@ impl<'a> Bests<'a> {
         if self.settled.is_none() {
             return Ok(());
         }
-        queue::for_each_index(datasets.len(), threads, cancel, |j| self.settle_one(datasets[j]))
+        queue::for_each_light(datasets.len(), threads, cancel, |j| self.settle_one(datasets[j]))
     }
 
     /// `settle` for dataset `d` alone, on the calling thread.

@@ -95,7 +95,7 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool, sta
         pieces.push(Mutex::new((o, o32, f, i, d)));
         (obs, obs32, fit_ds, init, drawn) = (rest_o, rest_o32, rest_f, rest_i, rest_d);
     }
-    queue::for_each_index(nd, threads, cancel, |j| {
+    queue::for_each_light(nd, threads, cancel, |j| {
         let ds = sets[j];
         let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
         let (obs, obs32, fit_ds, init, drawn) = &mut *piece;

@@ -37,7 +37,7 @@ pub fn record(
     // mixed precision also the fp32 pass at which the fit switched, which
     // the fp64 launch computes again (em_batched.cu)
     let extra_passes = 1 + usize::from(work.task.mixed_precision);
-    queue::for_each_index(chunk.datasets.len(), threads, cancel, |j| {
+    queue::for_each_light(chunk.datasets.len(), threads, cancel, |j| {
         bests.with(chunk.datasets[j], |best| {
             let mut passes = 0;
             for s in 0..starts {
