@@ -86,19 +86,19 @@ fn fit(
     let n = job.datasets.len();
     let finals = Finals::new(n);
     let mut lists = FitLists::new(n, job.family, choice, job.standard_errors);
-    let mut building = Building::new(n);
+    let mut building = Building::default();
     let during = std::env::var("BULKEM_RESULT_DURING").map_or(true, |v| v != "0");
     run_watched(
         &counters,
         report.as_ref(),
         |cancel| bulkem_core::fit_into(&job, engine, threads, cancel, &counters, &finals),
         || {
-            if !during {
+            // the guarded call checks for interrupts again: only when there is work
+            if !during || !building.waiting(&finals) {
                 return Ok(false);
             }
-            let mut more = false;
-            guarded(&mut || more = building.step(&finals, &mut lists, BUILD_AT_ONCE)).map_err(Stop::from)?;
-            Ok(more)
+            guarded(&mut || building.step(&finals, &mut lists, BUILD_AT_ONCE)).map_err(Stop::from)?;
+            Ok(true)
         },
     )?;
     let clock = std::time::Instant::now();
@@ -129,48 +129,43 @@ fn fit(
 /// interrupts while the workers run: about 5-10 ms of work.
 const BUILD_AT_ONCE: usize = 2048;
 
-/// Which final fits have their R lists.
+/// The fits made final and not yet built into R lists: `ready` from `next`
+/// on. Finals lists each dataset once, when its fit is set, so every fit
+/// passes through here exactly once.
+#[derive(Default)]
 struct Building {
-    /// Datasets whose fits were final at the last look, built up to `next`.
     ready: Vec<usize>,
     next: usize,
-    built: Vec<bool>,
 }
 
 impl Building {
-    fn new(datasets: usize) -> Building {
-        Building { ready: Vec::new(), next: 0, built: vec![false; datasets] }
-    }
-
-    /// Builds the R lists of up to `at_most` fits made final; false if
-    /// there were none to build. On R's main thread.
-    fn step(&mut self, finals: &Finals, lists: &mut FitLists, at_most: usize) -> bool {
+    /// Whether a fit waits to be built (takes the newly final ones).
+    fn waiting(&mut self, finals: &Finals) -> bool {
         if self.next == self.ready.len() {
             self.ready = finals.take_ready();
             self.next = 0;
         }
+        self.next < self.ready.len()
+    }
+
+    /// Builds the R lists of up to `at_most` waiting fits. On R's main thread.
+    fn step(&mut self, finals: &Finals, lists: &mut FitLists, at_most: usize) {
+        if !self.waiting(finals) {
+            return;
+        }
         let end = self.ready.len().min(self.next.saturating_add(at_most));
-        for j in self.next..end {
-            if let Some(&d) = self.ready.get(j) {
-                self.put(d, finals, lists);
+        for &d in self.ready.get(self.next..end).unwrap_or(&[]) {
+            if let Some(f) = finals.get(d) {
+                lists.put(d, f);
             }
         }
-        let built = end > self.next;
         self.next = end;
-        built
     }
 
-    /// Builds every fit's R list not built yet (the call has ended).
+    /// Builds every waiting fit's R list (the call has ended).
     fn rest(&mut self, finals: &Finals, lists: &mut FitLists) {
-        for d in 0..self.built.len() {
-            self.put(d, finals, lists);
-        }
-    }
-
-    fn put(&mut self, d: usize, finals: &Finals, lists: &mut FitLists) {
-        if let (Some(false), Some(f)) = (self.built.get(d), finals.get(d)) {
-            lists.put(d, f);
-            self.built[d] = true;
+        while self.waiting(finals) {
+            self.step(finals, lists, usize::MAX);
         }
     }
 }
