@@ -274,15 +274,22 @@ pub(crate) fn run_watched<T: Send>(
     let main = std::thread::current();
     let mut interrupt = None;
     let mut stopped = None;
+    // Set by the worker just before it wakes this thread. The thread's own
+    // is_finished() turns true only after the wake-up, and a loop that
+    // checked it could miss the wake-up and sleep a whole POLL longer (a
+    // quarter of B1's calls took 25 ms more on a 2-core machine).
+    let finished = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             let result = work(&cancel);
+            finished.store(true, Ordering::Release);
             main.unpark();
             result
         });
         let mut reported = std::time::Instant::now();
         let mut busy = false;
-        while !worker.is_finished() {
+        // (is_finished() still ends the loop if the work panics)
+        while !finished.load(Ordering::Acquire) && !worker.is_finished() {
             if !busy {
                 std::thread::park_timeout(POLL);
             }
