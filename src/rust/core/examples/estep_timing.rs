@@ -2,14 +2,15 @@
 //! and floating-point pipes can do on one core (issue 14's measurement):
 //!   cargo run --release --example estep_timing
 //! Prints ns per observation of one E-step pass (n = 2,000, as B1) for both
-//! families and K = 2, 3; ns per value of exp_nonpos (value by value, and
+//! families and K = 2, 3, as e_step runs it and by the block loops alone
+//! (K = 2 has its own AVX2 code, estep_avx2.rs); ns per value of exp_nonpos (value by value, and
 //! exp_nonpos_all as the E-step calls it) and of libm's exp;
 //! and the core's rate of independent 4-wide multiply-adds (separate, as
 //! the E-step does them, and fused).
 use std::hint::black_box;
 use std::time::Instant;
 
-use bulkem_core::estep::e_step;
+use bulkem_core::estep::{e_step, e_step_blocked};
 use bulkem_core::{Family, Params};
 
 fn per(secs: f64, count: usize) -> f64 {
@@ -33,7 +34,13 @@ fn main() {
         for _ in 0..reps {
             black_box(e_step(family, black_box(&xs), &g, &p));
         }
-        println!("  {family:?} K = {k}: {:.2} ns per observation", per(t.elapsed().as_secs_f64(), reps * n));
+        let fast = per(t.elapsed().as_secs_f64(), reps * n);
+        let t = Instant::now();
+        for _ in 0..reps {
+            black_box(e_step_blocked(family, black_box(&xs), &g, &p));
+        }
+        let blocked = per(t.elapsed().as_secs_f64(), reps * n);
+        println!("  {family:?} K = {k}: {fast:.2} ns per observation (block loops alone {blocked:.2})");
     }
 
     // exponentials of a block of 64 values in [-6.3, 0], as in the E-step

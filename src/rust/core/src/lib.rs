@@ -20,6 +20,8 @@ mod em;
 mod engine;
 mod error;
 pub mod estep;
+#[cfg(target_arch = "x86_64")]
+mod estep_avx2;
 pub mod family;
 pub mod gpu;
 pub mod information;

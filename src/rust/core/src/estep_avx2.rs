@@ -1,0 +1,248 @@
+//! The two-component E-step in AVX2 vectors, four observations at a time.
+//!
+//! estep.rs's block loops leave each stage's array (terms, maximum,
+//! exponential, sum, reciprocal) in memory for the next stage, and the
+//! compiler gathers the exponential's inputs value by value. Here each
+//! observation's values stay in registers from the load of x to the sums.
+//! Every value gets the operations estep.rs gives it, in the same order, with
+//! plain (unfused) multiplies and adds, and vector lane i is estep.rs's
+//! accumulator lane i, so the result is the same bit for bit (tests below).
+
+use std::arch::x86_64::*;
+
+use crate::family;
+use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
+use crate::params::{Family, Params, Stats};
+
+/// estep.rs's block: one logarithm per BLOCK observations.
+const BLOCK: usize = 64;
+/// Groups of four observations in flight at once.
+const W: usize = 8;
+
+/// e_step for p.k == 2 on a CPU with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn e_step_k2<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+    debug_assert_eq!(p.k, 2);
+    let t = family::terms(if IG { Family::InvGauss } else { Family::Normal }, p);
+    let c = [_mm256_set1_pd(t.c[0]), _mm256_set1_pd(t.c[1])];
+    let k = [_mm256_set1_pd(t.k[0]), _mm256_set1_pd(t.k[1])];
+    let mu = [_mm256_set1_pd(t.mu[0]), _mm256_set1_pd(t.mu[1])];
+    let one = _mm256_set1_pd(1.0);
+    let zero = _mm256_setzero_pd();
+    let mut s0 = [zero; 2];
+    let mut s1 = [zero; 2];
+    let mut s2 = [zero; 2];
+    let mut ll_max = zero;
+    let mut ll_log = 0.0f64;
+    let mut x_pad = [1.0f64; BLOCK];
+    let mut g_pad = [1.0f64; BLOCK];
+
+    for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
+        let len = xc.len();
+        let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
+            (xc, gc)
+        } else {
+            // as estep.rs: padding observations x = g = 1, given weight 0
+            x_pad[..len].copy_from_slice(xc);
+            g_pad[..len].copy_from_slice(gc);
+            (&x_pad, &g_pad)
+        };
+        let mut prod = one;
+        for j in (0..BLOCK).step_by(4 * W) {
+            let mut xv = [zero; W];
+            let mut gv = [zero; W];
+            let mut l0 = [zero; W];
+            let mut l1 = [zero; W];
+            let mut first = [zero; W];
+            let mut d = [zero; W];
+            for w in 0..W {
+                // SAFETY: j + 4W <= BLOCK = xb.len() = gb.len()
+                xv[w] = _mm256_loadu_pd(xb.as_ptr().add(j + 4 * w));
+                gv[w] = _mm256_loadu_pd(gb.as_ptr().add(j + 4 * w));
+                l0[w] = term::<IG>(xv[w], gv[w], c[0], k[0], mu[0]);
+                l1[w] = term::<IG>(xv[w], gv[w], c[1], k[1], mu[1]);
+                first[w] = _mm256_cmp_pd::<_CMP_GE_OQ>(l0[w], l1[w]);
+                d[w] = _mm256_blendv_pd(_mm256_sub_pd(l0[w], l1[w]), _mm256_sub_pd(l1[w], l0[w]), first[w]);
+            }
+            let e = exp_nonpos(d);
+            for w in 0..W {
+                let mut mx = _mm256_blendv_pd(l1[w], l0[w], first[w]);
+                let mut sum = _mm256_add_pd(one, e[w]);
+                let r0 = _mm256_blendv_pd(e[w], one, first[w]);
+                let r1 = _mm256_blendv_pd(one, e[w], first[w]);
+                let mut inv = _mm256_div_pd(one, sum);
+                let at = j + 4 * w;
+                if at + 4 > len {
+                    let valid = _mm256_cmp_pd::<_CMP_LT_OQ>(lane_index(at), _mm256_set1_pd(len as f64));
+                    mx = _mm256_and_pd(mx, valid);
+                    sum = _mm256_blendv_pd(one, sum, valid);
+                    inv = _mm256_and_pd(inv, valid);
+                }
+                prod = _mm256_mul_pd(prod, sum);
+                ll_max = _mm256_add_pd(ll_max, mx);
+                for (m, rm) in [r0, r1].into_iter().enumerate() {
+                    let r = _mm256_mul_pd(rm, inv);
+                    s0[m] = _mm256_add_pd(s0[m], r);
+                    s1[m] = _mm256_add_pd(s1[m], _mm256_mul_pd(r, xv[w]));
+                    s2[m] = _mm256_add_pd(s2[m], _mm256_mul_pd(r, gv[w]));
+                }
+            }
+        }
+        let pr = lanes(prod);
+        ll_log += ((pr[0] * pr[1]) * (pr[2] * pr[3])).ln();
+    }
+
+    let fold = |v: __m256d| {
+        let a = lanes(v);
+        (a[0] + a[1]) + (a[2] + a[3])
+    };
+    let mut st = Stats::zero();
+    st.ll = fold(ll_max) + ll_log;
+    for m in 0..2 {
+        st.s0[m] = fold(s0[m]);
+        st.s1[m] = fold(s1[m]);
+        st.s2[m] = fold(s2[m]);
+    }
+    st
+}
+
+/// c − k·q(x, μ) as family::q and estep.rs compute it.
+#[inline(always)]
+unsafe fn term<const IG: bool>(x: __m256d, g: __m256d, c: __m256d, k: __m256d, mu: __m256d) -> __m256d {
+    let d = _mm256_sub_pd(x, mu);
+    let dd = _mm256_mul_pd(d, d);
+    let q = if IG { _mm256_mul_pd(dd, g) } else { dd };
+    _mm256_sub_pd(c, _mm256_mul_pd(k, q))
+}
+
+/// (j, j+1, j+2, j+3) as doubles, to mask the lanes past a short block's end.
+#[inline(always)]
+unsafe fn lane_index(j: usize) -> __m256d {
+    let j = j as f64;
+    _mm256_set_pd(j + 3.0, j + 2.0, j + 1.0, j)
+}
+
+#[inline(always)]
+unsafe fn lanes(v: __m256d) -> [f64; 4] {
+    let mut a = [0.0; 4];
+    _mm256_storeu_pd(a.as_mut_ptr(), v);
+    a
+}
+
+/// mathx::exp_nonpos of 4W values, step by step the same operations; each
+/// step is taken for all W vectors before the next, so that the core has W
+/// independent chains to work on (as mathx::exp_nonpos_lanes).
+#[inline(always)]
+unsafe fn exp_nonpos<const V: usize>(x: [__m256d; V]) -> [__m256d; V] {
+    let shift = _mm256_set1_pd(ROUND_SHIFT);
+    let mut t = [_mm256_setzero_pd(); V];
+    let mut r = [_mm256_setzero_pd(); V];
+    for i in 0..V {
+        // max returns its second operand when one is NaN, so NaN stays NaN
+        let x = _mm256_max_pd(_mm256_set1_pd(EXP_FLOOR), x[i]);
+        t[i] = _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(LOG2E_32)), shift);
+        let kf = _mm256_sub_pd(t[i], shift);
+        r[i] = _mm256_sub_pd(
+            _mm256_sub_pd(x, _mm256_mul_pd(kf, _mm256_set1_pd(LN2_32_HI))),
+            _mm256_mul_pd(kf, _mm256_set1_pd(LN2_32_LO)),
+        );
+    }
+    let mut p = [_mm256_set1_pd(1.0 / 720.0); V];
+    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        for i in 0..V {
+            p[i] = _mm256_add_pd(_mm256_mul_pd(p[i], r[i]), _mm256_set1_pd(c));
+        }
+    }
+    let mut out = [_mm256_setzero_pd(); V];
+    for i in 0..V {
+        let kk = _mm256_sub_epi64(_mm256_castpd_si256(t[i]), _mm256_set1_epi64x(ROUND_SHIFT.to_bits() as i64));
+        let j = _mm256_and_si256(kk, _mm256_set1_epi64x(31));
+        let mut ji = [0i64; 4];
+        _mm256_storeu_si256(ji.as_mut_ptr().cast(), j);
+        // SAFETY: every index is in 0..32, EXP2_TABLE's length
+        let tb = |i: usize| *EXP2_TABLE.get_unchecked(ji[i] as usize);
+        let table = _mm256_set_pd(tb(3), tb(2), tb(1), tb(0));
+        // 2^m with m = k >> 5 (floor): k ≥ −32,686 for x ≥ −708, so k + 1023·32
+        // is not negative and a logical shift of it gives m + 1023, the biased
+        // exponent that mathx computes with an arithmetic shift.
+        let biased = _mm256_srli_epi64::<5>(_mm256_add_epi64(kk, _mm256_set1_epi64x(1023 * 32)));
+        let scale = _mm256_castsi256_pd(_mm256_slli_epi64::<52>(biased));
+        out[i] = _mm256_mul_pd(_mm256_mul_pd(p[i], table), scale);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estep::e_step_blocked;
+    use crate::mathx;
+
+    fn same(a: &Stats, b: &Stats) -> bool {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        a.ll.to_bits() == b.ll.to_bits() && bits(&a.s0) == bits(&b.s0) && bits(&a.s1) == bits(&b.s1) && bits(&a.s2) == bits(&b.s2)
+    }
+
+    #[test]
+    fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut seed = 7u64;
+        let mut unif = || {
+            seed = mathx::mix64(seed);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [0usize, 1, 3, 4, 5, 63, 64, 65, 127, 128, 200, 2000, 2001] {
+            let xs: Vec<f64> = (0..n).map(|_| 1e-3 + 20.0 * unif() * unif()).collect();
+            for trial in 0..20 {
+                let mut p = Params::zeroed(2);
+                p.alpha[0] = 0.01 + 0.98 * unif();
+                p.alpha[1] = 1.0 - p.alpha[0];
+                for m in 0..2 {
+                    // wide ranges: far-away components underflow to EXP_FLOOR
+                    p.mu[m] = 10f64.powf(4.0 * unif() - 2.0);
+                    p.shape[m] = 10f64.powf(6.0 * unif() - 3.0);
+                }
+                if trial == 0 {
+                    p.mu[1] = p.mu[0];
+                    p.shape[1] = p.shape[0];
+                }
+                for family in [Family::InvGauss, Family::Normal] {
+                    let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                    // SAFETY: AVX2 checked above
+                    let fast = unsafe {
+                        match family {
+                            Family::InvGauss => e_step_k2::<true>(&xs, &g, &p),
+                            Family::Normal => e_step_k2::<false>(&xs, &g, &p),
+                        }
+                    };
+                    let blocked = e_step_blocked(family, &xs, &g, &p);
+                    assert!(same(&fast, &blocked), "n={n} trial={trial} {family:?}: {fast:?} vs {blocked:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_vector_exponential_is_exp_nonpos_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut xs: Vec<f64> = (0..100_000).map(|i| -(i as f64) * 0.0071).collect();
+        xs.extend([0.0, -0.0, -1e-300, EXP_FLOOR, EXP_FLOOR - 1e-9, -709.0, -745.2, -1e300, f64::NEG_INFINITY, f64::NAN]);
+        for c in xs.chunks(4) {
+            let mut v = [0.0; 4];
+            v[..c.len()].copy_from_slice(c);
+            // SAFETY: AVX2 checked above
+            let out = unsafe { lanes(exp_nonpos([_mm256_loadu_pd(v.as_ptr())])[0]) };
+            for i in 0..c.len() {
+                let want = mathx::exp_nonpos(v[i]);
+                assert!(out[i].to_bits() == want.to_bits() || (out[i].is_nan() && want.is_nan()), "{}: {} vs {}", v[i], out[i], want);
+            }
+        }
+    }
+}
