@@ -25,20 +25,23 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     debug_assert_eq!(x.len(), g.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if p.k == 2 && std::arch::is_x86_feature_detected!("avx2") {
+        if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above)
-            return unsafe {
+            let fast = unsafe {
                 match family {
-                    Family::InvGauss => crate::estep_avx2::e_step_k2::<true>(x, g, p),
-                    Family::Normal => crate::estep_avx2::e_step_k2::<false>(x, g, p),
+                    Family::InvGauss => crate::estep_avx2::e_step::<true>(x, g, p),
+                    Family::Normal => crate::estep_avx2::e_step::<false>(x, g, p),
                 }
             };
+            if let Some(st) = fast {
+                return st;
+            }
         }
     }
     e_step_blocked(family, x, g, p)
 }
 
-/// e_step by the block loops, for any K and CPU (estep_avx2.rs gives K = 2
+/// e_step by the block loops, for any K and CPU (estep_avx2.rs gives K ≥ 2
 /// the same bits, faster, where the CPU has AVX2).
 pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     match family {
