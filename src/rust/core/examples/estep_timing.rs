@@ -1,12 +1,13 @@
 //! The CPU E-step per observation, next to what the machine's exponential
 //! and floating-point pipes can do on one core (issue 14's measurement):
 //!   cargo run --release --example estep_timing
-//! Prints ns per observation of one E-step pass (n = 2,000, as B1) for both
-//! families and K = 2, 3, as e_step runs it and by the block loops alone
-//! (K = 2 has its own AVX2 code, estep_avx2.rs); ns per value of exp_nonpos (value by value, and
-//! exp_nonpos_all as the E-step calls it) and of libm's exp;
-//! and the core's rate of independent 4-wide multiply-adds (separate, as
-//! the E-step does them, and fused).
+//! Prints ns per observation of one E-step pass (n = 2,000 as B1, and 100
+//! as B5) for both families and K = 2, 3, as e_step runs it and by the
+//! block loops alone (K = 2 to 8 have AVX2 code of their own,
+//! estep_avx2.rs); ns per value of exp_nonpos (value by value, and
+//! exp_nonpos_all as the E-step calls it) and of libm's exp; and the core's
+//! rate of independent 4-wide multiply-adds (separate, as the E-step does
+//! them, and fused).
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -18,29 +19,30 @@ fn per(secs: f64, count: usize) -> f64 {
 }
 
 fn main() {
-    let n = 2000;
-    let reps = 20_000;
-    let xs: Vec<f64> = (0..n).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 250.0).collect();
-    println!("E-step pass, n = {n}, one core:");
-    for (family, k) in [(Family::InvGauss, 2usize), (Family::Normal, 2), (Family::InvGauss, 3), (Family::Normal, 3)] {
-        let g: Vec<f64> = xs.iter().map(|&x| if family == Family::InvGauss { 1.0 / x } else { x * x }).collect();
-        let mut p = Params::zeroed(k);
-        for m in 0..k {
-            p.alpha[m] = 1.0 / k as f64;
-            p.mu[m] = 0.5 + m as f64;
-            p.shape[m] = 1.0 + m as f64;
+    // B1's datasets, and B5's (where the padding of the last block shows)
+    for (n, reps) in [(2000usize, 20_000usize), (100, 400_000)] {
+        let xs: Vec<f64> = (0..n).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 250.0).collect();
+        println!("E-step pass, n = {n}, one core:");
+        for (family, k) in [(Family::InvGauss, 2usize), (Family::Normal, 2), (Family::InvGauss, 3), (Family::Normal, 3)] {
+            let g: Vec<f64> = xs.iter().map(|&x| if family == Family::InvGauss { 1.0 / x } else { x * x }).collect();
+            let mut p = Params::zeroed(k);
+            for m in 0..k {
+                p.alpha[m] = 1.0 / k as f64;
+                p.mu[m] = 0.5 + m as f64;
+                p.shape[m] = 1.0 + m as f64;
+            }
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(e_step(family, black_box(&xs), &g, &p));
+            }
+            let fast = per(t.elapsed().as_secs_f64(), reps * n);
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(e_step_blocked(family, black_box(&xs), &g, &p));
+            }
+            let blocked = per(t.elapsed().as_secs_f64(), reps * n);
+            println!("  {family:?} K = {k}: {fast:.2} ns per observation (block loops alone {blocked:.2})");
         }
-        let t = Instant::now();
-        for _ in 0..reps {
-            black_box(e_step(family, black_box(&xs), &g, &p));
-        }
-        let fast = per(t.elapsed().as_secs_f64(), reps * n);
-        let t = Instant::now();
-        for _ in 0..reps {
-            black_box(e_step_blocked(family, black_box(&xs), &g, &p));
-        }
-        let blocked = per(t.elapsed().as_secs_f64(), reps * n);
-        println!("  {family:?} K = {k}: {fast:.2} ns per observation (block loops alone {blocked:.2})");
     }
 
     // exponentials of a block of 64 values in [-6.3, 0], as in the E-step
