@@ -3,8 +3,8 @@
 //!   cargo run --release --example estep_timing
 //! Prints ns per observation of one E-step pass (n = 2,000 as B1, and 100
 //! as B5) for both families and K = 2, 3, as e_step runs it and by the
-//! block loops alone (K = 2 to 8 have AVX2 code of their own,
-//! estep_avx2.rs); ns per value of exp_nonpos (value by value, and
+//! block loops alone (K = 2 to 8 have AVX-512 and AVX2 code of their own,
+//! estep_avx512.rs and estep_avx2.rs); ns per value of exp_nonpos (value by value, and
 //! exp_nonpos_all as the E-step calls it) and of libm's exp; and the core's
 //! rate of independent 4-wide multiply-adds (separate, as the E-step does
 //! them, and fused).

@@ -25,6 +25,18 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     debug_assert_eq!(x.len(), g.len());
     #[cfg(target_arch = "x86_64")]
     {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above)
+            let fast = unsafe {
+                match family {
+                    Family::InvGauss => crate::estep_avx512::e_step::<true>(x, g, p),
+                    Family::Normal => crate::estep_avx512::e_step::<false>(x, g, p),
+                }
+            };
+            if let Some(st) = fast {
+                return st;
+            }
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above)
             let fast = unsafe {
@@ -41,8 +53,9 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     e_step_blocked(family, x, g, p)
 }
 
-/// e_step by the block loops, for any K and CPU (estep_avx2.rs gives K ≥ 2
-/// the same bits, faster, where the CPU has AVX2).
+/// e_step by the block loops, for any K and CPU (estep_avx512.rs and
+/// estep_avx2.rs give K ≥ 2 the same bits, faster, where the CPU has
+/// AVX-512F or AVX2).
 pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     match family {
         Family::InvGauss => dispatch::<true>(x, g, p),

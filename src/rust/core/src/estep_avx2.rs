@@ -8,6 +8,8 @@
 //! Every value gets the operations estep.rs gives it, in the same order, with
 //! plain (unfused) multiplies and adds, and vector lane i is estep.rs's
 //! accumulator lane i, so the result is the same bit for bit (tests below).
+//! A CPU with AVX-512F runs estep_avx512.rs instead, the same at twice the
+//! width.
 
 use std::arch::x86_64::*;
 

@@ -22,6 +22,8 @@ mod error;
 pub mod estep;
 #[cfg(target_arch = "x86_64")]
 mod estep_avx2;
+#[cfg(target_arch = "x86_64")]
+mod estep_avx512;
 pub mod family;
 pub mod gpu;
 pub mod information;
