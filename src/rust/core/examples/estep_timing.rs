@@ -4,10 +4,10 @@
 //! Prints ns per observation of one E-step pass (n = 2,000 as B1, and 100
 //! as B5) for both families and K = 2, 3, as e_step runs it and by the
 //! block loops alone (K = 2 to 8 have AVX-512 and AVX2 code of their own,
-//! estep_avx512.rs and estep_avx2.rs); ns per value of exp_nonpos (value by value, and
-//! exp_nonpos_all as the E-step calls it) and of libm's exp; and the core's
-//! rate of independent 4-wide multiply-adds (separate, as the E-step does
-//! them, and fused).
+//! estep_avx512.rs and estep_avx2.rs); ns per value of exp_nonpos (value
+//! by value, and exp_nonpos_all as the E-step calls it) and of libm's exp;
+//! and the core's rate of independent 4-wide multiply-adds (separate, as
+//! the E-step does them, and fused), and 8-wide where it has AVX-512.
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -87,6 +87,16 @@ fn main() {
         let s = t.elapsed().as_secs_f64();
         println!("  fused multiply-add: {:.3} ns per 4-wide FMA, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        let steps = 50_000_000;
+        println!("Floating-point pipes, 12 independent 8-wide chains, one core:");
+        let t = Instant::now();
+        // SAFETY: AVX-512F is present (checked above)
+        black_box(unsafe { pipes::chains8(steps) });
+        let s = t.elapsed().as_secs_f64();
+        println!("  multiply then add: {:.3} ns per 8-wide pair, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 16) as f64 / s / 1e9);
+    }
 }
 
 /// The exponentials compiled as the E-step is: with AVX2 where the CPU has it.
@@ -144,6 +154,19 @@ mod pipes {
             }
         }
         fold(x)
+    }
+
+    /// The same, 8-wide, a multiply then an add (as the AVX-512 E-step).
+    #[target_feature(enable = "avx512f")]
+    pub fn chains8(steps: usize) -> [f64; 4] {
+        let (a, b) = (_mm512_set1_pd(0.999_999), _mm512_set1_pd(1e-7));
+        let mut x = [_mm512_set1_pd(1.0); 12];
+        for _ in 0..steps {
+            for v in x.iter_mut() {
+                *v = _mm512_add_pd(_mm512_mul_pd(*v, a), b);
+            }
+        }
+        fold(x.map(|v| _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd::<1>(v))))
     }
 
     #[target_feature(enable = "avx2")]
