@@ -24,33 +24,31 @@ const LANES: usize = 4;
 pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     debug_assert_eq!(x.len(), g.len());
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above)
-            let fast = unsafe {
-                match family {
-                    Family::InvGauss => crate::estep_avx512::e_step::<true>(x, g, p),
-                    Family::Normal => crate::estep_avx512::e_step::<false>(x, g, p),
-                }
-            };
-            if let Some(st) = fast {
-                return st;
-            }
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above)
-            let fast = unsafe {
-                match family {
-                    Family::InvGauss => crate::estep_avx2::e_step::<true>(x, g, p),
-                    Family::Normal => crate::estep_avx2::e_step::<false>(x, g, p),
-                }
-            };
-            if let Some(st) = fast {
-                return st;
-            }
+    if let Some(pass) = vector_pass(family) {
+        // SAFETY: vector_pass gives only a pass the CPU has the instructions for
+        if let Some(st) = unsafe { pass(x, g, p) } {
+            return st;
         }
     }
     e_step_blocked(family, x, g, p)
+}
+
+/// A vector E-step for 2 ≤ K ≤ 8 (None for another K).
+#[cfg(target_arch = "x86_64")]
+pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
+
+/// The widest vector E-step this CPU has instructions for, if any.
+#[cfg(target_arch = "x86_64")]
+fn vector_pass(family: Family) -> Option<VectorPass> {
+    use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
+    let ig = family == Family::InvGauss;
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        Some(if ig { avx512::e_step::<true> } else { avx512::e_step::<false> })
+    } else if std::arch::is_x86_feature_detected!("avx2") {
+        Some(if ig { avx2::e_step::<true> } else { avx2::e_step::<false> })
+    } else {
+        None
+    }
 }
 
 /// e_step by the block loops, for any K and CPU (estep_avx512.rs and
@@ -225,9 +223,78 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::mathx::log_sum_exp;
+    use crate::mathx::{self, log_sum_exp, EXP_FLOOR};
+
+    fn same(a: &Stats, b: &Stats) -> bool {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        a.ll.to_bits() == b.ll.to_bits() && bits(&a.s0) == bits(&b.s0) && bits(&a.s1) == bits(&b.s1) && bits(&a.s2) == bits(&b.s2)
+    }
+
+    /// A vector pass (`ig`, `normal`: its two families) against the block
+    /// loops, bit for bit: K 2-8, lengths around the edges of blocks and
+    /// vectors, random parameters over wide ranges (far-away components
+    /// underflow to EXP_FLOOR), ties; and None for K = 1. The caller has
+    /// checked that the CPU has the pass's instructions.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn assert_pass_is_blocked(ig: VectorPass, normal: VectorPass) {
+        let mut seed = 7u64;
+        let mut unif = || {
+            seed = mathx::mix64(seed);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [0usize, 1, 3, 4, 5, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 128, 200, 2000, 2001] {
+            let xs: Vec<f64> = (0..n).map(|_| 1e-3 + 20.0 * unif() * unif()).collect();
+            for k in 2..=MAX_COMPONENTS {
+                for trial in 0..10 {
+                    let mut p = Params::zeroed(k);
+                    let mut total = 0.0;
+                    for m in 0..k {
+                        p.alpha[m] = 0.01 + unif();
+                        total += p.alpha[m];
+                        p.mu[m] = 10f64.powf(4.0 * unif() - 2.0);
+                        p.shape[m] = 10f64.powf(6.0 * unif() - 3.0);
+                    }
+                    for m in 0..k {
+                        p.alpha[m] /= total;
+                    }
+                    if trial == 0 {
+                        // two equal components: ties in the maximum
+                        p.mu[1] = p.mu[0];
+                        p.shape[1] = p.shape[0];
+                        p.alpha[1] = p.alpha[0];
+                    }
+                    for (family, pass) in [(Family::InvGauss, ig), (Family::Normal, normal)] {
+                        let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                        // SAFETY: the caller checked the CPU
+                        let fast = unsafe { pass(&xs, &g, &p) }.expect("K in 2..=8 has a vector pass");
+                        let blocked = e_step_blocked(family, &xs, &g, &p);
+                        assert!(same(&fast, &blocked), "n={n} k={k} trial={trial} {family:?}: {fast:?} vs {blocked:?}");
+                    }
+                }
+            }
+        }
+        // K = 1 is left to the block loops
+        // SAFETY: as above
+        assert!(unsafe { ig(&[1.0], &[1.0], &Params::zeroed(1)) }.is_none());
+    }
+
+    /// A vector exponential of W values against mathx::exp_nonpos, bit for
+    /// bit, over 100,000 values in [-710, 0] and the edges.
+    pub(crate) fn assert_exp_is_exp_nonpos<const W: usize>(exp: impl Fn([f64; W]) -> [f64; W]) {
+        let mut xs: Vec<f64> = (0..100_000).map(|i| -(i as f64) * 0.0071).collect();
+        xs.extend([0.0, -0.0, -1e-300, EXP_FLOOR, EXP_FLOOR - 1e-9, -709.0, -745.2, -1e300, f64::NEG_INFINITY, f64::NAN]);
+        for c in xs.chunks(W) {
+            let mut v = [0.0; W];
+            v[..c.len()].copy_from_slice(c);
+            let out = exp(v);
+            for i in 0..c.len() {
+                let want = mathx::exp_nonpos(v[i]);
+                assert!(out[i].to_bits() == want.to_bits() || (out[i].is_nan() && want.is_nan()), "{}: {} vs {}", v[i], out[i], want);
+            }
+        }
+    }
 
     /// The E-step written out per observation with libm and an explicit
     /// log-sum-exp: the reference the blocked version must match.
