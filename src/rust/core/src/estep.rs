@@ -20,12 +20,16 @@ const BLOCK: usize = 64;
 /// order of additions is fixed, so results are bitwise reproducible.
 const LANES: usize = 4;
 
-/// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g).
+/// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g)
+/// (on their common length, should they differ).
 pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
-    debug_assert_eq!(x.len(), g.len());
+    // the vector passes read x and g in step: never past either's end
+    let n = x.len().min(g.len());
+    let (x, g) = (&x[..n], &g[..n]);
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass(family) {
-        // SAFETY: vector_pass gives only a pass the CPU has the instructions for
+        // SAFETY: vector_pass gives only a pass the CPU has the instructions
+        // for, and x and g have the same length
         if let Some(st) = unsafe { pass(x, g, p) } {
             return st;
         }
@@ -33,7 +37,8 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     e_step_blocked(family, x, g, p)
 }
 
-/// A vector E-step for 2 ≤ K ≤ 8 (None for another K).
+/// A vector E-step for 2 ≤ K ≤ 8 (None for another K); unsafe: the CPU
+/// must have its instructions, and x and g the same length.
 #[cfg(target_arch = "x86_64")]
 pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
 
@@ -354,6 +359,17 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn unequal_lengths_use_the_common_prefix() {
+        // the vector passes must not read past the shorter slice
+        let xs: Vec<f64> = (0..70).map(|i| 0.1 + i as f64 / 10.0).collect();
+        let g: Vec<f64> = xs.iter().map(|&x| 1.0 / x).collect();
+        let p = params(&[0.4, 0.6], &[1.0, 4.0], &[2.0, 5.0]);
+        let short = e_step(Family::InvGauss, &xs[..67], &g[..67], &p);
+        assert_eq!(e_step(Family::InvGauss, &xs, &g[..67], &p), short);
+        assert_eq!(e_step(Family::InvGauss, &xs[..67], &g, &p), short);
     }
 
     #[test]

@@ -23,7 +23,7 @@ const BLOCK: usize = 64;
 /// e_step for 2 ≤ p.k ≤ 8 on a CPU with AVX2 (None for another K).
 ///
 /// # Safety
-/// The CPU must support AVX2.
+/// The CPU must support AVX2, and `x` and `g` must have the same length.
 #[target_feature(enable = "avx2")]
 pub unsafe fn e_step<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Option<Stats> {
     // W groups of four observations in flight, the fastest of 2, 4, 8 and 16

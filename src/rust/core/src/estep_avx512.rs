@@ -19,7 +19,7 @@ const BLOCK: usize = 64;
 /// e_step for 2 ≤ p.k ≤ 8 on a CPU with AVX-512F (None for another K).
 ///
 /// # Safety
-/// The CPU must support AVX-512F.
+/// The CPU must support AVX-512F, and `x` and `g` must have the same length.
 #[target_feature(enable = "avx512f")]
 pub unsafe fn e_step<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Option<Stats> {
     // W groups of eight observations in flight, the fastest of 2, 4 and 8
