@@ -29,7 +29,7 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
-        // for, and x and g have the same length
+        // for (the feature checks in it), and x and g have the same length
         if let Some(st) = unsafe { pass(x, g, p) } {
             return st;
         }
@@ -42,17 +42,33 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
 #[cfg(target_arch = "x86_64")]
 pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
 
-/// The widest vector E-step this CPU has instructions for, if any.
+/// The widest vector E-step this CPU has instructions for, if any, at most
+/// the one `BULKEM_CPU_VECTORS` names ("avx2", or "none" for the block
+/// loops): all give the same bits, so this is for tests and benchmarks.
 #[cfg(target_arch = "x86_64")]
 fn vector_pass(family: Family) -> Option<VectorPass> {
     use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
+    static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let width = *WIDTH.get_or_init(|| {
+        let cap = match std::env::var("BULKEM_CPU_VECTORS").as_deref() {
+            Ok("none") => 0,
+            Ok("avx2") => 256,
+            _ => 512,
+        };
+        let has = if std::arch::is_x86_feature_detected!("avx512f") {
+            512
+        } else if std::arch::is_x86_feature_detected!("avx2") {
+            256
+        } else {
+            0
+        };
+        has.min(cap)
+    });
     let ig = family == Family::InvGauss;
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        Some(if ig { avx512::e_step::<true> } else { avx512::e_step::<false> })
-    } else if std::arch::is_x86_feature_detected!("avx2") {
-        Some(if ig { avx2::e_step::<true> } else { avx2::e_step::<false> })
-    } else {
-        None
+    match width {
+        512 => Some(if ig { avx512::e_step::<true> } else { avx512::e_step::<false> }),
+        256 => Some(if ig { avx2::e_step::<true> } else { avx2::e_step::<false> }),
+        _ => None,
     }
 }
 
