@@ -222,9 +222,10 @@ test_that("progress is reported, and a time limit stops a long bootstrap", {
   fits <- boot_fit(d)
   rec <- recording_handler()
   # plain EM, so that the refits run for several of the 0.25 s between
-  # reports (1.8 s on a 2-core CI machine's thread; with SQUAREM 0.27 s,
+  # reports (B = 80: 1.8 s on one Zen 5 core with the AVX-512 E-step; B = 40
+  # took 1.8 s before it and 0.89 s with it; with SQUAREM 0.27 s,
   # which left no report in between on one CI run)
-  with_recorded_progress(bs <- bulkem_bootstrap(fits, B = 40, seed = 1, random.inits = 10, max.iters = 1000,
+  with_recorded_progress(bs <- bulkem_bootstrap(fits, B = 80, seed = 1, random.inits = 10, max.iters = 1000,
                                                 epsilon = 1e-12, use.gpu = FALSE,
                                                 control = list(threads = 1, accelerate = FALSE)),
                          rec)
