@@ -11,14 +11,9 @@
 //! and one logarithm per block serves (the same value up to rounding).
 
 use crate::family::{self, q};
-use crate::limits::MAX_COMPONENTS;
+use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{exp_nonpos, exp_nonpos_all};
 use crate::params::{Family, Params, Stats};
-
-const BLOCK: usize = 64;
-/// Independent accumulators per sum, so that the additions vectorise; the
-/// order of additions is fixed, so results are bitwise reproducible.
-const LANES: usize = 4;
 
 /// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g)
 /// (on their common length, should they differ).

@@ -14,11 +14,12 @@
 use std::arch::x86_64::*;
 
 use crate::family;
+use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::params::{Family, Params, Stats};
 
-/// estep.rs's block: one logarithm per BLOCK observations.
-const BLOCK: usize = 64;
+// the sums are 4-wide vectors, lane i being the block loops' lane i
+const _: () = assert!(LANES == 4);
 
 /// e_step for 2 ≤ p.k ≤ 8 on a CPU with AVX2 (None for another K).
 ///

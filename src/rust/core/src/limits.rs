@@ -7,6 +7,13 @@
 /// on the GPU).
 pub const MAX_COMPONENTS: usize = 8;
 
+/// How the CPU E-step groups its sums (estep.rs and its vector forms alike,
+/// for the same bits): one logarithm per ESTEP_BLOCK observations, and
+/// ESTEP_LANES independent accumulators per sum, observation j going to
+/// lane j mod ESTEP_LANES, so that the additions vectorise in a fixed order.
+pub const ESTEP_BLOCK: usize = 64;
+pub const ESTEP_LANES: usize = 4;
+
 /// Observations per component a dataset needs: a random start draws this
 /// many distinct observations for each component.
 pub const OBS_PER_COMPONENT: usize = 3;
