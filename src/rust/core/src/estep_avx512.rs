@@ -61,13 +61,12 @@ unsafe fn pass<const IG: bool, const K: usize, const W: usize>(x: &[f64], g: &[f
 
     for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
         let len = xc.len();
-        let (xb, gb): (&[f64], &[f64]) = if len == BLOCK && gc.len() == BLOCK {
+        let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
             (xc, gc)
         } else {
             // as estep.rs: padding observations x = g = 1, given weight 0
-            let len = len.min(gc.len());
-            x_pad[..len].copy_from_slice(&xc[..len]);
-            g_pad[..len].copy_from_slice(&gc[..len]);
+            x_pad[..len].copy_from_slice(xc);
+            g_pad[..len].copy_from_slice(gc);
             (&x_pad, &g_pad)
         };
         let mut prod = _mm256_set1_pd(1.0);
