@@ -1,6 +1,8 @@
 # Building the R result while the engine runs (src/rust/src/fit.rs: R's main
-# thread builds each fit's list as soon as the fit is final) against
-# building it after the call (BULKEM_RESULT_DURING=0), side by side in one
+# thread builds each fit's list as soon as the fit is final and, on GPU
+# engines, makes the lists of the fits to come meanwhile, for their numbers
+# to be written in) against building it after the call
+# (BULKEM_RESULT_DURING=0), side by side in one
 # process, alternated: after, during, after, during, after, during. Prints
 # wall seconds and the timings that move (engine, finish, result), whether
 # every fit is identical() to the first call's, and the median walls.

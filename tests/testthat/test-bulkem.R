@@ -179,8 +179,12 @@ test_that("the call records its work and where its time went", {
 
 test_that("the R result is the same whether built while the fits are finished or after", {
   # R's main thread builds a fit's list as soon as the fit is final, while
-  # the workers go on (src/rust/src/fit.rs); BULKEM_RESULT_DURING=0 builds
-  # every list after the call, as before
+  # the workers go on, and (on GPU engines) makes the lists of the fits to
+  # come meanwhile, for their numbers to be written in (src/rust/src/fit.rs,
+  # convert.rs). BULKEM_RESULT_DURING=0 builds every list after the call,
+  # `reserve` makes lists ahead on the CPU engine too (some fits are then
+  # written into one, some built whole), `ahead` makes every list before the
+  # engine starts (every fit is written into one)
   set.seed(43)
   d <- c(replicate(3000, c(rnorm(20), rnorm(20, 3)), simplify = FALSE), list(rep(1, 10), c(2, 5)))
   old <- Sys.getenv("BULKEM_RESULT_DURING", NA)
@@ -188,19 +192,27 @@ test_that("the R result is the same whether built while the fits are finished or
   calls <- list(
     function() quiet_bulkem(d, 2, random.inits = 3, seed = 8, family = "normal", use.gpu = FALSE,
                             control = list(threads = 2, keep.starts = TRUE)),
+    function() quiet_bulkem(d, 2, random.inits = 3, seed = 8, use.gpu = FALSE,
+                            control = list(threads = 2, standard.errors = FALSE)),
     function() quiet_bulkem(d, 1:3, random.inits = 2, seed = 9, family = "normal", use.gpu = FALSE,
                             control = list(threads = 2)))
   for (call in calls) {
-    Sys.unsetenv("BULKEM_RESULT_DURING")
-    during <- call()
     Sys.setenv(BULKEM_RESULT_DURING = "0")
     after <- call()
-    expect_length(during, length(d))
-    expect_true(all(vapply(during, inherits, TRUE, "bulkem_fit")))
-    expect_identical(unclass(during)[seq_along(d)], unclass(after)[seq_along(d)])
-    expect_identical(attr(during, "em_iterations"), attr(after, "em_iterations"))
-    expect_identical(vapply(during, `[[`, "", "status")[3001:3002], c("invalid", "invalid"))
+    expect_length(after, length(d))
+    expect_true(all(vapply(after, inherits, TRUE, "bulkem_fit")))
+    expect_identical(vapply(after, `[[`, "", "status")[3001:3002], c("invalid", "invalid"))
+    for (mode in c("", "reserve", "ahead")) {
+      if (nzchar(mode)) Sys.setenv(BULKEM_RESULT_DURING = mode) else Sys.unsetenv("BULKEM_RESULT_DURING")
+      during <- call()
+      expect_identical(unclass(during)[seq_along(d)], unclass(after)[seq_along(d)])
+      expect_identical(attr(during, "em_iterations"), attr(after, "em_iterations"))
+    }
   }
+  # the calls above hold failed and spurious fits and ones without standard
+  # errors, whose fields differ in kind from a good fit's
+  statuses <- vapply(after, `[[`, "", "status")
+  expect_true(all(c("converged", "invalid") %in% statuses))
 })
 
 test_that("fits sharing a value do not share a change to it", {

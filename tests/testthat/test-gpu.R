@@ -235,6 +235,29 @@ test_that("cuda-batched results do not depend on chunking", {
   expect_identical(unclass(one)[seq_along(d)], unclass(many)[seq_along(d)])
 })
 
+test_that("a GPU call's R result is the same whether its lists are made ahead or after", {
+  # while a GPU engine works, R's main thread makes the lists of the fits to
+  # come and writes each fit into its list when it is final
+  # (src/rust/src/fit.rs); BULKEM_RESULT_DURING=0 builds every list after
+  skip_if_no_gpu()
+  set.seed(12)
+  d <- c(replicate(20000, c(rnorm(30), rnorm(30, 2.5)), simplify = FALSE), list(rep(1, 10), c(2, 5)))
+  old <- Sys.getenv("BULKEM_RESULT_DURING", NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("BULKEM_RESULT_DURING") else Sys.setenv(BULKEM_RESULT_DURING = old))
+  for (engine in c("cuda-batched", "cuda-streams")) {
+    for (se in c(TRUE, FALSE)) {
+      fit <- function() suppressWarnings(bulkem(d, 2, random.inits = 5, seed = 4, family = "normal",
+                                               control = list(engine = engine, standard.errors = se)))
+      Sys.setenv(BULKEM_RESULT_DURING = "0")
+      after <- fit()
+      Sys.unsetenv("BULKEM_RESULT_DURING")
+      during <- fit()
+      expect_identical(unclass(during)[seq_along(d)], unclass(after)[seq_along(d)])
+      expect_identical(vapply(during, `[[`, "", "status")[20001:20002], c("invalid", "invalid"))
+    }
+  }
+})
+
 test_that("cuda-batched results do not depend on packing into pinned memory", {
   skip_if_no_gpu()
   set.seed(6)

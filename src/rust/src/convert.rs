@@ -10,7 +10,7 @@ use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
     R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_xlength, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
-    LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, VECTOR_ELT,
+    LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, TYPEOF, VECTOR_ELT,
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
@@ -101,6 +101,12 @@ unsafe fn logical(value: bool) -> SEXP {
 /// without `standard_errors` (the call computed none), `se` and `vcov` are
 /// NULL. What every fit shares (field names, class, statuses, labels, small
 /// integers) is made once, in `keep`, with the list.
+///
+/// With one K every fit's list has the same shape, so R's main thread can
+/// allocate the lists of fits not yet final (`reserve`) while it would
+/// otherwise wait, and `put` then writes a fit's numbers into its list
+/// instead of allocating: R's allocator and garbage collector, not the
+/// numbers, are what a result of 200,000 small lists costs.
 pub struct FitLists {
     /// Protects every SEXP below (its elements) while the builder lives.
     _keep: Robj,
@@ -121,11 +127,27 @@ pub struct FitLists {
     width: usize,
     choice: bool,
     standard_errors: bool,
+    /// Where each dataset's list stands.
+    slots: Vec<Slot>,
+    /// The call's one K's stand-in fit, whose list `reserve` makes (None
+    /// with several Ks: a fit's shape is known only once it is final).
+    blank: Option<Fit>,
+    /// `reserve` has looked at the slots before this one.
+    cursor: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Empty,
+    /// Made by `reserve`: every field allocated, its numbers not the fit's yet.
+    Reserved,
+    Built,
 }
 
 impl FitLists {
-    /// On R's main thread.
-    pub fn new(datasets: usize, family: Family, choice: bool, standard_errors: bool) -> FitLists {
+    /// On R's main thread. `k`: the call's one K (None with several).
+    pub fn new(datasets: usize, family: Family, k: Option<usize>, standard_errors: bool) -> FitLists {
+        let choice = k.is_none();
         let shape = family.shape_name();
         let init_shape = format!("init_{shape}");
         let names: Vec<&str> = FIELDS
@@ -184,28 +206,88 @@ impl FitLists {
                 width,
                 choice,
                 standard_errors,
+                slots: vec![Slot::Empty; datasets],
+                blank: k.map(|k| Fit::without_params(0, k, Status::Failed, String::new(), 0, 0)),
+                cursor: 0,
             }
         }
     }
 
-    /// Dataset `d`'s fit into the list (nothing if `d` is out of range). On
+    /// Whether `reserve` has lists left to make.
+    pub fn reserving(&self) -> bool {
+        self.blank.is_some() && self.cursor < self.slots.len()
+    }
+
+    /// Allocates the lists of up to `at_most` datasets whose fits have not
+    /// been put, in dataset order, for `put` to fill in place; returns how
+    /// many it made (0 once every dataset has one, and always with several
+    /// Ks). On R's main thread.
+    pub fn reserve(&mut self, at_most: usize) -> usize {
+        let Some(blank) = self.blank.take() else { return 0 };
+        let mut made = 0;
+        while made < at_most && self.cursor < self.slots.len() {
+            let d = self.cursor;
+            self.cursor += 1;
+            if self.slots.get(d) == Some(&Slot::Empty) {
+                self.build(d, &blank, false);
+                if let Some(s) = self.slots.get_mut(d) {
+                    *s = Slot::Reserved;
+                }
+                made += 1;
+            }
+        }
+        self.blank = Some(blank);
+        made
+    }
+
+    /// Dataset `d`'s fit into the list (nothing if `d` is out of range): into
+    /// the list `reserve` made for it where there is one of its shape. On
     /// R's main thread.
     pub fn put(&mut self, d: usize, f: &Fit) {
+        let Some(&slot) = self.slots.get(d) else { return };
+        let reuse = slot == Slot::Reserved && self.blank.as_ref().is_some_and(|b| b.k == f.k);
+        self.build(d, f, reuse);
+        if let Some(s) = self.slots.get_mut(d) {
+            *s = Slot::Built;
+        }
+    }
+
+    /// Makes dataset `d`'s list of fit `f`, or with `reuse` writes `f` into
+    /// the list of `f`'s shape already at `d`: its real vectors (never
+    /// shared: every list allocates its own) are overwritten in place, every
+    /// other field is set anew.
+    fn build(&mut self, d: usize, f: &Fit, reuse: bool) {
         let Ok(d) = R_xlen_t::try_from(d) else { return };
         // SAFETY: on R's main thread; the shared objects are protected by
-        // `_keep`; the fit's list is protected until stored into `out`, and
-        // each of its fields is stored into it as soon as it is made; the
-        // protect stack is balanced before returning.
+        // `_keep`; the fit's list is protected until stored into `out` (or
+        // is already in it), and each of its fields is stored into it as
+        // soon as it is made; the protect stack is balanced before returning.
+        // The real vectors written in place belong to this list alone and
+        // are not visible to R before the call returns.
         unsafe {
             if d >= Rf_xlength(self.out) {
                 return;
             }
             let k = f.k;
-            let l = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, self.width as R_xlen_t));
+            let l = Rf_protect(if reuse {
+                VECTOR_ELT(self.out, d)
+            } else {
+                Rf_allocVector(SEXPTYPE::VECSXP, self.width as R_xlen_t)
+            });
+            // field j as a real vector of `values`, in place where allowed
+            let store = |j: usize, values: &[f64]| {
+                let old = VECTOR_ELT(l, j as R_xlen_t);
+                if reuse && TYPEOF(old) == SEXPTYPE::REALSXP && Rf_xlength(old) == values.len() as R_xlen_t {
+                    std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(old), values.len());
+                } else {
+                    SET_VECTOR_ELT(l, j as R_xlen_t, reals(values));
+                }
+            };
+            let na = |v: f64| if v.is_nan() { R_NaReal } else { v };
             let na_reals = [R_NaReal; MAX_COMPONENTS];
-            let column = |p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| match p {
-                Some(p) => reals(&pick(p)[..k]),
-                None => reals(&na_reals[..k]),
+            let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| match p {
+                Some(p) => store(j, &pick(p)[..k]),
+                None => store(j, &na_reals[..k]),
             };
             let (aic, bic) = f.information_criteria();
             let statuses = self.statuses;
@@ -218,13 +300,13 @@ impl FitLists {
             let ints = &self.ints;
             let count = |v: u32| ints.get(i32::try_from(v).ok());
             let (yes, no) = (self.yes, self.no);
-            set(0, column(&f.params, |p| &p.shape));
-            set(1, column(&f.params, |p| &p.mu));
-            set(2, column(&f.params, |p| &p.alpha));
-            set(3, column(&f.init, |p| &p.shape));
-            set(4, column(&f.init, |p| &p.mu));
-            set(5, column(&f.init, |p| &p.alpha));
-            set(6, real(f.loglik));
+            column(0, &f.params, |p| &p.shape);
+            column(1, &f.params, |p| &p.mu);
+            column(2, &f.params, |p| &p.alpha);
+            column(3, &f.init, |p| &p.shape);
+            column(4, &f.init, |p| &p.mu);
+            column(5, &f.init, |p| &p.alpha);
+            store(6, &[na(f.loglik)]);
             set(7, count(f.iterations));
             set(8, if f.params.is_some() { yes } else { no });
             set(9, self.family_name);
@@ -234,8 +316,8 @@ impl FitLists {
             set(13, if f.message.is_empty() { self.empty } else { strings(&[f.message.as_str()]) });
             set(14, ints.get(f.best_start.map(|s| s as i32 + 1)));
             set(15, count(f.starts_ok));
-            set(16, real(aic));
-            set(17, real(bic));
+            store(16, &[na(aic)]);
+            store(17, &[na(bic)]);
             set(18, count(f.starts_at_best));
             set(19, if f.spurious { yes } else { no });
             set(20, count(f.spurious_starts));
@@ -245,15 +327,17 @@ impl FitLists {
             });
             set(22, count(f.starts_run));
             if self.standard_errors {
-                set_standard_errors(l, 23, f, self.labels);
+                set_standard_errors(l, 23, f, self.labels, reuse);
             }
             if self.choice {
                 set(FIELDS.len(), int(i32::try_from(f.k).ok()));
                 set(FIELDS.len() + 1, by_k_frame(f, self.by_k_names, self.frame_class, &status_of));
             }
-            Rf_setAttrib(l, R_NamesSymbol, self.names);
-            Rf_setAttrib(l, R_ClassSymbol, self.class);
-            SET_VECTOR_ELT(self.out, d, l);
+            if !reuse {
+                Rf_setAttrib(l, R_NamesSymbol, self.names);
+                Rf_setAttrib(l, R_ClassSymbol, self.class);
+                SET_VECTOR_ELT(self.out, d, l);
+            }
             Rf_unprotect(1);
         }
     }
@@ -295,11 +379,13 @@ unsafe fn parameter_labels(family: Family) -> SEXP {
 }
 
 /// Fields `at` (`se`, named) and `at + 1` (`vcov`, a matrix with dimnames)
-/// of the fit list `l`: NA where the fit has no standard errors.
+/// of the fit list `l`: NA where the fit has no standard errors. With
+/// `reuse`, written into the vectors of this fit's shape already there.
 ///
 /// # Safety
-/// On R's main thread; `l` and `labels` (from `parameter_labels`) protected.
-unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP) {
+/// On R's main thread; `l` and `labels` (from `parameter_labels`) protected;
+/// with `reuse`, `l`'s vectors at `at`, `at + 1` are its own, unshared.
+unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: bool) {
     let k = f.k;
     let (se, vcov) = match &f.covariance {
         Some(Ok(c)) => (Some(&c.se[..]), Some(&c.vcov[..])),
@@ -312,6 +398,13 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP) {
             *REAL(v).add(i) = if x.is_nan() { R_NaReal } else { x };
         }
     };
+    let (old_se, old_vcov) = (VECTOR_ELT(l, at as R_xlen_t), VECTOR_ELT(l, at as R_xlen_t + 1));
+    let fits = |v: SEXP, len: usize| TYPEOF(v) == SEXPTYPE::REALSXP && Rf_xlength(v) == len as R_xlen_t;
+    if reuse && fits(old_se, 3 * k) && fits(old_vcov, np * np) {
+        fill(old_se, 3 * k, se);
+        fill(old_vcov, np * np, vcov);
+        return;
+    }
     // stored at once, so protected by `l` while the attributes are set
     let se_r = Rf_allocVector(SEXPTYPE::REALSXP, (3 * k) as R_xlen_t);
     SET_VECTOR_ELT(l, at as R_xlen_t, se_r);

@@ -85,20 +85,49 @@ fn fit(
     let choice = job.components.len() > 1;
     let n = job.datasets.len();
     let finals = Finals::new(n);
-    let mut lists = FitLists::new(n, job.family, choice, job.standard_errors);
+    let one_k = job.components.first().copied().filter(|_| !choice);
+    let mut lists = FitLists::new(n, job.family, one_k, job.standard_errors);
     let mut building = Building::default();
-    let during = std::env::var("BULKEM_RESULT_DURING").map_or(true, |v| v != "0");
+    // Lists of fits to come are reserved only while a GPU works: the CPU
+    // engine keeps every core busy, and R's main thread would take one from
+    // it for work it can do as well afterwards. BULKEM_RESULT_DURING: 0
+    // builds every list after the call (as before the lists were built
+    // during it), `reserve` reserves lists on every engine, `ahead` every
+    // list before the engine starts (so that every fit is written into
+    // one); for the tests and inst/bench/result-during.R.
+    let during = std::env::var("BULKEM_RESULT_DURING").ok();
+    let during = during.as_deref().unwrap_or("1");
+    let reserving = match during {
+        "reserve" => true,
+        "0" | "ahead" => false,
+        _ => engine != EngineKind::Cpu,
+    };
+    if during == "ahead" {
+        guarded(&mut || {
+            lists.reserve(usize::MAX);
+        })
+        .map_err(Stop::from)?;
+    }
     run_watched(
         &counters,
         report.as_ref(),
         |cancel| bulkem_core::fit_into(&job, engine, threads, cancel, &counters, &finals),
         || {
-            // the guarded call checks for interrupts again: only when there is work
-            if !during || !building.waiting(&finals) {
+            if during == "0" {
                 return Ok(false);
             }
-            guarded(&mut || building.step(&finals, &mut lists, BUILD_AT_ONCE)).map_err(Stop::from)?;
-            Ok(true)
+            // fits made final first; then lists for those to come. The
+            // guarded call checks for interrupts again: only when there is work
+            if building.waiting(&finals) {
+                guarded(&mut || building.step(&finals, &mut lists, BUILD_AT_ONCE)).map_err(Stop::from)?;
+                return Ok(true);
+            }
+            if !reserving || !lists.reserving() {
+                return Ok(false);
+            }
+            let mut made = 0;
+            guarded(&mut || made = lists.reserve(RESERVE_AT_ONCE)).map_err(Stop::from)?;
+            Ok(made > 0)
         },
     )?;
     let clock = std::time::Instant::now();
@@ -128,6 +157,9 @@ fn fit(
 /// Fits R's main thread turns into R lists between its checks for
 /// interrupts while the workers run: about 5-10 ms of work.
 const BUILD_AT_ONCE: usize = 2048;
+/// Lists of fits to come R's main thread makes at once meanwhile (a little
+/// less work each than a fit's list).
+const RESERVE_AT_ONCE: usize = 2048;
 
 /// The fits made final and not yet built into R lists: `ready` from `next`
 /// on. Finals lists each dataset once, when its fit is set, so every fit
@@ -287,7 +319,9 @@ pub(crate) fn run_watched<T: Send>(
             result
         });
         let mut reported = std::time::Instant::now();
-        let mut busy = false;
+        // the first look is at once: `meanwhile` may have work before the
+        // engine has any result (fit.rs reserves lists)
+        let mut busy = true;
         // (is_finished() still ends the loop if the work panics)
         while !finished.load(Ordering::Acquire) && !worker.is_finished() {
             if !busy {
