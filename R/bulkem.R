@@ -376,15 +376,19 @@
 #'   launches; 0 on the CPU), `kernel_seconds` (time spent waiting on
 #'   `cuda-batched` kernels, summed over its host workers) and `timings`
 #'   (seconds by phase: checking the
-#'   arguments in R, rescaling the datasets (once, whatever the number of
+#'   arguments in R, `setup` (reading the datasets into the compiled core,
+#'   allocating the result's list), rescaling the datasets (once, whatever the number of
 #'   Ks), the engine (and, for `cuda-batched`, its own phases, summed over
 #'   its four host workers per GPU, which overlap: they add up to more than
 #'   the engine's time), finishing the
-#'   fits, choosing K, building the R result, and the total: everything the
-#'   call waited for, as `elapsed`) record the call. R's main thread builds
-#'   each fit's R list as soon as the fit is final, while the engine works
-#'   on the others, so `result` is what was left to build once the engine
-#'   and the finishing were done. With `control$future`
+#'   fits, choosing K, building the R result, R's work `after` the compiled
+#'   core returned (names and kept data attached to the fits; a garbage
+#'   collection of R's, where one falls there), and the total: everything
+#'   the call waited for, as `elapsed`) record the call. R's main thread
+#'   builds each fit's R list as soon as the fit is final, while the engine
+#'   works on the others (on a GPU engine it also makes the lists of the
+#'   fits still to come), so `result` is what was left to build once the
+#'   engine and the finishing were done. With `control$future`
 #'   they are combined over the shards: `elapsed` is the wall time of the
 #'   whole call, `em_iterations`, `kernel_launches` and `kernel_seconds` are
 #'   summed, `engine` lists the engines the shards used, `threads` sums the
@@ -511,17 +515,19 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   # progressr finishes it when this call exits, however it exits
   reporter <- progress_reporter()
   res <- run_with_fallback(run, engine, use.gpu)
+  returned <- proc.time()[["elapsed"]]
   reporter$finish()
   engine <- res$engine
   fits <- res$fits
   if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
   fits <- attach_inputs(fits, datasets, input$n_dropped, control$keep.data)
   # everything the caller waits for, R's share included
-  elapsed <- proc.time()[["elapsed"]] - started
+  finished <- proc.time()[["elapsed"]]
+  elapsed <- finished - started
   if (verbose) {
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
-  timings <- c(check = checked - started, res$timings, total = elapsed)
+  timings <- c(check = checked - started, res$timings, after = finished - returned, total = elapsed)
   warn_convergence(res$outcomes, length(fits))
   structure(fits, class = "bulkem", engine = engine, threads = res$threads,
             elapsed = elapsed, seed = seed, family = family,

@@ -72,6 +72,7 @@ fn fit(
     devices: &[i32],
     report: Robj,
 ) -> Result<List, Stop> {
+    let started = std::time::Instant::now();
     let engine = engine_kind(engine)?;
     let job = Job {
         components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
@@ -108,10 +109,17 @@ fn fit(
         })
         .map_err(Stop::from)?;
     }
+    // reading the datasets, the result's list (R may collect garbage here)
+    counters.lap("setup", started);
+    let ended = std::sync::OnceLock::new();
     run_watched(
         &counters,
         report.as_ref(),
-        |cancel| bulkem_core::fit_into(&job, engine, threads, cancel, &counters, &finals),
+        |cancel| {
+            let fitted = bulkem_core::fit_into(&job, engine, threads, cancel, &counters, &finals);
+            let _ = ended.set(std::time::Instant::now());
+            fitted
+        },
         || {
             if during == "0" {
                 return Ok(false);
@@ -130,7 +138,9 @@ fn fit(
             Ok(made > 0)
         },
     )?;
-    let clock = std::time::Instant::now();
+    // from the engine's end: R's main thread may still have been building
+    // (and collecting garbage) when the engine ended
+    let clock = ended.get().copied().unwrap_or_else(std::time::Instant::now);
     building.rest(&finals, &mut lists);
     let done = finals.into_fits().ok_or(bulkem_core::Error::Cancelled)?;
     let starts: Robj = if keep_starts { crate::convert::starts_to_r(&done) } else { Robj::default() };
