@@ -167,7 +167,7 @@ fn run_into(
                 fits.set(d, Box::new(bests.with(d, |b| finish(job, &w.task, d, &prepared[d], b, cancel))));
             }
         })?;
-        drop(bests);
+        queue::drop_in_background(bests.into_summaries());
         if let Some(own) = own {
             per_k.push(own.into_fits().ok_or(Error::Cancelled)?);
         } else if cancel.load(Ordering::Relaxed) {
