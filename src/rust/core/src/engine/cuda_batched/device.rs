@@ -25,6 +25,7 @@ use crate::engine::counters::Counters;
 use crate::gpu::kernels::{as_int, Batched};
 pub use crate::gpu::prelude::FIT_INFO as INFO;
 use crate::gpu::prelude::BATCHED_THREADS;
+use crate::gpu::staging::{HostBuf, Staging};
 use crate::gpu::{contained, fault_injected, Gpu};
 use crate::job::Task;
 
@@ -288,12 +289,22 @@ fn follow(
 /// The rows `idx` (of `width` values) of `src`. Every row comes back by
 /// the copy engines and the rows are picked here: a gathering kernel would
 /// wait for the other workers' kernels to give up their SMs (see `run`).
-pub fn gather(stream: &Arc<CudaStream>, src: &CudaSlice<f64>, idx: &[i32], width: usize) -> Result<Vec<f64>, String> {
+/// They come back into one of the GPU's pinned buffers where it has one
+/// free (`staging`; gpu/staging.rs): a fresh pageable copy of every fit's
+/// parameters (B5: 96 MB a call) would be first touched page by page.
+pub fn gather(
+    stream: &Arc<CudaStream>,
+    src: &CudaSlice<f64>,
+    idx: &[i32],
+    width: usize,
+    staging: Option<&Arc<Staging>>,
+) -> Result<Vec<f64>, String> {
     if idx.is_empty() {
         return Ok(Vec::new());
     }
     contained("downloading the winning starts", || {
-        let all = stream.clone_dtoh(src).map_err(fail("downloading winners"))?;
+        let mut all = HostBuf::<f64>::take(staging, src.len());
+        stream.memcpy_dtoh(src, &mut all[..]).map_err(fail("downloading winners"))?;
         stream.synchronize().map_err(fail("downloading winners"))?;
         let mut rows = Vec::with_capacity(idx.len() * width);
         for &i in idx {

@@ -145,7 +145,7 @@ impl Engine for CudaBatched {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            record::record(work, chunk, &packed, &ran, stream, bests, self.host_threads, cancel, counters)
+            record::record(work, chunk, &packed, &ran, stream, pinned.then_some(&gpu.staging), bests, self.host_threads, cancel, counters)
         });
         // buffers pinned now, not while the workers' uploads would wait for them
         for gpu in &self.gpus {

@@ -13,6 +13,7 @@ use super::chunks::Chunk;
 use super::device::{gather, Ran, INFO};
 use super::pack::Packed;
 use crate::error::Error;
+use crate::gpu::staging::Staging;
 use crate::outcome::{Outcome, StartFit};
 use crate::params::Params;
 
@@ -23,6 +24,7 @@ pub fn record(
     p: &Packed,
     ran: &Ran,
     stream: &Arc<CudaStream>,
+    staging: Option<&Arc<Staging>>,
     bests: &Bests,
     threads: usize,
     cancel: &AtomicBool,
@@ -77,7 +79,7 @@ pub fn record(
         })
         .collect();
     let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
-    let rows = gather(stream, &ran.params, &idx, 3 * k).map_err(Error::Gpu)?;
+    let rows = gather(stream, &ran.params, &idx, 3 * k, staging).map_err(Error::Gpu)?;
     for (i, &(d, _)) in winners.iter().enumerate() {
         bests.with(d, |b| {
             if let Some(w) = b.winner.as_deref_mut().or(b.spurious.as_deref_mut()) {
