@@ -50,10 +50,12 @@ struct Pool {
 /// `len` values of T in host memory: a pinned buffer of the pool (returned to
 /// it on drop) or an ordinary vector. Pinned contents are whatever an
 /// earlier user left (initialised: zero when first pinned); callers write
-/// every value they upload. Uploads from it are synchronised before it is
-/// dropped (device::run); only when a chunk fails part-way may a copy
-/// still be reading it as it returns to the pool, into that abandoned
-/// chunk's device memory.
+/// every value they upload. Uploads from it and downloads into it are
+/// synchronised before it is dropped (device::run, device::gather); only
+/// when a chunk fails part-way may a copy still be using it as it returns
+/// to the pool: reading it into that abandoned chunk's device memory, or,
+/// for a download whose synchronisation failed, writing it after a failure
+/// of the stream that leaves the call failed.
 pub struct HostBuf<T> {
     inner: Inner<T>,
 }
