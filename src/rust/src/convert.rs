@@ -49,6 +49,12 @@ unsafe fn reals_na(values: impl ExactSizeIterator<Item = f64>) -> SEXP {
     v
 }
 
+/// Whether `v` is a real vector of `len` values: one a reserved list holds
+/// for a field of this fit's shape.
+unsafe fn reals_of_len(v: SEXP, len: usize) -> bool {
+    TYPEOF(v) == SEXPTYPE::REALSXP && Rf_xlength(v) == len as R_xlen_t
+}
+
 unsafe fn real(value: f64) -> SEXP {
     reals(&[if value.is_nan() { R_NaReal } else { value }])
 }
@@ -277,7 +283,7 @@ impl FitLists {
             // field j as a real vector of `values`, in place where allowed
             let store = |j: usize, values: &[f64]| {
                 let old = VECTOR_ELT(l, j as R_xlen_t);
-                if reuse && TYPEOF(old) == SEXPTYPE::REALSXP && Rf_xlength(old) == values.len() as R_xlen_t {
+                if reuse && reals_of_len(old, values.len()) {
                     std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(old), values.len());
                 } else {
                     SET_VECTOR_ELT(l, j as R_xlen_t, reals(values));
@@ -285,9 +291,8 @@ impl FitLists {
             };
             let na = |v: f64| if v.is_nan() { R_NaReal } else { v };
             let na_reals = [R_NaReal; MAX_COMPONENTS];
-            let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| match p {
-                Some(p) => store(j, &pick(p)[..k]),
-                None => store(j, &na_reals[..k]),
+            let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| {
+                store(j, p.as_ref().map_or(&na_reals[..k], |p| &pick(p)[..k]))
             };
             let (aic, bic) = f.information_criteria();
             let statuses = self.statuses;
@@ -399,8 +404,7 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: 
         }
     };
     let (old_se, old_vcov) = (VECTOR_ELT(l, at as R_xlen_t), VECTOR_ELT(l, at as R_xlen_t + 1));
-    let fits = |v: SEXP, len: usize| TYPEOF(v) == SEXPTYPE::REALSXP && Rf_xlength(v) == len as R_xlen_t;
-    if reuse && fits(old_se, 3 * k) && fits(old_vcov, np * np) {
+    if reuse && reals_of_len(old_se, 3 * k) && reals_of_len(old_vcov, np * np) {
         fill(old_se, 3 * k, se);
         fill(old_vcov, np * np, vcov);
         return;
