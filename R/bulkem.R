@@ -76,6 +76,23 @@
 #' looks with [progressr::handlers()] (e.g. `handlers("cli")` or
 #' `handlers("txtprogressbar")`). `verbose` is independent of it.
 #'
+#' @section Very large calls:
+#' A call over hundreds of thousands of datasets returns as many R lists,
+#' about 20 R objects each, and R's garbage collector may run several times
+#' while they are made, each time over everything the session holds: in a
+#' session's first such call that can cost more than the fitting. Where such
+#' calls are the point of a session, start R with a larger heap, so that it
+#' need not collect while the result is made: `R --min-nsize=10M
+#' --min-vsize=1G` (or `Rscript` with the same options), or `R_NSIZE=10M`
+#' and `R_VSIZE=1G` in the environment or in `~/.Renviron` (see [Memory];
+#' a dataset's fit takes about 20 cons cells and 80 vector cells of 8
+#' bytes). R then holds that
+#' much memory before it collects. On an H200 and its 16-core host, a
+#' process's first call over 200,000 datasets of 100 observations (10 starts
+#' each, `cuda-batched`) took 0.94-0.96 s so, against 1.29-1.63 s with R's
+#' defaults (`inst/bench/r-heap.R`). The collector's time shows in
+#' `timings` (below), mostly in `result`.
+#'
 #' @section Spurious solutions:
 #' A mixture likelihood is unbounded: a component squeezed onto a few nearly
 #' tied observations, with a tiny spread, drives it up without meaning
