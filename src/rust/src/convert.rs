@@ -34,6 +34,18 @@ unsafe fn strings(values: &[&str]) -> SEXP {
     v
 }
 
+/// A value as R stores it: NaN (no value) becomes R's NA.
+///
+/// # Safety
+/// Reads R's NA_REAL: R must have started (it has, in any call from R).
+unsafe fn na(x: f64) -> f64 {
+    if x.is_nan() {
+        R_NaReal
+    } else {
+        x
+    }
+}
+
 unsafe fn reals(values: &[f64]) -> SEXP {
     let v = Rf_allocVector(SEXPTYPE::REALSXP, values.len() as R_xlen_t);
     std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(v), values.len());
@@ -44,7 +56,7 @@ unsafe fn reals(values: &[f64]) -> SEXP {
 unsafe fn reals_na(values: impl ExactSizeIterator<Item = f64>) -> SEXP {
     let v = Rf_allocVector(SEXPTYPE::REALSXP, values.len() as R_xlen_t);
     for (i, x) in values.enumerate() {
-        *REAL(v).add(i) = if x.is_nan() { R_NaReal } else { x };
+        *REAL(v).add(i) = na(x);
     }
     v
 }
@@ -56,7 +68,7 @@ unsafe fn reals_of_len(v: SEXP, len: usize) -> bool {
 }
 
 unsafe fn real(value: f64) -> SEXP {
-    reals(&[if value.is_nan() { R_NaReal } else { value }])
+    reals(&[na(value)])
 }
 
 unsafe fn int(value: Option<i32>) -> SEXP {
@@ -289,7 +301,6 @@ impl FitLists {
                     SET_VECTOR_ELT(l, j as R_xlen_t, reals(values));
                 }
             };
-            let na = |v: f64| if v.is_nan() { R_NaReal } else { v };
             let na_reals = [R_NaReal; MAX_COMPONENTS];
             let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| {
                 store(j, p.as_ref().map_or(&na_reals[..k], |p| &pick(p)[..k]))
@@ -400,7 +411,7 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: 
     let fill = |v: SEXP, len: usize, values: Option<&[f64]>| {
         for i in 0..len {
             let x = values.and_then(|values| values.get(i).copied()).unwrap_or(f64::NAN);
-            *REAL(v).add(i) = if x.is_nan() { R_NaReal } else { x };
+            *REAL(v).add(i) = na(x);
         }
     };
     let (old_se, old_vcov) = (VECTOR_ELT(l, at as R_xlen_t), VECTOR_ELT(l, at as R_xlen_t + 1));
