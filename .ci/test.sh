@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+. .ci/env.sh
 
 t_all=$SECONDS
 step() { printf '\n==> %s\n' "$*"; t_step=$SECONDS; }
@@ -49,6 +50,23 @@ cargo --version
   cargo test --release --locked --workspace "${vendor_args[@]}") || {
   echo "FAIL: cargo test. If a Cargo dependency changed, run .ci/vendor.sh and commit its output." >&2
   exit 1; }
+done_step
+
+step "rustfmt and clippy (no warnings)"
+# Offline like the tests above; clippy checks both crates, tests and
+# examples included, and any warning fails the run. rustup's toolchains
+# (CI's) have both; Debian's rustc-web/cargo-web, which deps.sh installs on
+# a bare Debian 12, have neither: there the step says so and is skipped.
+if cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; then
+  (cd src/rust &&
+    cargo fmt --all --check &&
+    R_HOME=$(R RHOME) R_INCLUDE_DIR=$(Rscript -e 'cat(R.home("include"))') \
+    cargo clippy --release --locked --workspace --all-targets "${vendor_args[@]}" -- -D warnings) || {
+    echo "FAIL: cargo fmt --check or cargo clippy: run cargo fmt, fix clippy's warnings." >&2
+    exit 1; }
+else
+  echo "SKIPPED: this Rust toolchain has no rustfmt or clippy (rustup component add rustfmt clippy)"
+fi
 done_step
 
 step "R CMD build"

@@ -10,7 +10,12 @@
 #        into a temporary library first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$PATH:$HOME/.cargo/bin"
+export PATH="$PATH:${HOME:-/root}/.cargo/bin"
+# roxygen writes the docs' non-ASCII characters (the middle dot, the times
+# sign) as <U+00B7> in the C locale: pin a UTF-8 one, so that the generated
+# files are the same whatever the caller's locale. C.UTF-8 is in every
+# Debian glibc (no locales package needed).
+export LC_ALL=C.UTF-8
 
 # load_code = "source": roxygen only needs the R objects, so it sources R/
 # instead of compiling the package in place as its default (pkgload) would.

@@ -3,8 +3,11 @@
 # the same machine, and compare.
 #   Rscript inst/bench/cpu-fingerprint.R save before.rds [engine]
 #   Rscript inst/bench/cpu-fingerprint.R compare before.rds [engine]
-# Covers B1 and samples of B2-B5 (bad datasets mixed in), several Ks in one
-# call and control$keep.starts. Only the fits are compared (timings differ).
+# Covers B1 and samples of B2-B5 (bad datasets mixed in), plain EM
+# (accelerate = FALSE), several Ks in one call for both families,
+# control$keep.starts, standard errors (in every fit) and the bootstrap's
+# refits (standard errors and the LRT, fixed seeds). Only the fits are
+# compared (timings differ).
 suppressPackageStartupMessages(library(bulkem))
 args <- commandArgs(TRUE)
 if (!(length(args) %in% 2:3) || !(args[1] %in% c("save", "compare"))) {
@@ -29,6 +32,16 @@ run <- function(name, fraction, ...) {
   attributes(fits) <- NULL
   fits
 }
+# the bootstrap's tables, as plain lists (attributes, timings among them, dropped)
+boot <- function(test) {
+  w <- workload("B3", 0.002)
+  fits <- do.call(bulkem, c(list(w$datasets[1:6], num.components = 2, random.inits = 5, seed = 11), settings))
+  b <- bulkem_bootstrap(fits, B = 19, test = test, seed = 5, data = w$datasets[1:6],
+                        use.gpu = if (engine == "cpu") FALSE else NA, control = settings$control)
+  b <- as.list(unclass(b))
+  attributes(b) <- list(names = names(b))
+  lapply(seq_along(b[[1]]), function(i) lapply(b, `[[`, i))
+}
 cases <- list(
   B1 = function() run("B1", 1),
   B2 = function() run("B2", 0.005),
@@ -36,6 +49,10 @@ cases <- list(
   B4 = function() run("B4", 0.01),
   B5 = function() run("B5", 0.002),
   B3_k1to4 = function() run("B3", 0.002, num.components = 1:4, random.inits = 10),
+  B1_plain = function() run("B1", 0.2, control = list(accelerate = FALSE)),
+  B4_k1to4 = function() run("B4", 0.004, num.components = 1:4, random.inits = 10),
+  boot_se = function() boot("none"),
+  boot_lrt = function() boot("lrt"),
   B1_starts = function() {
     w <- workload("B1", 0.05)
     s <- settings

@@ -44,20 +44,40 @@ fn bootstrap_(
 ) -> Robj {
     or_condition((|| {
         let engine = engine_kind(engine)?;
-        let job = job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, accelerate, screen, restarts, devices)?;
+        let job = job(
+            &datasets,
+            family,
+            max_iters,
+            epsilon,
+            starts,
+            seed,
+            mixed_precision,
+            accelerate,
+            screen,
+            restarts,
+            devices,
+        )?;
         let b = Bootstrap {
             null: nulls(null_k, null_alpha, null_mu, null_shape)?,
             replicates: u32::try_from(replicates).map_err(|_| Error::Other("B out of range".into()))?,
-            extra: extra.iter().map(|&e| usize::try_from(e).map_err(|_| Error::Other("extra out of range".into()))).collect::<Result<_, _>>()?,
+            extra: extra
+                .iter()
+                .map(|&e| usize::try_from(e).map_err(|_| Error::Other("extra out of range".into())))
+                .collect::<Result<_, _>>()?,
             job,
         };
         let threads = threads_to_use(threads);
         let counters = Counters::default();
         let report = Function::try_from(report).ok();
-        let refits =
-            run_watched(&counters, report.as_ref(), |cancel| bulkem_core::bootstrap(&b, engine, threads, cancel, &counters), || Ok(false))?;
+        let refits = run_watched(
+            &counters,
+            report.as_ref(),
+            |cancel| bulkem_core::bootstrap(&b, engine, threads, cancel, &counters),
+            || Ok(false),
+        )?;
         let clock = std::time::Instant::now();
-        let out: Vec<Robj> = refits.iter().map(|r| refits_to_r(r, &b.null, b.replicates as usize)).collect::<Result<_, _>>()?;
+        let out: Vec<Robj> =
+            refits.iter().map(|r| refits_to_r(r, &b.null, b.replicates as usize)).collect::<Result<_, _>>()?;
         counters.lap("result", clock);
         Ok::<_, Stop>(List::from_names_and_values(
             ["refits", "threads", "timings", "em_iterations", "kernel_seconds"],
@@ -77,7 +97,10 @@ fn nulls<'a>(k: &[i32], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> Re
     let mut at = 0;
     k.iter()
         .map(|&k| {
-            let k = usize::try_from(k).ok().filter(|&k| k <= MAX_COMPONENTS).ok_or_else(|| Error::Other("null_k out of range".into()))?;
+            let k = usize::try_from(k)
+                .ok()
+                .filter(|&k| k <= MAX_COMPONENTS)
+                .ok_or_else(|| Error::Other("null_k out of range".into()))?;
             if k == 0 {
                 return Ok(None);
             }
@@ -106,13 +129,23 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
             }
         }
     }
-    let loglik = |fits: &[Refit]| Robj::from(fits.iter().map(|f| (!f.loglik.is_nan()).then_some(f.loglik)).collect::<Vec<_>>());
+    let loglik =
+        |fits: &[Refit]| Robj::from(fits.iter().map(|f| (!f.loglik.is_nan()).then_some(f.loglik)).collect::<Vec<_>>());
     let status = |fits: &[Refit]| Robj::from(fits.iter().map(|f| code(f.status)).collect::<Vec<i32>>());
     let spurious = |fits: &[Refit]| Robj::from(fits.iter().map(|f| f.spurious).collect::<Vec<bool>>());
     Ok(List::from_names_and_values(
         [
-            "extra", "loglik", "status", "spurious", "observed_loglik", "observed_status", "observed_spurious", "alpha", "mu",
-            "shape", "status_levels",
+            "extra",
+            "loglik",
+            "status",
+            "spurious",
+            "observed_loglik",
+            "observed_status",
+            "observed_spurious",
+            "alpha",
+            "mu",
+            "shape",
+            "status_levels",
         ],
         [
             Robj::from(r.extra as i32),

@@ -9,17 +9,39 @@ use bulkem_core::{parameter_names, Family, Fit, Outcome, Params, Status, MAX_COM
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
-    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_xlength, Rf_protect, Rf_setAttrib, Rf_unprotect, SEXPTYPE, INTEGER,
-    LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, STRING_ELT, TYPEOF, VECTOR_ELT,
+    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, Rf_xlength, INTEGER, LOGICAL,
+    REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, SEXPTYPE, STRING_ELT, TYPEOF, VECTOR_ELT,
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
 /// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
 /// See ?bulkem.
 const FIELDS: [&str; 25] = [
-    "shape", "mu", "alpha", "init_shape", "init_mu", "init_alpha", "loglik", "num_iterations", "fit_success",
-    "family", "n", "converged", "status", "message", "best_start", "starts_ok", "aic", "bic", "starts_at_best",
-    "spurious", "spurious_starts", "loglik_spurious", "starts_run", "se", "vcov",
+    "shape",
+    "mu",
+    "alpha",
+    "init_shape",
+    "init_mu",
+    "init_alpha",
+    "loglik",
+    "num_iterations",
+    "fit_success",
+    "family",
+    "n",
+    "converged",
+    "status",
+    "message",
+    "best_start",
+    "starts_ok",
+    "aic",
+    "bic",
+    "starts_at_best",
+    "spurious",
+    "spurious_starts",
+    "loglik_spurious",
+    "starts_run",
+    "se",
+    "vcov",
 ];
 const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
 /// Columns of `by_k`.
@@ -28,7 +50,11 @@ const BY_K_COLUMNS: [&str; 5] = ["K", "loglik", "aic", "bic", "status"];
 unsafe fn strings(values: &[&str]) -> SEXP {
     let v = Rf_protect(Rf_allocVector(SEXPTYPE::STRSXP, values.len() as R_xlen_t));
     for (i, s) in values.iter().enumerate() {
-        SET_STRING_ELT(v, i as R_xlen_t, Rf_mkCharLenCE(s.as_ptr() as *const c_char, s.len() as c_int, cetype_t::CE_UTF8));
+        SET_STRING_ELT(
+            v,
+            i as R_xlen_t,
+            Rf_mkCharLenCE(s.as_ptr() as *const c_char, s.len() as c_int, cetype_t::CE_UTF8),
+        );
     }
     Rf_unprotect(1);
     v
@@ -307,9 +333,8 @@ impl FitLists {
             };
             let (aic, bic) = f.information_criteria();
             let statuses = self.statuses;
-            let status_of = |s: Status| {
-                VECTOR_ELT(statuses, Status::ALL.iter().position(|&x| x == s).unwrap_or(0) as R_xlen_t)
-            };
+            let status_of =
+                |s: Status| VECTOR_ELT(statuses, Status::ALL.iter().position(|&x| x == s).unwrap_or(0) as R_xlen_t);
             let set = |j: usize, v: SEXP| {
                 SET_VECTOR_ELT(l, j as R_xlen_t, v);
             };
@@ -337,10 +362,13 @@ impl FitLists {
             set(18, count(f.starts_at_best));
             set(19, if f.spurious { yes } else { no });
             set(20, count(f.spurious_starts));
-            set(21, match f.loglik_spurious {
-                Some(l) => real(l),
-                None => self.na_real,
-            });
+            set(
+                21,
+                match f.loglik_spurious {
+                    Some(l) => real(l),
+                    None => self.na_real,
+                },
+            );
             set(22, count(f.starts_run));
             if self.standard_errors {
                 set_standard_errors(l, 23, f, self.labels, reuse);
@@ -479,10 +507,7 @@ pub fn starts_to_r(fits: &[Box<Fit>]) -> Robj {
             let k = f.k;
             let records = f.starts.as_deref().unwrap_or(&[]);
             let init = |pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| -> Vec<Option<f64>> {
-                records
-                    .iter()
-                    .flat_map(|r| (0..k).map(move |m| r.init.map(|p| pick(&p)[m])))
-                    .collect()
+                records.iter().flat_map(|r| (0..k).map(move |m| r.init.map(|p| pick(&p)[m]))).collect()
             };
             let (status, reason): (Vec<&str>, Vec<&str>) = records
                 .iter()

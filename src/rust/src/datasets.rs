@@ -3,7 +3,7 @@
 //! of hundreds of thousands of datasets is not an R loop per dataset.
 
 use extendr_api::prelude::*;
-use extendr_ffi::{Rboolean, Rf_isFactor, Rf_xlength, INTEGER, REAL, R_NaInt, SEXPTYPE, TYPEOF, VECTOR_ELT};
+use extendr_ffi::{R_NaInt, Rboolean, Rf_isFactor, Rf_xlength, INTEGER, REAL, SEXPTYPE, TYPEOF, VECTOR_ELT};
 
 /// What each element of a list is, as R/validate.R's check_datasets() reads
 /// it: 0 a double vector without NA or NaN, 1 one with, 2 an integer vector
@@ -60,7 +60,8 @@ fn dataset_kinds_(datasets: Robj, threads: i32) -> Vec<i32> {
     }
     runs.push(&elements[start..]);
     std::thread::scope(|s| {
-        let handles: Vec<_> = runs.iter().map(|run| s.spawn(move || run.iter().map(kind).collect::<Vec<i32>>())).collect();
+        let handles: Vec<_> =
+            runs.iter().map(|run| s.spawn(move || run.iter().map(kind).collect::<Vec<i32>>())).collect();
         // a scan cannot panic; were a thread lost, its elements read as "other"
         handles.into_iter().zip(&runs).flat_map(|(h, run)| h.join().unwrap_or_else(|_| vec![5; run.len()])).collect()
     })

@@ -138,4 +138,3 @@ extendr_module! {
     fn argument_condition_;
     fn convergence_warning_;
 }
-

@@ -47,8 +47,23 @@ fn fit_(
     report: Robj,
 ) -> Robj {
     or_condition(fit(
-        datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate,
-        keep_starts, standard_errors, screen, restarts, devices, report,
+        datasets,
+        family,
+        components,
+        max_iters,
+        epsilon,
+        starts,
+        seed,
+        threads,
+        engine,
+        mixed_precision,
+        accelerate,
+        keep_starts,
+        standard_errors,
+        screen,
+        restarts,
+        devices,
+        report,
     ))
 }
 
@@ -78,7 +93,19 @@ fn fit(
         components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
         keep_starts,
         standard_errors,
-        ..job(&datasets, family, max_iters, epsilon, starts, seed, mixed_precision, accelerate, screen, restarts, devices)?
+        ..job(
+            &datasets,
+            family,
+            max_iters,
+            epsilon,
+            starts,
+            seed,
+            mixed_precision,
+            accelerate,
+            screen,
+            restarts,
+            devices,
+        )?
     };
     let threads = threads_to_use(threads);
     let counters = Counters::default();
@@ -266,7 +293,10 @@ pub(crate) fn job<'a>(
             _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
         },
         restarts: as_count(restarts, "control$restarts")?,
-        devices: devices.iter().map(|&d| as_count(d, "control$devices").map(|d| d as usize)).collect::<Result<_, _>>()?,
+        devices: devices
+            .iter()
+            .map(|&d| as_count(d, "control$devices").map(|d| d as usize))
+            .collect::<Result<_, _>>()?,
         inits: Vec::new(),
         standard_errors: true,
     })
@@ -276,7 +306,7 @@ pub(crate) fn job<'a>(
 /// extendr object per element would cost microseconds each, and calls hold
 /// hundreds of thousands of datasets.
 fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
-    use extendr_ffi::{Rf_xlength, TYPEOF, VECTOR_ELT, REAL, SEXPTYPE};
+    use extendr_ffi::{Rf_xlength, REAL, SEXPTYPE, TYPEOF, VECTOR_ELT};
     // SAFETY: `list` is a protected VECSXP (an argument of this .Call); its
     // elements stay alive and unmodified for the whole call, which is what
     // the returned slices borrow; empty vectors are not dereferenced.
@@ -343,7 +373,8 @@ pub(crate) fn run_watched<T: Send>(
             }
             interrupt = match report {
                 Some(f) if reported.elapsed() >= REPORT_EVERY => {
-                    let done = (counters.done.load(Ordering::Relaxed) + counters.in_flight.load(Ordering::Relaxed)) as f64;
+                    let done =
+                        (counters.done.load(Ordering::Relaxed) + counters.in_flight.load(Ordering::Relaxed)) as f64;
                     let total = counters.total.load(Ordering::Relaxed) as f64;
                     reported = std::time::Instant::now();
                     call_watched(f, done, total)

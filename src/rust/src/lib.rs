@@ -8,9 +8,9 @@ mod datasets;
 mod error;
 mod fit;
 mod gpu;
+pub mod interrupt;
 mod limits;
 mod mixture;
-pub mod interrupt;
 
 /// Version of the glue crate (placeholder until bulkem-core exposes its own).
 /// @noRd

@@ -17,7 +17,9 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Fam
     if k == 0 || k > MAX_COMPONENTS || mu.len() != k || shape.len() != k {
         return Err(Error::Argument {
             arg: "mu",
-            message: format!("of a fit must have 1 to {MAX_COMPONENTS} values, as many as its alpha and its lambda or sigma"),
+            message: format!(
+                "of a fit must have 1 to {MAX_COMPONENTS} values, as many as its alpha and its lambda or sigma"
+            ),
         });
     }
     let mut p = Params::zeroed(k);

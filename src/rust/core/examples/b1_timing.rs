@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use bulkem_core::{fit, Family, Job, Counters};
+use bulkem_core::{fit, Counters, Family, Job};
 use rand::{RngExt, SeedableRng};
 
 fn main() {
@@ -18,15 +18,37 @@ fn main() {
             let u: f64 = 1.0 - rng.random::<f64>();
             let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.random::<f64>()).cos();
             let y = z * z;
-            let x = mu + mu * mu * y / (2.0 * lambda) - mu / (2.0 * lambda) * (4.0 * mu * lambda * y + mu * mu * y * y).sqrt();
+            let x = mu + mu * mu * y / (2.0 * lambda)
+                - mu / (2.0 * lambda) * (4.0 * mu * lambda * y + mu * mu * y * y).sqrt();
             data.push(if rng.random::<f64>() <= mu / (mu + x) { x } else { mu * mu / x });
         }
         sets.push(data);
     }
-    let job = Job { datasets: sets.iter().map(|d| d.as_slice()).collect(), family: Family::InvGauss, components: vec![2], max_iters: 100, epsilon: 1e-6, starts: 10, seed: 1, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
+    let job = Job {
+        datasets: sets.iter().map(|d| d.as_slice()).collect(),
+        family: Family::InvGauss,
+        components: vec![2],
+        max_iters: 100,
+        epsilon: 1e-6,
+        starts: 10,
+        seed: 1,
+        mixed_precision: false,
+        accelerate: false,
+        keep_starts: false,
+        screen: Default::default(),
+        restarts: 0,
+        devices: Vec::new(),
+        inits: Vec::new(),
+        standard_errors: true,
+    };
     let t = Instant::now();
-    let fits = fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).expect("fit");
+    let fits =
+        fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).expect("fit");
     let secs = t.elapsed().as_secs_f64();
     let iters: u32 = fits.iter().map(|f| f.iterations).sum();
-    println!("B1 on {threads} threads: {secs:.3} s, {:.1} us per start-fit, winner iterations mean {:.1}", secs / 1000.0 * 1e6, iters as f64 / 100.0);
+    println!(
+        "B1 on {threads} threads: {secs:.3} s, {:.1} us per start-fit, winner iterations mean {:.1}",
+        secs / 1000.0 * 1e6,
+        iters as f64 / 100.0
+    );
 }

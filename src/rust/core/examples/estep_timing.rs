@@ -23,7 +23,8 @@ fn main() {
     for (n, reps) in [(2000usize, 20_000usize), (100, 400_000)] {
         let xs: Vec<f64> = (0..n).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 250.0).collect();
         println!("E-step pass, n = {n}, one core:");
-        for (family, k) in [(Family::InvGauss, 2usize), (Family::Normal, 2), (Family::InvGauss, 3), (Family::Normal, 3)] {
+        for (family, k) in [(Family::InvGauss, 2usize), (Family::Normal, 2), (Family::InvGauss, 3), (Family::Normal, 3)]
+        {
             let g: Vec<f64> = xs.iter().map(|&x| if family == Family::InvGauss { 1.0 / x } else { x * x }).collect();
             let mut p = Params::zeroed(k);
             for m in 0..k {
@@ -80,12 +81,20 @@ fn main() {
         // SAFETY: AVX2 and FMA are present (checked above)
         black_box(unsafe { pipes::chains::<false>(steps) });
         let s = t.elapsed().as_secs_f64();
-        println!("  multiply then add: {:.3} ns per 4-wide pair, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
+        println!(
+            "  multiply then add: {:.3} ns per 4-wide pair, {:.1} Gflop/s",
+            per(s, steps * 12),
+            (steps * 12 * 8) as f64 / s / 1e9
+        );
         let t = Instant::now();
         // SAFETY: as above
         black_box(unsafe { pipes::chains::<true>(steps) });
         let s = t.elapsed().as_secs_f64();
-        println!("  fused multiply-add: {:.3} ns per 4-wide FMA, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 8) as f64 / s / 1e9);
+        println!(
+            "  fused multiply-add: {:.3} ns per 4-wide FMA, {:.1} Gflop/s",
+            per(s, steps * 12),
+            (steps * 12 * 8) as f64 / s / 1e9
+        );
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
@@ -95,7 +104,11 @@ fn main() {
         // SAFETY: AVX-512F is present (checked above)
         black_box(unsafe { pipes::chains8(steps) });
         let s = t.elapsed().as_secs_f64();
-        println!("  multiply then add: {:.3} ns per 8-wide pair, {:.1} Gflop/s", per(s, steps * 12), (steps * 12 * 16) as f64 / s / 1e9);
+        println!(
+            "  multiply then add: {:.3} ns per 8-wide pair, {:.1} Gflop/s",
+            per(s, steps * 12),
+            (steps * 12 * 16) as f64 / s / 1e9
+        );
     }
 }
 

@@ -16,10 +16,10 @@ use crate::dataset::{hash_values, Invalid};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, Engine, EngineKind};
 use crate::error::Error;
+use crate::family::component_sd;
 use crate::job::{Fit, Job};
 use crate::limits::{BOOTSTRAP_BLOCK_VALUES, MAX_COMPONENTS};
 use crate::outcome::Status;
-use crate::family::component_sd;
 use crate::params::{Family, Params};
 use crate::simulate::{draw_mixture, replicate_rng};
 
@@ -82,7 +82,10 @@ impl Bootstrap<'_> {
         }
         let top = self.extra.iter().max().copied().unwrap_or(0);
         if let Some(p) = self.null.iter().flatten().find(|p| p.k < 1 || p.k + top > MAX_COMPONENTS) {
-            return bad("fits", format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top));
+            return bad(
+                "fits",
+                format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top),
+            );
         }
         Job { components: vec![1], ..self.job.clone() }.validate()
     }
@@ -90,7 +93,13 @@ impl Bootstrap<'_> {
 
 /// Draws and refits every replicate of `b` on `kind` with `threads` host
 /// threads. Setting `cancel` makes it return `Error::Cancelled` soon after.
-pub fn bootstrap(b: &Bootstrap, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Refits>, Error> {
+pub fn bootstrap(
+    b: &Bootstrap,
+    kind: EngineKind,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<Vec<Refits>, Error> {
     b.validate()?;
     let engine = kind.engine(threads, &b.job.devices)?;
     let job = &b.job;
@@ -108,7 +117,11 @@ pub fn bootstrap(b: &Bootstrap, kind: EngineKind, threads: usize, cancel: &Atomi
     );
     let in_flight = match kind {
         EngineKind::Cpu => 1,
-        _ => std::env::var("BULKEM_BLOCKS_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(GPU_BLOCKS_IN_FLIGHT),
+        _ => std::env::var("BULKEM_BLOCKS_IN_FLIGHT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(GPU_BLOCKS_IN_FLIGHT),
     };
     refit_blocks(b, engine.as_ref(), threads, cancel, counters, BOOTSTRAP_BLOCK_VALUES / in_flight, in_flight)
 }
@@ -127,26 +140,36 @@ fn refit_blocks(
     let job = &b.job;
     let reps = b.replicates as usize;
     let nd = job.datasets.len();
-    let mut out: Vec<Refits> =
-        b.extra.iter().map(|&extra| Refits { extra, refits: vec![Refit::NONE; nd * reps], observed: vec![Refit::NONE; nd] }).collect();
+    let mut out: Vec<Refits> = b
+        .extra
+        .iter()
+        .map(|&extra| Refits { extra, refits: vec![Refit::NONE; nd * reps], observed: vec![Refit::NONE; nd] })
+        .collect();
     // the datasets with a null, in order, each with its null
     let nulls: Vec<(usize, Params)> = b.null.iter().enumerate().filter_map(|(d, p)| p.map(|p| (d, p))).collect();
     let blocks = plan_blocks(&nulls, |d| job.datasets[d].len() * reps, block_values);
     let done = Mutex::new(&mut out);
-    queue::run(blocks.len(), in_flight, cancel, || Ok(()), |_, i| {
-        let block = &nulls[blocks[i].clone()];
-        let refits = refit_block(b, block, engine, threads, cancel, counters)?;
-        let mut out = done.lock().unwrap_or_else(PoisonError::into_inner);
-        for (slot, refits) in refits.into_iter().enumerate() {
-            for (d, r, refit) in refits {
-                let target = if r == 0 { out[slot].observed.get_mut(d) } else { out[slot].refits.get_mut(d * reps + r - 1) };
-                if let Some(target) = target {
-                    *target = refit;
+    queue::run(
+        blocks.len(),
+        in_flight,
+        cancel,
+        || Ok(()),
+        |_, i| {
+            let block = &nulls[blocks[i].clone()];
+            let refits = refit_block(b, block, engine, threads, cancel, counters)?;
+            let mut out = done.lock().unwrap_or_else(PoisonError::into_inner);
+            for (slot, refits) in refits.into_iter().enumerate() {
+                for (d, r, refit) in refits {
+                    let target =
+                        if r == 0 { out[slot].observed.get_mut(d) } else { out[slot].refits.get_mut(d * reps + r - 1) };
+                    if let Some(target) = target {
+                        *target = refit;
+                    }
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }
@@ -215,7 +238,10 @@ fn refit_block(
         let per = reps + 1;
         let datasets: Vec<&[f64]> = members
             .iter()
-            .flat_map(|&i| std::iter::once(job.datasets[block[i].0]).chain(drawn[i * reps..(i + 1) * reps].iter().map(Vec::as_slice)))
+            .flat_map(|&i| {
+                std::iter::once(job.datasets[block[i].0])
+                    .chain(drawn[i * reps..(i + 1) * reps].iter().map(Vec::as_slice))
+            })
             .collect();
         for (slot, &e) in b.extra.iter().enumerate() {
             let init = |i: usize| match e {
@@ -293,7 +319,12 @@ mod tests {
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();
         // dataset 3 is too short for two components; dataset 2 has no null
-        let b = Bootstrap { job, null: vec![Some(one), Some(two), None, Some(one), Some(two)], replicates: 7, extra: vec![0, 1] };
+        let b = Bootstrap {
+            job,
+            null: vec![Some(one), Some(two), None, Some(one), Some(two)],
+            replicates: 7,
+            extra: vec![0, 1],
+        };
         let cancel = AtomicBool::new(false);
         let engine = Cpu { threads: 2 };
         let whole = refit_blocks(&b, &engine, 2, &cancel, &Counters::default(), usize::MAX, 1).unwrap();
@@ -305,7 +336,10 @@ mod tests {
             assert_eq!(format!("{blocks:?}"), format!("{whole:?}"));
         }
         // every replicate of a dataset with a null got refits of both Ks; the others none
-        assert!(whole[0].refits[7..14].iter().all(|r| r.params.is_some()) && whole[1].refits[7..14].iter().all(|r| r.params.is_some()));
+        assert!(
+            whole[0].refits[7..14].iter().all(|r| r.params.is_some())
+                && whole[1].refits[7..14].iter().all(|r| r.params.is_some())
+        );
         assert!(whole[0].refits[14..21].iter().all(|r| r.params.is_none()) && whole[0].observed[2].params.is_none());
     }
 

@@ -23,7 +23,13 @@ use crate::saddle;
 /// that finishes it: side by side, a call's 200,000 fits of 600 bytes were
 /// 120 MB first touched by one thread, 0.1-0.25 s (B5).
 #[allow(clippy::vec_box)]
-pub fn fit(job: &Job, kind: EngineKind, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<Box<Fit>>, Error> {
+pub fn fit(
+    job: &Job,
+    kind: EngineKind,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<Vec<Box<Fit>>, Error> {
     job.validate()?;
     let engine = kind.engine(threads, &job.devices)?;
     run(job, engine.as_ref(), threads, cancel, counters, true)
@@ -201,12 +207,8 @@ fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) ->
 /// datasets these are depends only on their own starts, so a dataset's fit
 /// still depends only on its values, the seed and the settings.
 fn restart_round<'a>(w: &Work<'a>, round: u32, bests: &Bests) -> Work<'a> {
-    let datasets = w
-        .datasets
-        .iter()
-        .enumerate()
-        .map(|(d, ds)| ds.filter(|_| bests.with(d, |b| b.winner.is_none())))
-        .collect();
+    let datasets =
+        w.datasets.iter().enumerate().map(|(d, ds)| ds.filter(|_| bests.with(d, |b| b.winner.is_none()))).collect();
     Work { task: Task { first_start: round * w.task.starts, ..w.task }, datasets }
 }
 
@@ -250,7 +252,14 @@ fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
 }
 
 /// One dataset's result for task `t` from its best start.
-fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, best: &Best, cancel: &AtomicBool) -> Fit {
+fn finish(
+    job: &Job,
+    t: &Task,
+    d: usize,
+    prepared: &Result<Prepared, Invalid>,
+    best: &Best,
+    cancel: &AtomicBool,
+) -> Fit {
     let values = job.datasets[d];
     let n = values.len();
     let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0, 0);
@@ -300,11 +309,8 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         covariance = Some(information::covariance(job.family, ds, &params));
     }
     // a rejected start that beat the returned one, in the data's units
-    let loglik_spurious = best
-        .spurious
-        .as_ref()
-        .filter(|s| !spurious && s.fit.loglik > fit.loglik)
-        .map(|s| s.fit.loglik - jacobian);
+    let loglik_spurious =
+        best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
     let init = ds.unscale(&w.init).permuted(&order);
     let loglik = ds.log_likelihood(job.family, values, &params);
     if !loglik.is_finite() {
@@ -327,10 +333,7 @@ fn finish(job: &Job, t: &Task, d: usize, prepared: &Result<Prepared, Invalid>, b
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
     if escaped.is_some() {
-        message = format!(
-            "continued from a saddle point (log-likelihood {:.4}) to a maximum",
-            w.fit.loglik - jacobian
-        );
+        message = format!("continued from a saddle point (log-likelihood {:.4}) to a maximum", w.fit.loglik - jacobian);
     }
     if let Some(Err(why)) = covariance {
         let sep = if message.is_empty() { "" } else { "; " };
@@ -392,7 +395,8 @@ mod tests {
         };
         // three distinct values: every start of K = 3 collapses, round after round
         let tied: Vec<f64> = (0..30).map(|i| (i % 3) as f64).collect();
-        let data = [smooth(200, 0.0), tied, smooth(150, 5.0), vec![1.0, f64::NAN, 2.0], smooth(120, -2.0), smooth(90, 1.0)];
+        let data =
+            [smooth(200, 0.0), tied, smooth(150, 5.0), vec![1.0, f64::NAN, 2.0], smooth(120, -2.0), smooth(90, 1.0)];
         for components in [vec![3], vec![2, 3]] {
             let job = Job {
                 datasets: data.iter().map(|d| d.as_slice()).collect(),
@@ -418,7 +422,10 @@ mod tests {
             assert_eq!(format!("{during:?}"), format!("{after:?}"));
             if components == [3] {
                 let tied = &after[1];
-                assert!(tied.starts_run == 3 * (1 + job.restarts) && tied.params.is_none(), "the tied dataset was not restarted");
+                assert!(
+                    tied.starts_run == 3 * (1 + job.restarts) && tied.params.is_none(),
+                    "the tied dataset was not restarted"
+                );
             }
             assert!(after.iter().filter(|f| f.params.is_some()).count() >= 4);
         }

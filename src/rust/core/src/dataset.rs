@@ -36,13 +36,28 @@ pub struct Prepared {
 /// Why a dataset cannot be fitted; each reads after "dataset".
 #[derive(Clone, Debug, PartialEq)]
 pub enum Invalid {
-    TooShort { n: usize, needed: usize },
-    NotFinite { count: usize, first: usize },
-    NotPositive { count: usize, first: usize },
-    AllEqual { n: usize, value: f64 },
+    TooShort {
+        n: usize,
+        needed: usize,
+    },
+    NotFinite {
+        count: usize,
+        first: usize,
+    },
+    NotPositive {
+        count: usize,
+        first: usize,
+    },
+    AllEqual {
+        n: usize,
+        value: f64,
+    },
     /// Rescaled, some values would overflow, underflow to zero or lose all
     /// precision: they span too many orders of magnitude for double precision.
-    TooSpread { min: f64, max: f64 },
+    TooSpread {
+        min: f64,
+        max: f64,
+    },
 }
 
 impl Invalid {
@@ -304,7 +319,10 @@ mod tests {
                     pc.shape[m] *= c;
                 }
                 let ll = ds.log_likelihood(family, &scaled, &pc) + 50.0 * c.ln();
-                assert!((ll - reference).abs() < 1e-9 * reference.abs().max(1.0), "{family:?} {c}: {ll} vs {reference}");
+                assert!(
+                    (ll - reference).abs() < 1e-9 * reference.abs().max(1.0),
+                    "{family:?} {c}: {ll} vs {reference}"
+                );
             }
         }
     }

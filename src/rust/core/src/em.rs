@@ -61,13 +61,26 @@ pub struct EmState {
 
 impl EmState {
     pub fn new(init: Params, accelerate: bool) -> EmState {
-        let squarem = accelerate.then_some(Squarem { phase: Phase::First, keep: init, ll1: 0.0, step: 1.0, step_max: SQUAREM_STEP_GROWTH });
+        let squarem = accelerate.then_some(Squarem {
+            phase: Phase::First,
+            keep: init,
+            ll1: 0.0,
+            step: 1.0,
+            step_max: SQUAREM_STEP_GROWTH,
+        });
         EmState { params: init, previous: None, iterations: 0, squarem }
     }
 
     /// Takes the E-step statistics of `self.params`. Returns the start's end
     /// state when it stops; otherwise moves `params` to the next iterate.
-    pub fn advance(&mut self, family: Family, ds: &Prepared, stats: &Stats, max_iters: u32, epsilon: f64) -> Option<StartFit> {
+    pub fn advance(
+        &mut self,
+        family: Family,
+        ds: &Prepared,
+        stats: &Stats,
+        max_iters: u32,
+        epsilon: f64,
+    ) -> Option<StartFit> {
         let loglik = stats.ll + ds.h_sum;
         let n = ds.x.len();
         if let Some(sq) = &mut self.squarem {
@@ -75,7 +88,8 @@ impl EmState {
                 // Accepted when θ' is at least as likely as θ1 and its
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
-                let next = if loglik >= sq.ll1 { m_step(family, self.params.k, stats, n, ds.spread).ok() } else { None };
+                let next =
+                    if loglik >= sq.ll1 { m_step(family, self.params.k, stats, n, ds.spread).ok() } else { None };
                 let reached = sq.step >= sq.step_max;
                 match next {
                     Some(next) => {
@@ -194,7 +208,9 @@ fn extrapolate(
         p.alpha[m] = at(0);
         p.mu[m] = at(1);
         p.shape[m] = at(2).exp();
-        if !(p.alpha[m] * n as f64 >= MIN_COMPONENT_OBS) || check_component(family, p.mu[m], p.shape[m], spread).is_err() {
+        if !(p.alpha[m] * n as f64 >= MIN_COMPONENT_OBS)
+            || check_component(family, p.mu[m], p.shape[m], spread).is_err()
+        {
             return None;
         }
     }
@@ -216,7 +232,12 @@ pub fn run_em(
     let mut state = EmState::new(init, accelerate);
     loop {
         if cancel.load(Ordering::Relaxed) {
-            return StartFit { params: state.params, loglik: f64::NAN, iterations: state.iterations, outcome: Outcome::Cancelled };
+            return StartFit {
+                params: state.params,
+                loglik: f64::NAN,
+                iterations: state.iterations,
+                outcome: Outcome::Cancelled,
+            };
         }
         let stats = e_step(family, &ds.x, &ds.g, &state.params);
         if let Some(done) = state.advance(family, ds, &stats, max_iters, epsilon) {
@@ -262,11 +283,17 @@ mod tests {
         // Data of two overlapping Normals, started far from the maximum so
         // that long steps overshoot: those must be rejected, and every
         // log-likelihood kept on the path must be at least the one before.
-        let data: Vec<f64> = (0..400).map(|i| {
-            let u = (i as f64 + 0.5) / 400.0;
-            let z = (u * 7.0).sin() + 2.0 * (u * 13.0).cos() * u;
-            if i % 3 == 0 { 1.8 + 0.8 * z } else { 0.6 * z }
-        }).collect();
+        let data: Vec<f64> = (0..400)
+            .map(|i| {
+                let u = (i as f64 + 0.5) / 400.0;
+                let z = (u * 7.0).sin() + 2.0 * (u * 13.0).cos() * u;
+                if i % 3 == 0 {
+                    1.8 + 0.8 * z
+                } else {
+                    0.6 * z
+                }
+            })
+            .collect();
         for family in [Family::Normal] {
             let init = Params::from_slices(&[0.9, 0.1], &[-2.0, 3.0], &[0.2, 3.0]).expect("params");
             let (lls, accepted, rejected) = path(family, &data, init);

@@ -245,7 +245,10 @@ pub(crate) mod tests {
 
     fn same(a: &Stats, b: &Stats) -> bool {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        a.ll.to_bits() == b.ll.to_bits() && bits(&a.s0) == bits(&b.s0) && bits(&a.s1) == bits(&b.s1) && bits(&a.s2) == bits(&b.s2)
+        a.ll.to_bits() == b.ll.to_bits()
+            && bits(&a.s0) == bits(&b.s0)
+            && bits(&a.s1) == bits(&b.s1)
+            && bits(&a.s2) == bits(&b.s2)
     }
 
     /// A vector pass (`ig`, `normal`: its two families) against the block
@@ -300,14 +303,31 @@ pub(crate) mod tests {
     /// bit, over 100,000 values in [-710, 0] and the edges.
     pub(crate) fn assert_exp_is_exp_nonpos<const W: usize>(exp: impl Fn([f64; W]) -> [f64; W]) {
         let mut xs: Vec<f64> = (0..100_000).map(|i| -(i as f64) * 0.0071).collect();
-        xs.extend([0.0, -0.0, -1e-300, EXP_FLOOR, EXP_FLOOR - 1e-9, -709.0, -745.2, -1e300, f64::NEG_INFINITY, f64::NAN]);
+        xs.extend([
+            0.0,
+            -0.0,
+            -1e-300,
+            EXP_FLOOR,
+            EXP_FLOOR - 1e-9,
+            -709.0,
+            -745.2,
+            -1e300,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ]);
         for c in xs.chunks(W) {
             let mut v = [0.0; W];
             v[..c.len()].copy_from_slice(c);
             let out = exp(v);
             for i in 0..c.len() {
                 let want = mathx::exp_nonpos(v[i]);
-                assert!(out[i].to_bits() == want.to_bits() || (out[i].is_nan() && want.is_nan()), "{}: {} vs {}", v[i], out[i], want);
+                assert!(
+                    out[i].to_bits() == want.to_bits() || (out[i].is_nan() && want.is_nan()),
+                    "{}: {} vs {}",
+                    v[i],
+                    out[i],
+                    want
+                );
             }
         }
     }
@@ -389,7 +409,9 @@ pub(crate) mod tests {
         let xs = [0.5, 1.0, 2.0, 9.0, -1.0];
         let post = posterior(Family::InvGauss, &xs, &p);
         for (i, &x) in xs.iter().enumerate().take(4) {
-            let l: Vec<f64> = (0..2).map(|m| p.alpha[m].ln() + family::log_density(Family::InvGauss, x, p.mu[m], p.shape[m])).collect();
+            let l: Vec<f64> = (0..2)
+                .map(|m| p.alpha[m].ln() + family::log_density(Family::InvGauss, x, p.mu[m], p.shape[m]))
+                .collect();
             let lse = log_sum_exp(&l);
             for m in 0..2 {
                 assert!((post[m * 5 + i] - (l[m] - lse).exp()).abs() < 1e-14);

@@ -171,7 +171,11 @@ mod tests {
                 for m in 0..2 {
                     let split = t.c[m]
                         - t.k[m]
-                            * if family == Family::InvGauss { q::<true>(x, g, p.mu[m]) } else { q::<false>(x, g, p.mu[m]) }
+                            * if family == Family::InvGauss {
+                                q::<true>(x, g, p.mu[m])
+                            } else {
+                                q::<false>(x, g, p.mu[m])
+                            }
                         + log_h(family, x);
                     let direct = p.alpha[m].ln() + log_density(family, x, p.mu[m], p.shape[m]);
                     assert!((split - direct).abs() < 1e-13 * (1.0 + direct.abs()), "{family:?} x={x} m={m}");

@@ -546,9 +546,9 @@ mod tests {
     fn from_theta(theta: &[f64], k: usize) -> Params {
         let mut p = Params::zeroed(k);
         let mut rest = 1.0;
-        for j in 0..k - 1 {
-            p.alpha[j] = theta[j];
-            rest -= theta[j];
+        for (a, &t) in p.alpha.iter_mut().zip(&theta[..k - 1]) {
+            *a = t;
+            rest -= t;
         }
         p.alpha[k - 1] = rest;
         for m in 0..k {
@@ -561,9 +561,7 @@ mod tests {
     fn to_theta(p: &Params) -> Vec<f64> {
         let k = p.k;
         let mut theta = vec![0.0; free_parameters(k)];
-        for j in 0..k - 1 {
-            theta[j] = p.alpha[j];
-        }
+        theta[..k - 1].copy_from_slice(&p.alpha[..k - 1]);
         for m in 0..k {
             theta[mu_at(k, m)] = p.mu[m];
             theta[shape_at(k, m)] = p.shape[m];
@@ -709,7 +707,8 @@ mod tests {
                 for j in 0..k - 1 {
                     assert!((cov.se[j] - cov.vcov[j * (np + 1)].sqrt()).abs() <= 1e-15 * cov.se[j]);
                 }
-                let sum_alpha: f64 = (0..k - 1).flat_map(|a| (0..k - 1).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
+                let sum_alpha: f64 =
+                    (0..k - 1).flat_map(|a| (0..k - 1).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
                 assert!((cov.se[k - 1] - sum_alpha.sqrt()).abs() <= 1e-12 * cov.se[k - 1].max(1e-300));
                 for m in 0..k {
                     let (i, s) = (mu_at(k, m), shape_at(k, m));
@@ -828,7 +827,12 @@ mod tests {
                 continue;
             };
             let ll = |p: &Params| {
-                let st = crate::estep::e_step(family, &xs, &xs.iter().map(|&x| family::aux(family, x)).collect::<Vec<_>>(), p);
+                let st = crate::estep::e_step(
+                    family,
+                    &xs,
+                    &xs.iter().map(|&x| family::aux(family, x)).collect::<Vec<_>>(),
+                    p,
+                );
                 st.ll
             };
             let at = ll(&merged);
@@ -845,8 +849,14 @@ mod tests {
     fn parameter_names_follow_the_free_parameters() {
         use crate::params::parameter_names;
         assert_eq!(parameter_names(Family::InvGauss, 2), ["alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2"]);
-        assert_eq!(Singular::Collinear { at: 1 }.describe(Family::Normal, 2), "the observed information is singular (first at mu1)");
-        assert_eq!(Singular::Collinear { at: 4 }.describe(Family::Normal, 2), "the observed information is singular (first at sigma2)");
+        assert_eq!(
+            Singular::Collinear { at: 1 }.describe(Family::Normal, 2),
+            "the observed information is singular (first at mu1)"
+        );
+        assert_eq!(
+            Singular::Collinear { at: 4 }.describe(Family::Normal, 2),
+            "the observed information is singular (first at sigma2)"
+        );
         assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2).contains("parameter 10"));
     }
 }

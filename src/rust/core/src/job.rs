@@ -73,7 +73,10 @@ impl Job<'_> {
             || self.components.iter().any(|&k| !(1..=MAX_COMPONENTS).contains(&k))
             || self.components.windows(2).any(|w| w[0] >= w[1])
         {
-            return bad("num.components", format!("must be distinct whole numbers from 1 to {MAX_COMPONENTS}, ascending"));
+            return bad(
+                "num.components",
+                format!("must be distinct whole numbers from 1 to {MAX_COMPONENTS}, ascending"),
+            );
         }
         if self.max_iters < 1 {
             return bad("max.iters", "must be at least 1".into());
@@ -88,7 +91,10 @@ impl Job<'_> {
             return bad("epsilon", "must be a positive finite number".into());
         }
         if !self.inits.is_empty() && self.inits.len() != self.datasets.len() {
-            return bad("inits", format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()));
+            return bad(
+                "inits",
+                format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()),
+            );
         }
         if let Some((arg, message)) = self.screen.check() {
             return bad(arg, message.into());

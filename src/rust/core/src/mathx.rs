@@ -59,7 +59,7 @@ pub const EXP2_TABLE: [f64; 32] = [
     1.8340080864093424,
     1.8741676341103,
     1.9152065613971474,
-    1.9571441241754002
+    1.9571441241754002,
 ];
 
 /// e^x for x ≤ 0, to within 2 ulp, branch-free so loops over it vectorise.

@@ -54,9 +54,7 @@ mod tests {
         let w: f64 = r.iter().sum();
         let mu = xs.iter().zip(r).map(|(x, r)| r * x).sum::<f64>() / w;
         let shape = match family {
-            Family::InvGauss => {
-                w / xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu) / (mu * mu * x)).sum::<f64>()
-            }
+            Family::InvGauss => w / xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu) / (mu * mu * x)).sum::<f64>(),
             Family::Normal => (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt(),
         };
         (w / xs.len() as f64, mu, shape)

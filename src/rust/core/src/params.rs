@@ -106,10 +106,7 @@ impl Stats {
 /// free parameters of the information and covariance matrices are these
 /// without alphaK.
 pub fn parameter_names(family: Family, k: usize) -> Vec<String> {
-    ["alpha", "mu", family.shape_name()]
-        .iter()
-        .flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}")))
-        .collect()
+    ["alpha", "mu", family.shape_name()].iter().flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}"))).collect()
 }
 
 /// Standard errors of a fit, from the observed information at the fitted

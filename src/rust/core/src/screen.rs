@@ -104,6 +104,9 @@ mod tests {
         assert!(!Screen { count: 0.0, ratio: 1e-4, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
         assert_eq!(Screen::default().check(), None);
         assert_eq!(Screen { ratio: 2.0, ..Screen::default() }.check().map(|e| e.0), Some("control$spurious.ratio"));
-        assert_eq!(Screen { count: f64::NAN, ..Screen::default() }.check().map(|e| e.0), Some("control$spurious.count"));
+        assert_eq!(
+            Screen { count: f64::NAN, ..Screen::default() }.check().map(|e| e.0),
+            Some("control$spurious.count")
+        );
     }
 }

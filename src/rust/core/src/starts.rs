@@ -101,8 +101,9 @@ mod tests {
                     let found = (0..30).any(|i| {
                         (i + 1..30).any(|j| {
                             (j + 1..30).any(|l| {
-                                family::ml_estimate(family, &[x[i], x[j], x[l]])
-                                    .is_some_and(|(mu, sh)| (mu - p.mu[m]).abs() < 1e-12 && (sh - p.shape[m]).abs() < 1e-9 * sh)
+                                family::ml_estimate(family, &[x[i], x[j], x[l]]).is_some_and(|(mu, sh)| {
+                                    (mu - p.mu[m]).abs() < 1e-12 && (sh - p.shape[m]).abs() < 1e-9 * sh
+                                })
                             })
                         })
                     });

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use bulkem_core::estep::e_step;
 use bulkem_core::family;
 use bulkem_core::mstep::m_step;
-use bulkem_core::{fit, Family, Fit, Job, Counters, Status};
+use bulkem_core::{fit, Counters, Family, Fit, Job, Status};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -47,8 +47,28 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
 }
 
 fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
-    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 500, epsilon: 1e-8, starts, seed, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
-    fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default()).unwrap().into_iter().map(|f| *f).collect()
+    let job = Job {
+        datasets: datasets.iter().map(|d| d.as_slice()).collect(),
+        family,
+        components: vec![k],
+        max_iters: 500,
+        epsilon: 1e-8,
+        starts,
+        seed,
+        mixed_precision: false,
+        accelerate: false,
+        keep_starts: false,
+        screen: Default::default(),
+        restarts: 0,
+        devices: Vec::new(),
+        inits: Vec::new(),
+        standard_errors: true,
+    };
+    fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
+        .unwrap()
+        .into_iter()
+        .map(|f| *f)
+        .collect()
 }
 
 #[test]
@@ -103,7 +123,7 @@ fn the_log_likelihood_never_falls_and_is_reported_exactly() {
     }
     // and the value reported for a fit is the exact log-likelihood of its parameters
     let xs = mixture(&mut rng, Family::InvGauss, 500, &[0.5, 0.5], &[1.0, 3.0], &[10.0, 2.0]);
-    let f = &run(&[xs.clone()], Family::InvGauss, 2, 5, 1, 1)[0];
+    let f = &run(std::slice::from_ref(&xs), Family::InvGauss, 2, 5, 1, 1)[0];
     let exact = family::log_likelihood(Family::InvGauss, &xs, &f.params.unwrap());
     assert!((f.loglik - exact).abs() < 1e-12 * exact.abs(), "{} vs {exact}", f.loglik);
 }
@@ -162,15 +182,60 @@ fn a_dataset_whose_starts_all_fail_is_reported_failed() {
 fn cancelling_stops_the_call() {
     let mut rng = Pcg64::seed_from_u64(6);
     let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
-    let job = Job { datasets: vec![&xs], family: Family::Normal, components: vec![2],
-                    max_iters: 100, epsilon: 1e-6, starts: 50, seed: 1, mixed_precision: false, accelerate: false, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: true };
+    let job = Job {
+        datasets: vec![&xs],
+        family: Family::Normal,
+        components: vec![2],
+        max_iters: 100,
+        epsilon: 1e-6,
+        starts: 50,
+        seed: 1,
+        mixed_precision: false,
+        accelerate: false,
+        keep_starts: false,
+        screen: Default::default(),
+        restarts: 0,
+        devices: Vec::new(),
+        inits: Vec::new(),
+        standard_errors: true,
+    };
     let cancel = AtomicBool::new(true);
-    assert_eq!(fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()), Err(bulkem_core::Error::Cancelled));
+    assert_eq!(
+        fit(&job, bulkem_core::EngineKind::Cpu, 2, &cancel, &Counters::default()),
+        Err(bulkem_core::Error::Cancelled)
+    );
 }
 
-fn run_accelerated(datasets: &[Vec<f64>], family: Family, k: usize, accelerate: bool, epsilon: f64, counters: &Counters) -> Vec<Fit> {
-    let job = Job { datasets: datasets.iter().map(|d| d.as_slice()).collect(), family, components: vec![k], max_iters: 100_000, epsilon, starts: 5, seed: 3, mixed_precision: false, accelerate, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: false };
-    fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters).unwrap().into_iter().map(|f| *f).collect()
+fn run_accelerated(
+    datasets: &[Vec<f64>],
+    family: Family,
+    k: usize,
+    accelerate: bool,
+    epsilon: f64,
+    counters: &Counters,
+) -> Vec<Fit> {
+    let job = Job {
+        datasets: datasets.iter().map(|d| d.as_slice()).collect(),
+        family,
+        components: vec![k],
+        max_iters: 100_000,
+        epsilon,
+        starts: 5,
+        seed: 3,
+        mixed_precision: false,
+        accelerate,
+        keep_starts: false,
+        screen: Default::default(),
+        restarts: 0,
+        devices: Vec::new(),
+        inits: Vec::new(),
+        standard_errors: false,
+    };
+    fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
+        .unwrap()
+        .into_iter()
+        .map(|f| *f)
+        .collect()
 }
 
 #[test]
@@ -190,7 +255,12 @@ fn squarem_reaches_plain_em_optimum_in_fewer_passes() {
         let acc = &run_accelerated(std::slice::from_ref(&data), family, 2, true, 1e-10, &acc_count)[0];
         assert_eq!(acc.status, Status::Converged, "{}", acc.message);
         let (a, b) = (plain.params.unwrap(), acc.params.unwrap());
-        assert!((plain.loglik - acc.loglik).abs() < 1e-6 * plain.loglik.abs(), "{family:?}: {} vs {}", plain.loglik, acc.loglik);
+        assert!(
+            (plain.loglik - acc.loglik).abs() < 1e-6 * plain.loglik.abs(),
+            "{family:?}: {} vs {}",
+            plain.loglik,
+            acc.loglik
+        );
         if plain.loglik - acc.loglik < 1e-7 * plain.loglik.abs() && (a.mu[0] - a.mu[1]).abs() > 0.5 {
             for m in 0..2 {
                 assert!((a.mu[m] - b.mu[m]).abs() < 1e-3 * (1.0 + a.mu[m].abs()), "{family:?} mu {m}: {a:?} vs {b:?}");
@@ -198,11 +268,23 @@ fn squarem_reaches_plain_em_optimum_in_fewer_passes() {
         }
         let direct: f64 = data
             .iter()
-            .map(|&x| (0..2).map(|m| b.alpha[m] * family::log_density(family, x, b.mu[m], b.shape[m]).exp()).sum::<f64>().ln())
+            .map(|&x| {
+                (0..2).map(|m| b.alpha[m] * family::log_density(family, x, b.mu[m], b.shape[m]).exp()).sum::<f64>().ln()
+            })
             .sum();
-        assert!((direct - acc.loglik).abs() < 1e-8 * direct.abs(), "{family:?}: reported {} direct {}", acc.loglik, direct);
+        assert!(
+            (direct - acc.loglik).abs() < 1e-8 * direct.abs(),
+            "{family:?}: reported {} direct {}",
+            acc.loglik,
+            direct
+        );
         let passes = |c: &Counters| c.em_iterations.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(passes(&acc_count) * 2 < passes(&plain_count), "{family:?}: {} vs {} passes", passes(&acc_count), passes(&plain_count));
+        assert!(
+            passes(&acc_count) * 2 < passes(&plain_count),
+            "{family:?}: {} vs {} passes",
+            passes(&acc_count),
+            passes(&plain_count)
+        );
     }
 }
 
@@ -212,14 +294,40 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
     // (the extrapolations are accepted only when they do not lose), so each
     // start ends no lower than plain EM's first update from the same start.
     let mut rng = Pcg64::seed_from_u64(12);
-    let data: Vec<Vec<f64>> = (0..20).map(|_| mixture(&mut rng, Family::Normal, 300, &[0.5, 0.3, 0.2], &[0.0, 2.0, 4.0], &[1.0, 0.7, 1.2])).collect();
-    let job = |accelerate, max_iters| Job { datasets: data.iter().map(|d| d.as_slice()).collect(), family: Family::Normal, components: vec![3], max_iters, epsilon: 1e-8, starts: 4, seed: 9, mixed_precision: false, accelerate, keep_starts: true, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: Vec::new(), standard_errors: false };
-    let one = fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
-    let acc = fit(&job(true, 100_000), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
+    let data: Vec<Vec<f64>> = (0..20)
+        .map(|_| mixture(&mut rng, Family::Normal, 300, &[0.5, 0.3, 0.2], &[0.0, 2.0, 4.0], &[1.0, 0.7, 1.2]))
+        .collect();
+    let job = |accelerate, max_iters| Job {
+        datasets: data.iter().map(|d| d.as_slice()).collect(),
+        family: Family::Normal,
+        components: vec![3],
+        max_iters,
+        epsilon: 1e-8,
+        starts: 4,
+        seed: 9,
+        mixed_precision: false,
+        accelerate,
+        keep_starts: true,
+        screen: Default::default(),
+        restarts: 0,
+        devices: Vec::new(),
+        inits: Vec::new(),
+        standard_errors: false,
+    };
+    let one =
+        fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
+    let acc = fit(&job(true, 100_000), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default())
+        .unwrap();
     for (o, a) in one.iter().zip(&acc) {
         for (so, sa) in o.starts.as_ref().unwrap().iter().zip(a.starts.as_ref().unwrap()) {
             if so.loglik.is_finite() && sa.loglik.is_finite() {
-                assert!(sa.loglik >= so.loglik - 1e-9 * so.loglik.abs(), "start {}: {} < {}", sa.start, sa.loglik, so.loglik);
+                assert!(
+                    sa.loglik >= so.loglik - 1e-9 * so.loglik.abs(),
+                    "start {}: {} < {}",
+                    sa.start,
+                    sa.loglik,
+                    so.loglik
+                );
             }
         }
     }
@@ -241,16 +349,45 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
     assert!(!best.at_saddle() && best.covariance.as_ref().is_some_and(|c| c.is_ok()));
     for accelerate in [false, true] {
         for gap in [1e-7, 1e-5, 1e-3] {
-            let init = bulkem_core::Params::from_slices(&[0.5, 0.5], &[mean - gap, mean + gap], &[sd, sd * 1.001]).unwrap();
-            let job = |standard_errors| Job { datasets: vec![data.as_slice()], family: Family::Normal, components: vec![2], max_iters: 5000, epsilon: 1e-6, starts: 1, seed: 1, mixed_precision: false, accelerate, keep_starts: false, screen: Default::default(), restarts: 0, devices: Vec::new(), inits: vec![Some(init)], standard_errors };
-            let stuck = &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default()).unwrap()[0];
+            let init =
+                bulkem_core::Params::from_slices(&[0.5, 0.5], &[mean - gap, mean + gap], &[sd, sd * 1.001]).unwrap();
+            let job = |standard_errors| Job {
+                datasets: vec![data.as_slice()],
+                family: Family::Normal,
+                components: vec![2],
+                max_iters: 5000,
+                epsilon: 1e-6,
+                starts: 1,
+                seed: 1,
+                mixed_precision: false,
+                accelerate,
+                keep_starts: false,
+                screen: Default::default(),
+                restarts: 0,
+                devices: Vec::new(),
+                inits: vec![Some(init)],
+                standard_errors,
+            };
+            let stuck =
+                &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())
+                    .unwrap()[0];
             assert_eq!(stuck.status, Status::Converged, "gap {gap}");
             assert!(best.loglik > stuck.loglik + 100.0, "gap {gap}: {} vs {}", best.loglik, stuck.loglik);
-            let f = &fit(&job(true), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default()).unwrap()[0];
+            let f = &fit(&job(true), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())
+                .unwrap()[0];
             assert_eq!(f.status, Status::Converged, "gap {gap}");
             assert!(f.message.starts_with("continued from a saddle point"), "gap {gap}: {}", f.message);
-            assert!(!f.at_saddle() && f.covariance.as_ref().is_some_and(|c| c.is_ok()), "gap {gap}: {:?}", f.covariance);
-            assert!((f.loglik - best.loglik).abs() < 1e-6 * best.loglik.abs(), "gap {gap}: {} vs {}", f.loglik, best.loglik);
+            assert!(
+                !f.at_saddle() && f.covariance.as_ref().is_some_and(|c| c.is_ok()),
+                "gap {gap}: {:?}",
+                f.covariance
+            );
+            assert!(
+                (f.loglik - best.loglik).abs() < 1e-6 * best.loglik.abs(),
+                "gap {gap}: {} vs {}",
+                f.loglik,
+                best.loglik
+            );
             let (p, q) = (f.params.unwrap(), best.params.unwrap());
             for m in 0..2 {
                 assert!((p.mu[m] - q.mu[m]).abs() < 1e-3 && (p.shape[m] - q.shape[m]).abs() < 1e-3, "gap {gap}");

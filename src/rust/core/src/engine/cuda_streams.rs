@@ -78,11 +78,19 @@ struct Buffers {
 }
 
 /// A buffer of at least `len` values on `stream`, reallocated only to grow.
-fn ensure<'a>(slot: &'a mut Option<CudaSlice<f64>>, stream: &Arc<CudaStream>, len: usize) -> Result<&'a mut CudaSlice<f64>, String> {
+fn ensure<'a>(
+    slot: &'a mut Option<CudaSlice<f64>>,
+    stream: &Arc<CudaStream>,
+    len: usize,
+) -> Result<&'a mut CudaSlice<f64>, String> {
     if slot.as_ref().is_none_or(|b| b.len() < len) {
         *slot = None; // free the old buffer first
         let len = if fault_injected("oom") { 1 << 60 } else { len.max(1) };
-        *slot = Some(stream.alloc_zeros::<f64>(len).map_err(|e| format!("allocating {} MB on the GPU: {e:?}", (len * 8) >> 20))?);
+        *slot = Some(
+            stream
+                .alloc_zeros::<f64>(len)
+                .map_err(|e| format!("allocating {} MB on the GPU: {e:?}", (len * 8) >> 20))?,
+        );
     }
     slot.as_mut().ok_or_else(|| "buffer missing".to_string())
 }

@@ -78,10 +78,16 @@ where
 /// `work(i)` for every i in 0..n on `threads` threads, one claim per item
 /// (items of real work, such as one start's EM; cheap ones: `for_each_light`).
 pub fn for_each_index(n: usize, threads: usize, cancel: &AtomicBool, work: impl Fn(usize) + Sync) -> Result<(), Error> {
-    run(n, threads, cancel, || Ok(()), |_, i| {
-        work(i);
-        Ok(())
-    })
+    run(
+        n,
+        threads,
+        cancel,
+        || Ok(()),
+        |_, i| {
+            work(i);
+            Ok(())
+        },
+    )
 }
 
 /// Longest run of cheap items one claim takes (`for_each_light`).
@@ -94,16 +100,28 @@ const LIGHT_RUN: usize = 64;
 /// one claim per item made the counter's cache line the bottleneck.
 pub fn for_each_light(n: usize, threads: usize, cancel: &AtomicBool, work: impl Fn(usize) + Sync) -> Result<(), Error> {
     let grain = (n / (threads.max(1) * 8)).clamp(1, LIGHT_RUN);
-    run_in_runs(n, threads, grain, cancel, || Ok(()), |_, i| {
-        work(i);
-        Ok(())
-    })
+    run_in_runs(
+        n,
+        threads,
+        grain,
+        cancel,
+        || Ok(()),
+        |_, i| {
+            work(i);
+            Ok(())
+        },
+    )
 }
 
 /// `f(0..n)` computed on `threads` threads, in index order, for cheap items
 /// (`for_each_light`); `Cancelled` if the call was cancelled before every
 /// value was computed.
-pub fn map<T: Send + Sync>(n: usize, threads: usize, cancel: &AtomicBool, f: impl Fn(usize) -> T + Sync) -> Result<Vec<T>, Error> {
+pub fn map<T: Send + Sync>(
+    n: usize,
+    threads: usize,
+    cancel: &AtomicBool,
+    f: impl Fn(usize) -> T + Sync,
+) -> Result<Vec<T>, Error> {
     let slots: Vec<OnceLock<T>> = (0..n).map(|_| OnceLock::new()).collect();
     for_each_light(n, threads, cancel, |i| {
         let _ = slots[i].set(f(i));

@@ -71,16 +71,14 @@ fn build(ctx: &Arc<CudaContext>, arch: &str, source: String, names: &[&str]) -> 
         other => format!("NVRTC failed: {other:?}"),
     })?;
     let module = ctx.load_module(ptx).map_err(|e| format!("loading the compiled kernels failed: {e:?}"))?;
-    names
-        .iter()
-        .map(|name| module.load_function(name).map_err(|e| format!("kernel {name} missing: {e:?}")))
-        .collect()
+    names.iter().map(|name| module.load_function(name).map_err(|e| format!("kernel {name} missing: {e:?}"))).collect()
 }
 
 impl Kernels {
     pub fn compile(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<Kernels, String> {
         let arch = format!("compute_{major}{minor}");
-        let mut f = build(ctx, &arch, format!("{}{COMMON}{STREAMS}", prelude()), &["em_obs_terms", "em_fused_sum"])?.into_iter();
+        let mut f = build(ctx, &arch, format!("{}{COMMON}{STREAMS}", prelude()), &["em_obs_terms", "em_fused_sum"])?
+            .into_iter();
         let (Some(obs_terms), Some(fused_sum)) = (f.next(), f.next()) else {
             return Err("kernels missing after compilation".into());
         };
@@ -196,7 +194,10 @@ mod tests {
             return;
         }
         let compile = |source: String| {
-            let opts = CompileOptions { options: vec!["--gpu-architecture=compute_90".into(), "--std=c++17".into()], ..Default::default() };
+            let opts = CompileOptions {
+                options: vec!["--gpu-architecture=compute_90".into(), "--std=c++17".into()],
+                ..Default::default()
+            };
             compile_ptx_with_opts(source, opts).map(|_| ()).map_err(|e| match e {
                 CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
                 other => format!("{other:?}"),

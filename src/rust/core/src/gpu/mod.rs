@@ -14,8 +14,8 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::CudaContext;
 
 use crate::error::{panic_message, Unavailable};
-use staging::Staging;
 pub use kernels::Kernels;
+use staging::Staging;
 
 /// Set `BULKEM_CUDA_FAULT` to one of these to make bulkem behave as if that
 /// part of CUDA failed, so the fallbacks can be tested on any machine.
@@ -66,7 +66,10 @@ pub fn compilations() -> usize {
 
 /// Each GPU of the machine, set up on its first use; the slots themselves
 /// are made once, when the driver is first asked how many GPUs there are.
-static GPUS: OnceLock<Result<Vec<OnceLock<Result<Arc<Gpu>, Unavailable>>>, Unavailable>> = OnceLock::new();
+static GPUS: OnceLock<Result<Vec<GpuSlot>, Unavailable>> = OnceLock::new();
+
+/// One GPU's slot: set up on first use, or why it cannot be.
+type GpuSlot = OnceLock<Result<Arc<Gpu>, Unavailable>>;
 
 /// The machine's first GPU: what `gpu_devices(&[])` starts with.
 pub fn gpu() -> Result<Arc<Gpu>, Unavailable> {
@@ -76,7 +79,10 @@ pub fn gpu() -> Result<Arc<Gpu>, Unavailable> {
 /// GPU `ordinal`, set up on first use (libraries probed, context made,
 /// kernels compiled by NVRTC for its compute capability); later calls reuse it.
 pub fn device(ordinal: usize) -> Result<Arc<Gpu>, Unavailable> {
-    let slots = GPUS.get_or_init(|| count().map(|n| (0..n).map(|_| OnceLock::new()).collect())).as_ref().map_err(Clone::clone)?;
+    let slots = GPUS
+        .get_or_init(|| count().map(|n| (0..n).map(|_| OnceLock::new()).collect()))
+        .as_ref()
+        .map_err(Clone::clone)?;
     let slot = slots.get(ordinal).ok_or(Unavailable::NoDevice)?;
     slot.get_or_init(|| init(ordinal).map(Arc::new)).clone()
 }

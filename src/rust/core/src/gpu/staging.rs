@@ -139,7 +139,9 @@ impl Staging {
             return HostBuf::ordinary(len);
         }
         let mut pool = self.lock();
-        let fits = (0..pool.free.len()).filter(|&i| pool.free[i].num_bytes() >= bytes).min_by_key(|&i| pool.free[i].num_bytes());
+        let fits = (0..pool.free.len())
+            .filter(|&i| pool.free[i].num_bytes() >= bytes)
+            .min_by_key(|&i| pool.free[i].num_bytes());
         if let Some(i) = fits {
             let mut buf = pool.free.swap_remove(i);
             drop(pool);
@@ -147,7 +149,9 @@ impl Staging {
             // copy from it is pending (uploads are synchronised before the
             // HostBuf that held it is dropped)
             if let Ok(ptr) = buf.as_mut_ptr() {
-                return HostBuf { inner: Inner::Pinned { buf: Some(buf), ptr: ptr as *mut T, len, pool: self.clone() } };
+                return HostBuf {
+                    inner: Inner::Pinned { buf: Some(buf), ptr: ptr as *mut T, len, pool: self.clone() },
+                };
             }
             self.lock().total -= buf.num_bytes();
             return HostBuf::ordinary(len);
@@ -173,7 +177,9 @@ impl Staging {
         }
         let me = self.clone();
         let sizes = wanted.clone();
-        let spawned = std::thread::Builder::new().name("bulkem-pin".into()).spawn(move || sizes.into_iter().for_each(|size| me.pin(size)));
+        let spawned = std::thread::Builder::new()
+            .name("bulkem-pin".into())
+            .spawn(move || sizes.into_iter().for_each(|size| me.pin(size)));
         if spawned.is_err() {
             self.lock().total -= wanted.iter().sum::<usize>();
         }

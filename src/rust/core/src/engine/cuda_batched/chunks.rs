@@ -90,7 +90,10 @@ mod tests {
             return;
         }
         let prepared: Vec<Prepared> = (0..800)
-            .map(|d| prepare(&(0..50 + d % 7).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap())
+            .map(|d| {
+                prepare(&(0..50 + d % 7).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal)
+                    .unwrap()
+            })
             .collect();
         let work = work(&prepared, 10, 100);
         for pieces in [1, 4, 16] {
@@ -114,7 +117,9 @@ mod tests {
         for pieces in [1, 3, 7] {
             let chunks = plan(&work, budget, pieces);
             assert_eq!(chunks.iter().map(|c| c.datasets.len()).sum::<usize>(), 800);
-            let bytes = |c: &Chunk| c.datasets.iter().map(|&d| 16 * prepared[d].x.len() + 32 + 10 * (6 * 2 + 4) * 8).sum::<usize>();
+            let bytes = |c: &Chunk| {
+                c.datasets.iter().map(|&d| 16 * prepared[d].x.len() + 32 + 10 * (6 * 2 + 4) * 8).sum::<usize>()
+            };
             assert!(chunks.iter().all(|c| bytes(c) <= budget), "pieces {pieces}");
         }
     }

@@ -17,14 +17,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
+};
 
 use super::pack::Packed;
 use super::Mapping;
 use crate::engine::counters::Counters;
 use crate::gpu::kernels::{as_int, Batched};
-pub use crate::gpu::prelude::FIT_INFO as INFO;
 use crate::gpu::prelude::BATCHED_THREADS;
+pub use crate::gpu::prelude::FIT_INFO as INFO;
 use crate::gpu::staging::{HostBuf, Staging};
 use crate::gpu::{contained, fault_injected, Gpu};
 use crate::job::Task;
@@ -79,8 +81,13 @@ fn fail(what: &'static str) -> impl Fn(DriverError) -> String {
 /// Blocks of BATCHED_THREADS that `f` runs at once on `gpu`: its grid when
 /// the GPU is full.
 fn resident_blocks(gpu: &Gpu, f: &CudaFunction) -> Result<u32, String> {
-    let sms = gpu.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(fail("querying the GPU"))?;
-    let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None).map_err(fail("querying occupancy"))?;
+    let sms = gpu
+        .ctx
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(fail("querying the GPU"))?;
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(BATCHED_THREADS, 0, None)
+        .map_err(fail("querying occupancy"))?;
     Ok(sms.max(1) as u32 * per_sm.max(1))
 }
 
@@ -104,7 +111,8 @@ pub struct Finisher {
 /// At the highest priority its blocks take the first SMs freed.
 pub fn priority_stream(gpu: &Gpu) -> Result<Arc<CudaStream>, String> {
     contained("creating a CUDA stream", || {
-        let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(fail("creating a CUDA stream"))?;
+        let (_, highest) =
+            cudarc::driver::result::stream::get_priority_range().map_err(fail("creating a CUDA stream"))?;
         gpu.ctx.new_stream_with_priority(highest).map_err(fail("creating a CUDA stream"))
     })
 }
@@ -134,7 +142,11 @@ pub fn run(
         }
         let obs = up(&p.obs)?;
         // a null pointer unless the kernel is a mixed-precision one
-        let obs32 = if p.obs32.is_empty() { None } else { Some(stream.clone_htod(&p.obs32[..]).map_err(fail("uploading a chunk"))?) };
+        let obs32 = if p.obs32.is_empty() {
+            None
+        } else {
+            Some(stream.clone_htod(&p.obs32[..]).map_err(fail("uploading a chunk"))?)
+        };
         let ds_offset = stream.clone_htod(&p.ds_offset).map_err(fail("uploading a chunk"))?;
         let ds_n = stream.clone_htod(&p.ds_n).map_err(fail("uploading a chunk"))?;
         let ds_hsum = up(&p.ds_hsum)?;
@@ -149,10 +161,12 @@ pub fn run(
         // writes a fit's row of out_params (its SQUAREM store, then its
         // result) and its out_ll before anything reads them, and the host
         // reads only fits whose out_info says they finished.
-        let out_params: CudaSlice<f64> = unsafe { stream.alloc(n_fits * 3 * k) }.map_err(fail("allocating GPU memory"))?;
+        let out_params: CudaSlice<f64> =
+            unsafe { stream.alloc(n_fits * 3 * k) }.map_err(fail("allocating GPU memory"))?;
         let out_ll: CudaSlice<f64> = unsafe { stream.alloc(n_fits) }.map_err(fail("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
-        let out_info: CudaSlice<i32> = stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
+        let out_info: CudaSlice<i32> =
+            stream.clone_htod(&vec![-1i32; INFO * n_fits]).map_err(fail("allocating GPU memory"))?;
         let mut stop: CudaSlice<i32> = stream.clone_htod(&[0i32]).map_err(fail("allocating GPU memory"))?;
 
         let (pick, per_unit): (fn(&Batched) -> &CudaFunction, u32) = match mapping {
@@ -308,7 +322,10 @@ pub fn gather(
         stream.synchronize().map_err(fail("downloading winners"))?;
         let mut rows = Vec::with_capacity(idx.len() * width);
         for &i in idx {
-            let row = usize::try_from(i).ok().and_then(|i| all.get(i * width..(i + 1) * width)).ok_or("a winner outside its chunk")?;
+            let row = usize::try_from(i)
+                .ok()
+                .and_then(|i| all.get(i * width..(i + 1) * width))
+                .ok_or("a winner outside its chunk")?;
             rows.extend_from_slice(row);
         }
         Ok(rows)

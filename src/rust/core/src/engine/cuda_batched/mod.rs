@@ -93,7 +93,8 @@ impl Engine for CudaBatched {
                 .0;
             free = free.min(f);
         }
-        let per_gpu = std::env::var("BULKEM_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&w| w > 0).unwrap_or(WORKERS);
+        let per_gpu =
+            std::env::var("BULKEM_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&w| w > 0).unwrap_or(WORKERS);
         let workers = per_gpu * self.gpus.len();
         let pieces = std::env::var("BULKEM_CHUNK_PIECES")
             .ok()
@@ -106,7 +107,8 @@ impl Engine for CudaBatched {
         let mut lanes = 0;
         for gpu in &self.gpus {
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
-            lanes += device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+            lanes +=
+                device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
         }
         let mapping = mapping(work, lanes, per_gpu);
         // worker w runs on GPU w mod #GPUs, with that GPU's compiled kernel
@@ -141,11 +143,23 @@ impl Engine for CudaBatched {
                 return Ok(());
             }
             let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
-            let ran = device::run(gpu, kernel, finisher.as_ref(), mapping, stream, &packed, t, cancel, counters).map_err(on_gpu)?;
+            let ran = device::run(gpu, kernel, finisher.as_ref(), mapping, stream, &packed, t, cancel, counters)
+                .map_err(on_gpu)?;
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            record::record(work, chunk, &packed, &ran, stream, pinned.then_some(&gpu.staging), bests, self.host_threads, cancel, counters)
+            record::record(
+                work,
+                chunk,
+                &packed,
+                &ran,
+                stream,
+                pinned.then_some(&gpu.staging),
+                bests,
+                self.host_threads,
+                cancel,
+                counters,
+            )
         });
         // buffers pinned now, not while the workers' uploads would wait for them
         for gpu in &self.gpus {
@@ -175,7 +189,9 @@ fn mapping(work: &Work, lanes: usize, workers: usize) -> Mapping {
         Some("lane") => return Mapping::Lane,
         Some("warp") => return WARP,
         Some(g) => {
-            if let Some(w) = g.strip_prefix("group").and_then(|w| w.parse::<u32>().ok()).filter(|w| w.is_power_of_two() && *w <= 32) {
+            if let Some(w) =
+                g.strip_prefix("group").and_then(|w| w.parse::<u32>().ok()).filter(|w| w.is_power_of_two() && *w <= 32)
+            {
                 return Mapping::Group(w);
             }
         }
@@ -218,7 +234,9 @@ mod tests {
         if std::env::var_os("BULKEM_MAPPING").is_some() {
             return;
         }
-        let of = |n: usize| prepare(&(0..n).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap();
+        let of = |n: usize| {
+            prepare(&(0..n).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap()
+        };
         let small: Vec<Prepared> = (0..1000).map(|_| of(100)).collect();
         let large: Vec<Prepared> = (0..1000).map(|_| of(300)).collect();
         // one H200: 132 SMs x 5 blocks of 128 threads

@@ -52,7 +52,13 @@ impl Packed {
 /// fits j*S .. (j+1)*S of the chunk's dataset j (its starts first_start + 0..S). A start that could not be
 /// drawn keeps NaN parameters (the kernel fails it at once) and is recorded
 /// as such. `staging`: the GPU's pinned buffers (None: ordinary memory).
-pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool, staging: Option<&Arc<Staging>>) -> Result<Packed, Error> {
+pub fn pack(
+    work: &Work,
+    chunk: &Chunk,
+    threads: usize,
+    cancel: &AtomicBool,
+    staging: Option<&Arc<Staging>>,
+) -> Result<Packed, Error> {
     let t = &work.task;
     let (k, starts) = (t.k, t.starts as usize);
     let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| work.datasets[d]).collect();
@@ -88,7 +94,8 @@ pub fn pack(work: &Work, chunk: &Chunk, threads: usize, cancel: &AtomicBool, sta
     let mut pieces = Vec::with_capacity(nd);
     for ds in &sets {
         let (o, rest_o) = std::mem::take(&mut obs).split_at_mut(2 * ds.x.len());
-        let (o32, rest_o32) = std::mem::take(&mut obs32).split_at_mut(if t.mixed_precision { 2 * ds.x.len() } else { 0 });
+        let (o32, rest_o32) =
+            std::mem::take(&mut obs32).split_at_mut(if t.mixed_precision { 2 * ds.x.len() } else { 0 });
         let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
         let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * 3 * k);
         let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
