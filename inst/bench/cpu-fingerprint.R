@@ -26,8 +26,11 @@ bad <- list(c(1, NA, 3, 4, 5, 6, 7), c(2, 2, 2, 2, 2, 2, 2), c(1, 2), c(-1, 1:10
 run <- function(name, fraction, ...) {
   w <- workload(name, fraction)
   extra <- list(...)
+  s <- settings
+  s$control <- c(s$control, extra$control)
+  extra$control <- NULL
   args <- utils::modifyList(w$args, extra)
-  fits <- do.call(bulkem, c(list(c(w$datasets, bad)), args, list(seed = 7), settings))
+  fits <- do.call(bulkem, c(list(c(w$datasets, bad)), args, list(seed = 7), s))
   fits <- unclass(fits)
   attributes(fits) <- NULL
   fits
