@@ -176,10 +176,11 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   } else {
     check_whole(seed, "seed", 0, .Machine$integer.max)
   }
-  control$keep.data <- NULL
-  control$keep.starts <- NULL
-  given_control <- control
+  # the refits keep no data and no starts, whatever `control` says
   control <- check_control(control)
+  control$keep.data <- FALSE
+  control$keep.starts <- FALSE
+  given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
   data <- bootstrap_data(items, data)
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
@@ -187,7 +188,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   if (is.null(family)) family <- items[[1]]$family
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
-                   control = control, given_control = given_control)
+                   control = control, given_control = given)
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -242,14 +243,12 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   engine <- choose_engine(s$use.gpu, s$control$engine)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
-  run <- function(engine) bootstrap_(
-    datasets = data, null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
-    null_shape = flat("shape"), replicates = B, extra = as.integer(extra),
-    family = s$family, max_iters = s$max.iters, epsilon = s$epsilon, starts = s$random.inits,
-    seed = s$seed, threads = as.integer(s$control$threads), engine = engine,
-    mixed_precision = s$control$precision == "mixed", accelerate = s$control$accelerate,
-    screen = c(s$control$spurious.ratio, s$control$spurious.count, s$control$spurious.count.ratio),
-    restarts = s$control$restarts, devices = s$control$devices, report = report)
+  plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
+               null_shape = flat("shape"), replicates = as.integer(B), extra = as.integer(extra))
+  run <- function(engine) {
+    bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
+                                         s$seed, s$control, engine), report)
+  }
   res <- run_with_fallback(run, engine, s$use.gpu)
   costs <- c(res$timings, kernel = res$kernel_seconds, em_iterations = res$em_iterations)
   lapply(res$refits, function(r) c(r, list(engine = res$engine, costs = costs)))

@@ -191,123 +191,9 @@
 #' @param seed A whole number from 0 to 2^53 that fixes the random starts.
 #'   `NULL` (default) draws one from R's random number generator, so
 #'   [set.seed()] before the call makes it reproducible.
-#' @param control A named list of further settings:
-#'   \describe{
-#'     \item{`threads`}{number of host threads (default:
-#'       [parallelly::availableCores()], which honours `options(mc.cores)`,
-#'       a container's CPU limit, a Slurm, PBS, SGE or LSF allocation and
-#'       `_R_CHECK_LIMIT_CORES_`, and otherwise counts all cores): CPU
-#'       workers for the `cpu` engine, stream workers for `cuda-streams`,
-#'       threads preparing the work for `cuda-batched`.}
-#'     \item{`engine`}{`"auto"` (default: the GPU engine if `use.gpu` allows
-#'       and a GPU is usable, else `"cpu"`), `"cpu"`, `"cuda-streams"` (the
-#'       2015 bulkem CUDA design: one stream per host worker, two kernel
-#'       launches per EM iteration of a dataset) or `"cuda-batched"` (whole
-#'       fits on the GPU: one launch runs every start of a chunk of datasets
-#'       to its end; the default when a GPU is used). `cuda-batched` packs
-#'       chunks into page-locked host memory, which uploads several times
-#'       faster, and keeps it for the R session (at most 768 MiB per GPU):
-#'       a call whose chunks find none large enough packs into ordinary
-#'       memory and has buffers of their size made after its GPU work, for
-#'       the calls after it (on an H200, B2's engine 0.31 -> 0.27 s,
-#'       `inst/bench/results-engines-gpu.md`).}
-#'     \item{`precision`}{`"double"` (default) or `"mixed"`: for
-#'       `cuda-batched` only, each start's E-step passes in single precision
-#'       (sums added up in double, M-step in double) until its EM steps gain
-#'       less than `epsilon / 2` in the expected complete-data
-#'       log-likelihood, then a double-precision launch takes every start on
-#'       from there and decides how it ends, by the rules of `"double"`.
-#'       The returned log-likelihoods agree with `"double"` to about 1e-9
-#'       relative; a start may end at a slightly different point of the same
-#'       maximum (parameters within about 1e-4 relative), and where starts
-#'       tie another one may win. Faster for plain EM (`accelerate = FALSE`);
-#'       with SQUAREM not yet faster than `"double"` (see
-#'       `inst/bench/results-mixed-precision.md`). Other engines always
-#'       compute in double precision.}
-#'     \item{`accelerate`}{`TRUE` accelerates every start's EM by squared
-#'       extrapolation (SQUAREM, Varadhan & Roland 2008, scheme SqS3): after
-#'       two EM steps from \eqn{\theta_0}{theta0} it tries the point
-#'       \eqn{\theta_0 + 2sr + s^2 v}{theta0 + 2 s r + s^2 v} along the
-#'       steps (r the first step, v the change between the two; weights,
-#'       means and log-shapes), keeping it only when its log-likelihood is
-#'       at least that of the second-to-last iterate, else continuing from
-#'       the plain EM step. Every iterate is still an EM step or a point at
-#'       least as likely, the convergence rule is applied to plain EM steps
-#'       only, and the fixed points are EM's, so a start ends at the same kind
-#'       of maximum, in far fewer E-step passes where EM creeps (overlapping
-#'       or barely identified components; 6 to 7 times fewer on such
-#'       data in `inst/bench/results-bootstrap.md`). Which maximum a start
-#'       reaches can differ from plain EM's. `max.iters` counts E-step
-#'       passes either way. Same on every engine. Default `TRUE`: on the
-#'       corpus that chose the defaults, 20 starts reach the best known
-#'       optimum as often as with plain EM (91.6% against 90.8%) with 4.3
-#'       times fewer E-step passes (`inst/bench/results-defaults.md`).
-#'       `FALSE` runs plain EM, as bulkem did before; the benchmarks of
-#'       `inst/bench` use it so that a start-fit is the peers' fixed number
-#'       of EM iterations.}
-#'     \item{`keep.data`}{`TRUE` keeps each dataset in its fit (field
-#'       `data`), for [plot.bulkem_fit()]; default `FALSE`.}
-#'     \item{`keep.starts`}{`TRUE` adds to each fit a data frame `starts`
-#'       with one row per random start: `start`, its final `loglik` (as the
-#'       engine computed it), `iterations`, `status` (`"converged"`,
-#'       `"max_iters"` or `"failed"`) and the failure's `reason`, and its
-#'       initial values `init_alpha_1` .. `init_mu_K` (components in the order
-#'       drawn); so one can see how many starts reached the best optimum.
-#'       Default `FALSE`.}
-#'     \item{`standard.errors`}{`TRUE` (default) gives every fit its
-#'       standard errors and covariance matrix (fields `se` and `vcov`; see
-#'       [vcov.bulkem_fit()]): one pass over each dataset after the engine
-#'       (with `cuda-batched`, while later chunks run on the GPU) and two R
-#'       objects per fit. `FALSE` leaves `se` and `vcov` `NULL`, for calls
-#'       with hundreds of thousands of datasets that need no standard errors:
-#'       on 200,000 datasets of 100 observations (2 CPU cores) it saves about
-#'       0.8 s of that pass and 0.7 s of building the result, mostly R's
-#'       garbage collector moving the covariance matrices. Fits are the
-#'       same, except that fits stuck at a saddle point are not seen there
-#'       and not continued (see "Saddle points").}
-#'     \item{`spurious.ratio`, `spurious.count`, `spurious.count.ratio`}{the
-#'       spurious-solution screen (see "Spurious solutions" below): a finished
-#'       start is rejected when a component's standard deviation is below
-#'       `spurious.ratio` (default 0.001) times the largest component's, or
-#'       when a component expects fewer than `spurious.count` (default 10)
-#'       observations (`n * alpha`) and its standard deviation is below
-#'       `spurious.count.ratio` (default 0.1) times the largest. 0 turns a
-#'       rule off.}
-#'     \item{`restarts`}{rounds of `random.inits` more starts for a dataset
-#'       where no start finished admissibly (each collapsed onto a point or
-#'       was rejected by the screen), as mixtools restarts a collapsed fit;
-#'       default 4, so up to `5 * random.inits` starts; 0 turns it off. Other
-#'       datasets are not affected, and start `i` is the same draw in any
-#'       round, so results stay reproducible. See "Ties and collapse" below.}
-#'     \item{`devices`}{the GPUs to use, numbered from 0 as
-#'       [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
-#'       every GPU. `cuda-batched` shares its chunks of work among them, one
-#'       host thread pair and one stream pair per GPU, kernels compiled once
-#'       per GPU; a fit is the same whichever GPUs run it. `cuda-streams` uses
-#'       the first one.}
-#'     \item{`future`}{`TRUE` shards the call's datasets over the workers of
-#'       the [future::plan()] you set (`multisession`, `cluster`, or
-#'       `future.batchtools` on Slurm, SGE, PBS ...), through
-#'       [future.apply::future_lapply()]; bulkem never sets the plan. Each
-#'       worker fits its shard by calling `bulkem()` with the same arguments
-#'       and seed (drawn once in your session when `seed = NULL`) on its own
-#'       GPU or cores (`threads`, unless given, counted there by
-#'       [parallelly::availableCores()]), and the fits come back in dataset
-#'       order, identical to those of the same call without `future` (every
-#'       start depends only on the seed, its index and its dataset's values).
-#'       Progress crosses the workers through progressr; the convergence
-#'       warning is raised once for the whole call. A shard that fails, or
-#'       whose worker dies, stops the call with an error of class
-#'       `bulkem_error_future` naming the shard and its datasets, never a
-#'       partial result. Needs the future and future.apply packages. Default
-#'       `FALSE`.}
-#'     \item{`shards`}{with `future = TRUE`, the number of shards (contiguous
-#'       runs of datasets, sizes differing by at most one, one future each);
-#'       default `NULL`: 4 per worker of the plan
-#'       ([future::nbrOfWorkers()]; 32 workers assumed where the plan gives
-#'       no limit), so that workers that finish early take more, and never
-#'       more than the datasets.}
-#'   }
+#' @param control Further settings: the value of [bulkem_control()], or a
+#'   named list of its arguments (e.g. `list(threads = 4)`), which it checks.
+#'   See [bulkem_control()] for every setting.
 #' @param ... Nothing: the arguments after it are matched by their full
 #'   names only, and anything else given is an error (it catches misspelt
 #'   argument names).
@@ -492,7 +378,6 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   } else {
     check_whole(seed, "seed", 0, 2^53)
   }
-  given_control <- control
   if (inherits(checked_control, "error")) stop(checked_control)
   control <- checked_control
   if (control$future) {
@@ -500,28 +385,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed),
-                      given_control, control, verbose, started))
+                      control, verbose, started))
   }
   engine <- choose_engine(use.gpu, control$engine)
-  run <- function(engine) fit_(
-    datasets = datasets,
-    family = family,
-    components = as.integer(num.components),
-    max_iters = as.integer(max.iters),
-    epsilon = epsilon,
-    starts = as.integer(random.inits),
-    seed = as.double(seed),
-    threads = as.integer(control$threads),
-    engine = engine,
-    mixed_precision = control$precision == "mixed",
-    accelerate = control$accelerate,
-    keep_starts = control$keep.starts,
-    standard_errors = control$standard.errors,
-    screen = c(control$spurious.ratio, control$spurious.count, control$spurious.count.ratio),
-    restarts = control$restarts,
-    devices = control$devices,
-    report = reporter$update
-  )
+  run <- function(engine) {
+    fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
+                                 control, engine), reporter$update)
+  }
 
   if (verbose) {
     message(sprintf(

@@ -16,18 +16,20 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 #' @noRd
 dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datasets, threads)
 
-#' Draws `replicates` replicates of every dataset from its null fit and
-#' refits each with K0 + e components for every e of `extra`. The nulls come
-#' flat: `null_k[d]` components (0: none) whose weights, means and shapes
-#' follow each other in `null_alpha`, `null_mu`, `null_shape`. Arguments were
-#' checked by bulkem_bootstrap() in R. Returns, per e, `loglik` and `status`
-#' (1-based codes into `status_levels`, never 0) and `spurious` at d·B + b,
-#' the same of each dataset's own data refitted (`observed_*`, at d), and the
-#' parameters of each refit (K0 + e values each, dataset by dataset,
-#' replicate by replicate; NA without a fit) in `alpha`, `mu`, `shape`; or
-#' the condition that stopped the call.
+#' Draws `plan$replicates` replicates of every dataset from its null fit
+#' and refits each with K0 + e components for every e of `plan$extra`. The
+#' nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
+#' means and shapes follow each other in `plan$null_alpha`, `null_mu`,
+#' `null_shape`. `settings` are the refits', as for fit_() (settings.rs);
+#' its `num.components` is ignored. Checked by bulkem_bootstrap() in R.
+#' Returns, per e, `loglik` and `status` (1-based codes into
+#' `status_levels`, never 0) and `spurious` at d·B + b, the same of each
+#' dataset's own data refitted (`observed_*`, at d), and the parameters of
+#' each refit (K0 + e values each, dataset by dataset, replicate by
+#' replicate; NA without a fit) in `alpha`, `mu`, `shape`; or the condition
+#' that stopped the call.
 #' @noRd
-bootstrap_ <- function(datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, screen, restarts, devices, report) .Call(wrap__bootstrap_, datasets, null_k, null_alpha, null_mu, null_shape, replicates, extra, family, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, screen, restarts, devices, report)
+bootstrap_ <- function(datasets, plan, settings, report) .Call(wrap__bootstrap_, datasets, plan, settings, report)
 
 #' An argument error for R's own checks (stop_arg() in R/conditions.R), with
 #' the classes the core's argument errors get.
@@ -40,13 +42,14 @@ argument_condition_ <- function(message) .Call(wrap__argument_condition_, messag
 convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, message)
 
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-#' checked by bulkem() in R; they are read in place, not copied. Every K of
-#' `components` is fitted, and with several each dataset keeps its fit of
-#' lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
-#' Arguments were checked by bulkem() in R. Returns the fits, or the
-#' condition that stopped the call, for R to raise (R/conditions.R).
+#' checked by bulkem() in R; they are read in place, not copied. `settings`
+#' is the named list R's core_settings() makes (converted once, by
+#' settings.rs); every K of its `num.components` is fitted, and with
+#' several each dataset keeps its fit of lowest BIC. `report` draws the
+#' progress. Returns the fits, or the condition that stopped the call, for
+#' R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, standard_errors, screen, restarts, devices, report) .Call(wrap__fit_, datasets, family, components, max_iters, epsilon, starts, seed, threads, engine, mixed_precision, accelerate, keep_starts, standard_errors, screen, restarts, devices, report)
+fit_ <- function(datasets, settings, report) .Call(wrap__fit_, datasets, settings, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:

@@ -106,9 +106,8 @@ shard_error <- function(range, n_shards, cond, failed = 1L) {
 # bulkem() with control$future = TRUE, called by bulkem() once its arguments
 # are checked and the seed is drawn. `input` is make_datasets()'s value,
 # `args` the arguments every shard's bulkem() gets besides its datasets,
-# `given_control` the control list the caller gave (checked), `control` the
-# checked one, `started` the call's start time.
-fit_future <- function(input, args, given_control, control, verbose, started) {
+# `control` the checked bulkem_control(), `started` the call's start time.
+fit_future <- function(input, args, control, verbose, started) {
   datasets <- input$datasets
   n <- length(datasets)
   ranges <- shard_ranges(n, shard_count(control$shards, n))
@@ -117,10 +116,7 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
   # if given, so that each worker counts its own cores), the data as made
   # here (na.action already applied: missing values kept by na.pass stay),
   # data kept here rather than sent back, and no sharding inside.
-  shard_control <- given_control
-  shard_control$future <- NULL
-  shard_control$shards <- NULL
-  shard_control$keep.data <- NULL
+  shard_control <- given_control(control, drop = c("future", "shards", "keep.data"))
   args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
   shards <- lapply(seq_len(n_shards), function(s) {
     list(index = s, datasets = datasets[ranges$first[s]:ranges$last[s]])

@@ -104,50 +104,7 @@ format_value <- function(x) {
   describe_type(x)
 }
 
-control_defaults <- function() {
-  screen <- model_limits()$spurious
-  list(threads = NULL, engine = "auto", precision = "double", accelerate = TRUE,
-       keep.data = FALSE, keep.starts = FALSE, standard.errors = TRUE,
-       spurious.ratio = screen[["ratio"]], spurious.count = screen[["count"]],
-       spurious.count.ratio = screen[["count.ratio"]],
-       restarts = model_limits()$restarts, devices = NULL, future = FALSE, shards = NULL)
-}
 
-check_control <- function(control) {
-  if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
-    stop_arg("`control` must be a named list, such as list(threads = 4)")
-  }
-  nms <- names(control)
-  known <- names(control_defaults())
-  unknown <- setdiff(nms, known)
-  if (length(unknown) > 0 || any(!nzchar(nms)) || anyDuplicated(nms)) {
-    what <- if (length(unknown) > 0) {
-      paste0("unknown `control` setting(s): ", paste(unknown, collapse = ", "))
-    } else {
-      "every `control` setting must be named once"
-    }
-    stop_arg(what, "; the settings are: ", paste(known, collapse = ", "))
-  }
-  out <- control_defaults()
-  for (nm in nms) out[nm] <- list(control[[nm]])
-  out$threads <- if (is.null(out$threads)) {
-    default_threads()
-  } else {
-    as.integer(check_whole(out$threads, "control$threads", 1, 4096))
-  }
-  out$engine <- check_choice(out$engine, "control$engine", engine_names)
-  out$precision <- check_choice(out$precision, "control$precision", c("double", "mixed"))
-  check_flag(out$accelerate, "control$accelerate")
-  check_flag(out$keep.data, "control$keep.data")
-  check_flag(out$keep.starts, "control$keep.starts")
-  check_flag(out$standard.errors, "control$standard.errors")
-  check_threshold(out$spurious.ratio, "control$spurious.ratio", 1)
-  check_threshold(out$spurious.count, "control$spurious.count", Inf)
-  check_threshold(out$spurious.count.ratio, "control$spurious.count.ratio", 1)
-  out$restarts <- as.integer(check_whole(out$restarts, "control$restarts", 0, 1000))
-  out$devices <- check_devices(out$devices)
-  check_future_control(out)
-}
 
 # The cores this R session may use, as parallelly counts them: the fewest of
 # the machine's cores, the cgroup (container) limit, options(mc.cores), a

@@ -9,12 +9,16 @@
 
 void R_init_bulkem_extendr(DllInfo *dll);
 void bulkem_init_panic_hook(void);
+void bulkem_init_process_knobs(void);
 
 void R_init_bulkem(DllInfo *dll) {
     R_init_bulkem_extendr(dll);
     // Panics already become R errors (extendr catches them); the hook only
     // silences Rust's "thread panicked at ..." report on stderr.
     bulkem_init_panic_hook();
+    // The E-step's vector width and injected CUDA faults, for tests and
+    // benchmarks: process-wide, so read once, here (src/rust/src/settings.rs).
+    bulkem_init_process_knobs();
 }
 
 // R's main thread hands control to R while bulkem's workers run: to check

@@ -135,7 +135,8 @@ test_that("the engine reports progress to R while it works", {
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
   # 80 starts on one thread: 1.2 s on a Zen 5 core with the AVX-512 E-step,
   # several of the 0.25 s between reports
-  res <- bulkem:::fit_(d, "invgauss", 2L, 1000L, 1e-12, 80L, 1, 1L, "cpu", FALSE, FALSE, FALSE, TRUE, bulkem:::model_limits()$spurious, 0L, integer(0), report)
+  res <- bulkem:::fit_(d, bulkem:::core_settings("invgauss", 2L, 1000L, 80L, 1e-12, 1,
+    bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L)), "cpu"), report)
   expect_gt(length(calls), 0)
   totals <- vapply(calls, `[`, 0, 2)
   dones <- vapply(calls, `[`, 0, 1)

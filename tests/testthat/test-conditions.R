@@ -65,7 +65,8 @@ test_that("a fit edited into an inconsistent one is an argument error, not a cra
 })
 
 test_that("the glue returns a core error as a condition object, for R to raise", {
-  x <- bulkem:::fit_(list(c(1, 2, 3)), "gamma", 2L, 10L, 1e-6, 1L, 1, 1L, "cpu", FALSE, FALSE, FALSE, TRUE, bulkem:::model_limits()$spurious, 0L, integer(0), NULL)
+  settings <- bulkem:::core_settings("gamma", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
+  x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
   expect_identical(class(x), c("bulkem_error_internal", "bulkem_error", "error", "condition"))
   expect_null(conditionCall(x))
   expect_error(bulkem:::core_value(x), "unknown family", class = "bulkem_error_internal")

@@ -1,72 +1,41 @@
 //! `bootstrap_()`: the parametric bootstrap's bulk job (bulkem-core's
 //! `bootstrap`) from R vectors, its refits back as flat R vectors.
 
-use bulkem_core::{Bootstrap, Counters, Params, Refit, Refits, Status, MAX_COMPONENTS};
+use bulkem_core::{Bootstrap, Counters, Job, Params, Refit, Refits, Status, MAX_COMPONENTS};
 use extendr_api::prelude::*;
 
 use crate::error::{or_condition, Stop};
-use crate::fit::{engine_kind, job, run_watched, threads_to_use, timings};
+use crate::fit::{borrow_doubles, run_watched, timings};
+use crate::settings::Call;
 
-/// Draws `replicates` replicates of every dataset from its null fit and
-/// refits each with K0 + e components for every e of `extra`. The nulls come
-/// flat: `null_k[d]` components (0: none) whose weights, means and shapes
-/// follow each other in `null_alpha`, `null_mu`, `null_shape`. Arguments were
-/// checked by bulkem_bootstrap() in R. Returns, per e, `loglik` and `status`
-/// (1-based codes into `status_levels`, never 0) and `spurious` at d·B + b,
-/// the same of each dataset's own data refitted (`observed_*`, at d), and the
-/// parameters of each refit (K0 + e values each, dataset by dataset,
-/// replicate by replicate; NA without a fit) in `alpha`, `mu`, `shape`; or
-/// the condition that stopped the call.
+/// Draws `plan$replicates` replicates of every dataset from its null fit
+/// and refits each with K0 + e components for every e of `plan$extra`. The
+/// nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
+/// means and shapes follow each other in `plan$null_alpha`, `null_mu`,
+/// `null_shape`. `settings` are the refits', as for fit_() (settings.rs);
+/// its `num.components` is ignored. Checked by bulkem_bootstrap() in R.
+/// Returns, per e, `loglik` and `status` (1-based codes into
+/// `status_levels`, never 0) and `spurious` at d·B + b, the same of each
+/// dataset's own data refitted (`observed_*`, at d), and the parameters of
+/// each refit (K0 + e values each, dataset by dataset, replicate by
+/// replicate; NA without a fit) in `alpha`, `mu`, `shape`; or the condition
+/// that stopped the call.
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn bootstrap_(
-    datasets: List,
-    null_k: &[i32],
-    null_alpha: &[f64],
-    null_mu: &[f64],
-    null_shape: &[f64],
-    replicates: i32,
-    extra: &[i32],
-    family: &str,
-    max_iters: i32,
-    epsilon: f64,
-    starts: i32,
-    seed: f64,
-    threads: i32,
-    engine: &str,
-    mixed_precision: bool,
-    accelerate: bool,
-    screen: &[f64],
-    restarts: i32,
-    devices: &[i32],
-    report: Robj,
-) -> Robj {
+fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj {
     or_condition((|| {
-        let engine = engine_kind(engine)?;
-        let job = job(
-            &datasets,
-            family,
-            max_iters,
-            epsilon,
-            starts,
-            seed,
-            mixed_precision,
-            accelerate,
-            screen,
-            restarts,
-            devices,
-        )?;
+        let Call { settings, engine, threads, tuning } = Call::from_r(&settings)?;
+        let plan = Plan::of(&plan)?;
         let b = Bootstrap {
-            null: nulls(null_k, null_alpha, null_mu, null_shape)?,
-            replicates: u32::try_from(replicates).map_err(|_| Error::Other("B out of range".into()))?,
-            extra: extra
+            null: nulls(&plan.null_k, &plan.null_alpha, &plan.null_mu, &plan.null_shape)?,
+            replicates: u32::try_from(plan.replicates).map_err(|_| Error::Other("B out of range".into()))?,
+            extra: plan
+                .extra
                 .iter()
                 .map(|&e| usize::try_from(e).map_err(|_| Error::Other("extra out of range".into())))
                 .collect::<Result<_, _>>()?,
-            job,
+            job: Job { datasets: borrow_doubles(&datasets)?, settings, inits: Vec::new(), tuning },
         };
-        let threads = threads_to_use(threads);
         let counters = Counters::default();
         let report = Function::try_from(report).ok();
         let refits = run_watched(
@@ -90,6 +59,40 @@ fn bootstrap_(
             ],
         )?)
     })())
+}
+
+/// The bootstrap's own arguments, from R's list.
+struct Plan {
+    null_k: Vec<i32>,
+    null_alpha: Vec<f64>,
+    null_mu: Vec<f64>,
+    null_shape: Vec<f64>,
+    replicates: i32,
+    extra: Vec<i32>,
+}
+
+impl Plan {
+    fn of(plan: &List) -> Result<Plan, Stop> {
+        let get = |name: &str| {
+            plan.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v)
+                .ok_or_else(|| Error::Other(format!("plan lacks {name}")))
+        };
+        let ints =
+            |name: &str| get(name)?.as_integer_vector().ok_or_else(|| Error::Other(format!("{name} not integers")));
+        let reals = |name: &str| get(name)?.as_real_vector().ok_or_else(|| Error::Other(format!("{name} not doubles")));
+        Ok(Plan {
+            null_k: ints("null_k")?,
+            null_alpha: reals("null_alpha")?,
+            null_mu: reals("null_mu")?,
+            null_shape: reals("null_shape")?,
+            replicates: get("replicates")?
+                .as_integer()
+                .ok_or_else(|| Error::Other("replicates not an integer".into()))?,
+            extra: ints("extra")?,
+        })
+    }
 }
 
 /// The nulls from their flat R form.

@@ -5,13 +5,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bulkem_core::screen::Screen;
-use bulkem_core::{Counters, EngineKind, Family, Finals, Job};
+use bulkem_core::{Counters, EngineKind, Finals, Job, ResultDuring};
 use extendr_api::prelude::*;
 
 use crate::convert::FitLists;
 use crate::error::{or_condition, Stop};
 use crate::interrupt::{call_watched, guarded, interrupt_pending};
+use crate::settings::Call;
 
 /// How often R's main thread checks for Ctrl-C while the engine works.
 const POLL: Duration = Duration::from_millis(25);
@@ -19,118 +19,42 @@ const POLL: Duration = Duration::from_millis(25);
 const REPORT_EVERY: Duration = Duration::from_millis(250);
 
 /// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-/// checked by bulkem() in R; they are read in place, not copied. Every K of
-/// `components` is fitted, and with several each dataset keeps its fit of
-/// lowest BIC. `threads = 0` means all cores; `engine` is an engine's name.
-/// Arguments were checked by bulkem() in R. Returns the fits, or the
-/// condition that stopped the call, for R to raise (R/conditions.R).
+/// checked by bulkem() in R; they are read in place, not copied. `settings`
+/// is the named list R's core_settings() makes (converted once, by
+/// settings.rs); every K of its `num.components` is fitted, and with
+/// several each dataset keeps its fit of lowest BIC. `report` draws the
+/// progress. Returns the fits, or the condition that stopped the call, for
+/// R to raise (R/conditions.R).
 /// @noRd
 #[extendr]
-#[allow(clippy::too_many_arguments)]
-fn fit_(
-    datasets: List,
-    family: &str,
-    components: &[i32],
-    max_iters: i32,
-    epsilon: f64,
-    starts: i32,
-    seed: f64,
-    threads: i32,
-    engine: &str,
-    mixed_precision: bool,
-    accelerate: bool,
-    keep_starts: bool,
-    standard_errors: bool,
-    screen: &[f64],
-    restarts: i32,
-    devices: &[i32],
-    report: Robj,
-) -> Robj {
-    or_condition(fit(
-        datasets,
-        family,
-        components,
-        max_iters,
-        epsilon,
-        starts,
-        seed,
-        threads,
-        engine,
-        mixed_precision,
-        accelerate,
-        keep_starts,
-        standard_errors,
-        screen,
-        restarts,
-        devices,
-        report,
-    ))
+fn fit_(datasets: List, settings: List, report: Robj) -> Robj {
+    or_condition(fit(datasets, settings, report))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fit(
-    datasets: List,
-    family: &str,
-    components: &[i32],
-    max_iters: i32,
-    epsilon: f64,
-    starts: i32,
-    seed: f64,
-    threads: i32,
-    engine: &str,
-    mixed_precision: bool,
-    accelerate: bool,
-    keep_starts: bool,
-    standard_errors: bool,
-    screen: &[f64],
-    restarts: i32,
-    devices: &[i32],
-    report: Robj,
-) -> Result<List, Stop> {
+fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let started = std::time::Instant::now();
-    let engine = engine_kind(engine)?;
-    let job = Job {
-        components: components.iter().map(|&k| usize::try_from(k).unwrap_or(0)).collect(),
-        keep_starts,
-        standard_errors,
-        ..job(
-            &datasets,
-            family,
-            max_iters,
-            epsilon,
-            starts,
-            seed,
-            mixed_precision,
-            accelerate,
-            screen,
-            restarts,
-            devices,
-        )?
-    };
-    let threads = threads_to_use(threads);
+    let Call { settings, engine, threads, tuning } = Call::from_r(&settings)?;
+    let keep_starts = settings.keep_starts;
+    let during = tuning.result_during;
+    let job = Job { datasets: borrow_doubles(&datasets)?, settings, inits: Vec::new(), tuning };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
-    let choice = job.components.len() > 1;
+    let choice = job.settings.components.len() > 1;
     let n = job.datasets.len();
     let finals = Finals::new(n);
-    let one_k = job.components.first().copied().filter(|_| !choice);
-    let mut lists = FitLists::new(n, job.family, one_k, job.standard_errors);
+    let one_k = job.settings.components.first().copied().filter(|_| !choice);
+    let mut lists = FitLists::new(n, job.settings.family, one_k, job.settings.standard_errors);
     let mut building = Building::default();
     // Lists of fits to come are reserved only while a GPU works: the CPU
     // engine keeps every core busy, and R's main thread would take one from
-    // it for work it can do as well afterwards. BULKEM_RESULT_DURING: 0
-    // builds every list after the call (as before the lists were built
-    // during it), `reserve` reserves lists on every engine, `ahead` every
-    // list before the engine starts (so that every fit is written into
-    // one); for the tests and inst/bench/result-during.R.
-    let during = std::env::var("BULKEM_RESULT_DURING").ok();
-    let during = during.as_deref().unwrap_or("1");
+    // it for work it can do as well afterwards. Tuning::result_during
+    // changes that, for the tests and inst/bench/result-during.R.
     let reserving = match during {
-        "reserve" => true,
-        "0" | "ahead" => false,
-        _ => engine != EngineKind::Cpu,
+        ResultDuring::Reserve => true,
+        ResultDuring::After | ResultDuring::Ahead => false,
+        ResultDuring::Auto => engine != EngineKind::Cpu,
     };
-    if during == "ahead" {
+    if during == ResultDuring::Ahead {
         guarded(&mut || {
             lists.reserve(usize::MAX);
         })
@@ -148,7 +72,7 @@ fn fit(
             fitted
         },
         || {
-            if during == "0" {
+            if during == ResultDuring::After {
                 return Ok(false);
             }
             // fits made final first; then lists for those to come. The
@@ -239,18 +163,6 @@ impl Building {
     }
 }
 
-pub(crate) fn engine_kind(name: &str) -> Result<EngineKind, Stop> {
-    Ok(EngineKind::from_name(name).ok_or_else(|| Error::Other(format!("unknown engine \"{name}\"")))?)
-}
-
-/// `threads = 0` (or out of range): all cores.
-pub(crate) fn threads_to_use(threads: i32) -> usize {
-    match usize::try_from(threads) {
-        Ok(0) | Err(_) => bulkem_core::default_threads(),
-        Ok(t) => t,
-    }
-}
-
 /// Seconds by phase, named.
 pub(crate) fn timings(counters: &Counters) -> Result<Robj, Stop> {
     let phases = counters.phases();
@@ -259,53 +171,10 @@ pub(crate) fn timings(counters: &Counters) -> Result<Robj, Stop> {
     Ok(timings)
 }
 
-/// A job from the arguments bulkem() and bulkem_bootstrap() share (checked
-/// in R): one K, no kept starts, no initial parameters, standard errors on.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn job<'a>(
-    datasets: &'a List,
-    family: &str,
-    max_iters: i32,
-    epsilon: f64,
-    starts: i32,
-    seed: f64,
-    mixed_precision: bool,
-    accelerate: bool,
-    screen: &[f64],
-    restarts: i32,
-    devices: &[i32],
-) -> Result<Job<'a>, Stop> {
-    let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("unknown family \"{family}\"")))?;
-    let as_count = |v: i32, what: &str| u32::try_from(v).map_err(|_| Error::Other(format!("{what} out of range")));
-    Ok(Job {
-        datasets: borrow_doubles(datasets)?,
-        family,
-        components: vec![1],
-        max_iters: as_count(max_iters, "max.iters")?,
-        epsilon,
-        starts: as_count(starts, "random.inits")?,
-        seed: seed as u64,
-        mixed_precision,
-        accelerate,
-        keep_starts: false,
-        screen: match *screen {
-            [ratio, count, count_ratio] => Screen { ratio, count, count_ratio },
-            _ => return Err(Error::Other("screen must hold 3 thresholds".into()).into()),
-        },
-        restarts: as_count(restarts, "control$restarts")?,
-        devices: devices
-            .iter()
-            .map(|&d| as_count(d, "control$devices").map(|d| d as usize))
-            .collect::<Result<_, _>>()?,
-        inits: Vec::new(),
-        standard_errors: true,
-    })
-}
-
 /// The list's vectors as slices of R's own memory, through R's C API: one
 /// extendr object per element would cost microseconds each, and calls hold
 /// hundreds of thousands of datasets.
-fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
+pub(crate) fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
     use extendr_ffi::{Rf_xlength, REAL, SEXPTYPE, TYPEOF, VECTOR_ELT};
     // SAFETY: `list` is a protected VECSXP (an argument of this .Call); its
     // elements stay alive and unmodified for the whole call, which is what

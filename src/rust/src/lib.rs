@@ -11,6 +11,7 @@ mod gpu;
 pub mod interrupt;
 mod limits;
 mod mixture;
+mod settings;
 
 /// Version of the glue crate (placeholder until bulkem-core exposes its own).
 /// @noRd

@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use bulkem_core::{fit, Counters, Family, Job};
+use bulkem_core::{fit, Counters, Family, Job, Settings, Tuning};
 use rand::{RngExt, SeedableRng};
 
 fn main() {
@@ -26,20 +26,23 @@ fn main() {
     }
     let job = Job {
         datasets: sets.iter().map(|d| d.as_slice()).collect(),
-        family: Family::InvGauss,
-        components: vec![2],
-        max_iters: 100,
-        epsilon: 1e-6,
-        starts: 10,
-        seed: 1,
-        mixed_precision: false,
-        accelerate: false,
-        keep_starts: false,
-        screen: Default::default(),
-        restarts: 0,
-        devices: Vec::new(),
         inits: Vec::new(),
-        standard_errors: true,
+        settings: Settings {
+            family: Family::InvGauss,
+            components: vec![2],
+            max_iters: 100,
+            epsilon: 1e-6,
+            starts: 10,
+            seed: 1,
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+            restarts: 0,
+            devices: Vec::new(),
+            standard_errors: true,
+        },
+        tuning: Tuning::default(),
     };
     let t = Instant::now();
     let fits =

@@ -17,7 +17,7 @@ use crate::engine::counters::Counters;
 use crate::engine::{queue, Engine, EngineKind};
 use crate::error::Error;
 use crate::family::component_sd;
-use crate::job::{Fit, Job};
+use crate::job::{Fit, Job, Settings};
 use crate::limits::{BOOTSTRAP_BLOCK_VALUES, MAX_COMPONENTS};
 use crate::outcome::Status;
 use crate::params::{Family, Params};
@@ -87,7 +87,7 @@ impl Bootstrap<'_> {
                 format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top),
             );
         }
-        Job { components: vec![1], ..self.job.clone() }.validate()
+        Job { settings: Settings { components: vec![1], ..self.job.settings.clone() }, ..self.job.clone() }.validate()
     }
 }
 
@@ -101,7 +101,7 @@ pub fn bootstrap(
     counters: &Counters,
 ) -> Result<Vec<Refits>, Error> {
     b.validate()?;
-    let engine = kind.engine(threads, &b.job.devices)?;
+    let engine = kind.engine(threads, &b.job.settings.devices, &b.job.tuning)?;
     let job = &b.job;
     let reps = b.replicates as usize;
     let nd = job.datasets.len();
@@ -117,11 +117,7 @@ pub fn bootstrap(
     );
     let in_flight = match kind {
         EngineKind::Cpu => 1,
-        _ => std::env::var("BULKEM_BLOCKS_IN_FLIGHT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(GPU_BLOCKS_IN_FLIGHT),
+        _ => job.tuning.blocks_in_flight.unwrap_or(GPU_BLOCKS_IN_FLIGHT),
     };
     refit_blocks(b, engine.as_ref(), threads, cancel, counters, BOOTSTRAP_BLOCK_VALUES / in_flight, in_flight)
 }
@@ -184,7 +180,7 @@ fn refit_blocks(
 /// H200, LRT of 1,000 datasets x B = 199: 24.1-24.3 s with 1, 21.9-22.1
 /// with 2, 20.5-20.6 with 3 (inst/bench/results-bootstrap.md); at B = 999,
 /// 4 or 6 are no faster than 3 (the kernel is then the limit).
-/// BULKEM_BLOCKS_IN_FLIGHT overrides it, for that measurement.
+/// Tuning::blocks_in_flight overrides it, for that measurement.
 const GPU_BLOCKS_IN_FLIGHT: usize = 3;
 
 /// Consecutive ranges of `nulls`, each of datasets with at most `limit`
@@ -224,8 +220,8 @@ fn refit_block(
     let drawn = queue::map(block.len() * reps, threads, cancel, |j| {
         let (i, r) = (j / reps, j % reps);
         let (d, null) = block[i];
-        let mut rng = replicate_rng(job.seed, hashes[i], null.k, r as u32);
-        draw_mixture(job.family, &null, job.datasets[d].len(), &mut rng)
+        let mut rng = replicate_rng(job.settings.seed, hashes[i], null.k, r as u32);
+        draw_mixture(job.settings.family, &null, job.datasets[d].len(), &mut rng)
     })?;
     counters.lap("simulate", clock);
     let mut out: Vec<BlockRefits> = vec![Vec::new(); b.extra.len()];
@@ -246,17 +242,20 @@ fn refit_block(
         for (slot, &e) in b.extra.iter().enumerate() {
             let init = |i: usize| match e {
                 0 => Some(block[i].1),
-                1 => Some(split_heaviest(job.family, &block[i].1)),
+                1 => Some(split_heaviest(job.settings.family, &block[i].1)),
                 _ => None,
             };
             let inits = members.iter().flat_map(|&i| std::iter::repeat_n(init(i), per)).collect();
             let refit = Job {
                 datasets: datasets.clone(),
-                components: vec![k + e],
+                settings: Settings {
+                    components: vec![k + e],
+                    keep_starts: false,
+                    standard_errors: false,
+                    ..job.settings.clone()
+                },
                 inits,
-                keep_starts: false,
-                standard_errors: false,
-                ..job.clone()
+                tuning: job.tuning.clone(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
@@ -292,6 +291,7 @@ pub fn split_heaviest(family: Family, p: &Params) -> Params {
 mod tests {
     use super::*;
     use crate::engine::cpu::Cpu;
+    use crate::tuning::Tuning;
 
     #[test]
     fn refits_do_not_depend_on_the_blocks_or_how_many_run_at_once() {
@@ -301,20 +301,23 @@ mod tests {
         let data = [smooth(120, 0.0), smooth(90, 3.0), smooth(60, -1.0), vec![1.0, 2.5], smooth(100, 2.0)];
         let job = Job {
             datasets: data.iter().map(|d| d.as_slice()).collect(),
-            family: Family::Normal,
-            components: vec![1],
-            max_iters: 300,
-            epsilon: 1e-8,
-            starts: 3,
-            seed: 5,
-            mixed_precision: false,
-            accelerate: true,
-            keep_starts: false,
-            screen: Default::default(),
-            restarts: 1,
-            devices: Vec::new(),
             inits: Vec::new(),
-            standard_errors: false,
+            settings: Settings {
+                family: Family::Normal,
+                components: vec![1],
+                max_iters: 300,
+                epsilon: 1e-8,
+                starts: 3,
+                seed: 5,
+                mixed_precision: false,
+                accelerate: true,
+                keep_starts: false,
+                screen: Default::default(),
+                restarts: 1,
+                devices: Vec::new(),
+                standard_errors: false,
+            },
+            tuning: Tuning::default(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();

@@ -31,7 +31,7 @@ pub fn fit(
     counters: &Counters,
 ) -> Result<Vec<Box<Fit>>, Error> {
     job.validate()?;
-    let engine = kind.engine(threads, &job.devices)?;
+    let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run(job, engine.as_ref(), threads, cancel, counters, true)
 }
 
@@ -47,7 +47,7 @@ pub fn fit_into(
     finals: &Finals,
 ) -> Result<(), Error> {
     job.validate()?;
-    let engine = kind.engine(threads, &job.devices)?;
+    let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
 }
 
@@ -124,13 +124,13 @@ fn run_into(
 ) -> Result<(), Error> {
     let clock = std::time::Instant::now();
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
-        prepare(job.datasets[d], job.family).map(|mut ds| {
+        prepare(job.datasets[d], job.settings.family).map(|mut ds| {
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
             ds
         })
     })?;
     let clock = counters.lap("prepare", clock);
-    let works: Vec<Work> = job.components.iter().map(|&k| work(job.task(k), job, &prepared)).collect();
+    let works: Vec<Work> = job.settings.components.iter().map(|&k| work(job.task(k), job, &prepared)).collect();
     if count {
         counters.total.fetch_add(works.iter().map(Work::start_fits).sum(), Ordering::Relaxed);
     }
@@ -153,7 +153,7 @@ fn run_into(
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
         engine.run(w, &bests, cancel, counters)?;
-        for round in 1..=job.restarts {
+        for round in 1..=job.settings.restarts {
             if cancel.load(Ordering::Relaxed) {
                 break;
             }
@@ -298,7 +298,8 @@ fn finish(
     };
     let mut fit = w.fit;
     let (mut params, mut order) = in_units(&fit);
-    let mut covariance = job.standard_errors.then(|| information::covariance(job.family, ds, &params));
+    let mut covariance =
+        job.settings.standard_errors.then(|| information::covariance(job.settings.family, ds, &params));
     // an admissible winner that converged to a saddle point goes on from
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
@@ -306,13 +307,13 @@ fn finish(
     if let Some(f) = escaped {
         fit = f;
         (params, order) = in_units(&fit);
-        covariance = Some(information::covariance(job.family, ds, &params));
+        covariance = Some(information::covariance(job.settings.family, ds, &params));
     }
     // a rejected start that beat the returned one, in the data's units
     let loglik_spurious =
         best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
     let init = ds.unscale(&w.init).permuted(&order);
-    let loglik = ds.log_likelihood(job.family, values, &params);
+    let loglik = ds.log_likelihood(job.settings.family, values, &params);
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
@@ -337,7 +338,7 @@ fn finish(
     }
     if let Some(Err(why)) = covariance {
         let sep = if message.is_empty() { "" } else { "; " };
-        message = format!("{message}{sep}no standard errors: {}", why.describe(job.family, t.k));
+        message = format!("{message}{sep}no standard errors: {}", why.describe(job.settings.family, t.k));
     }
     Fit {
         n,
@@ -371,7 +372,9 @@ pub fn default_threads() -> usize {
 mod tests {
     use super::*;
     use crate::engine::cpu::Cpu;
+    use crate::job::Settings;
     use crate::params::Family;
+    use crate::tuning::Tuning;
 
     /// The CPU engine, then every dataset settled in chunks of three, as
     /// cuda-batched settles its chunks: the fits of datasets with a winner
@@ -400,20 +403,23 @@ mod tests {
         for components in [vec![3], vec![2, 3]] {
             let job = Job {
                 datasets: data.iter().map(|d| d.as_slice()).collect(),
-                family: Family::Normal,
-                components: components.clone(),
-                max_iters: 300,
-                epsilon: 1e-8,
-                starts: 3,
-                seed: 11,
-                mixed_precision: false,
-                accelerate: true,
-                keep_starts: true,
-                screen: Default::default(),
-                restarts: 2,
-                devices: Vec::new(),
                 inits: Vec::new(),
-                standard_errors: true,
+                settings: Settings {
+                    family: Family::Normal,
+                    components: components.clone(),
+                    max_iters: 300,
+                    epsilon: 1e-8,
+                    starts: 3,
+                    seed: 11,
+                    mixed_precision: false,
+                    accelerate: true,
+                    keep_starts: true,
+                    screen: Default::default(),
+                    restarts: 2,
+                    devices: Vec::new(),
+                    standard_errors: true,
+                },
+                tuning: Tuning::default(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();
@@ -423,7 +429,7 @@ mod tests {
             if components == [3] {
                 let tied = &after[1];
                 assert!(
-                    tied.starts_run == 3 * (1 + job.restarts) && tied.params.is_none(),
+                    tied.starts_run == 3 * (1 + job.settings.restarts) && tied.params.is_none(),
                     "the tied dataset was not restarted"
                 );
             }

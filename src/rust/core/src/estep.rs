@@ -37,19 +37,26 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
 #[cfg(target_arch = "x86_64")]
 pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
 
+/// The widest vector instructions the E-step may use, in bits (512, 256,
+/// or 0 for the block loops). All give the same bits, so this is for tests
+/// and benchmarks; process-wide, as the CPU is: the glue sets it once, from
+/// `BULKEM_CPU_VECTORS` ("avx2", "none"), before the first E-step.
+static VECTOR_CAP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Caps the E-step's vector width at `bits`; only the first call of a
+/// process counts, and only before the first E-step.
+pub fn cap_vector_width(bits: usize) {
+    let _ = VECTOR_CAP.set(bits);
+}
+
 /// The widest vector E-step this CPU has instructions for, if any, at most
-/// the one `BULKEM_CPU_VECTORS` names ("avx2", or "none" for the block
-/// loops): all give the same bits, so this is for tests and benchmarks.
+/// VECTOR_CAP.
 #[cfg(target_arch = "x86_64")]
 fn vector_pass(family: Family) -> Option<VectorPass> {
     use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
     static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let width = *WIDTH.get_or_init(|| {
-        let cap = match std::env::var("BULKEM_CPU_VECTORS").as_deref() {
-            Ok("none") => 0,
-            Ok("avx2") => 256,
-            _ => 512,
-        };
+        let cap = VECTOR_CAP.get().copied().unwrap_or(512);
         let has = if std::arch::is_x86_feature_detected!("avx512f") {
             512
         } else if std::arch::is_x86_feature_detected!("avx2") {

@@ -6,43 +6,61 @@ use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular};
 use crate::screen::Screen;
+use crate::tuning::Tuning;
 
-/// One call: the datasets (borrowed, e.g. straight from R's vectors) and
-/// how to fit them.
+/// One call: the datasets (borrowed, e.g. straight from R's vectors), how
+/// to fit them, and how to lay the work out. Nothing else steers a call:
+/// the core reads no environment.
 #[derive(Clone, Debug)]
 pub struct Job<'a> {
     pub datasets: Vec<&'a [f64]>,
-    pub family: Family,
-    /// Every K to fit, ascending and distinct; with several, each dataset
-    /// keeps its fit of lowest BIC.
-    pub components: Vec<usize>,
-    pub max_iters: u32,
-    pub epsilon: f64,
-    pub starts: u32,
-    pub seed: u64,
-    /// cuda-batched only: fp32 exponentials until a fit looks converged,
-    /// then fp64 to its end (other engines are always fp64).
-    pub mixed_precision: bool,
-    /// Accelerate every start's EM by squared extrapolation (SQUAREM, em.rs;
-    /// control$accelerate).
-    pub accelerate: bool,
-    /// Keep every start's summary in the fits (control$keep.starts).
-    pub keep_starts: bool,
-    /// Which finished starts are admissible (control$spurious.*).
-    pub screen: Screen,
-    /// Rounds of `starts` more starts for a dataset whose starts all
-    /// collapsed or were rejected by the screen (control$restarts).
-    pub restarts: u32,
-    /// The GPUs a CUDA engine runs on, by CUDA ordinal; empty: every GPU
-    /// (control$devices).
-    pub devices: Vec<usize>,
+    pub settings: Settings,
     /// Initial parameters by dataset (the data's units), run as start 0 by
     /// the K they have, in place of that start's random draw; empty, or
     /// `None` for a dataset: every start random. The bootstrap refits each
     /// replicate from the fitted parameters this way.
     pub inits: Vec<Option<Params>>,
-    /// Compute each fit's observed information (standard errors); the
-    /// bootstrap's refits do not need it.
+    /// How the engines lay the work out (never what they compute).
+    pub tuning: Tuning,
+}
+
+/// How a call fits, as R's bulkem() and bulkem_control() give it: each
+/// field is one checked argument or control setting (named in its doc).
+/// A new option is a field here, its R builder and the code that uses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `family`.
+    pub family: Family,
+    /// `num.components`: every K to fit, ascending and distinct; with
+    /// several, each dataset keeps its fit of lowest BIC.
+    pub components: Vec<usize>,
+    /// `max.iters`.
+    pub max_iters: u32,
+    /// `epsilon`.
+    pub epsilon: f64,
+    /// `random.inits`.
+    pub starts: u32,
+    /// `seed`.
+    pub seed: u64,
+    /// `control$precision == "mixed"`: cuda-batched only, fp32 exponentials
+    /// until a fit looks converged, then fp64 to its end (other engines are
+    /// always fp64).
+    pub mixed_precision: bool,
+    /// `control$accelerate`: every start's EM accelerated by squared
+    /// extrapolation (SQUAREM, em.rs).
+    pub accelerate: bool,
+    /// `control$keep.starts`: every start's summary kept in the fits.
+    pub keep_starts: bool,
+    /// `control$spurious.*`: which finished starts are admissible.
+    pub screen: Screen,
+    /// `control$restarts`: rounds of `starts` more starts for a dataset
+    /// whose starts all collapsed or were rejected by the screen.
+    pub restarts: u32,
+    /// `control$devices`: the GPUs a CUDA engine runs on, by CUDA ordinal;
+    /// empty: every GPU.
+    pub devices: Vec<usize>,
+    /// `control$standard.errors`: each fit's observed information (standard
+    /// errors); the bootstrap's refits do not need it.
     pub standard_errors: bool,
 }
 
@@ -68,6 +86,25 @@ impl Job<'_> {
     /// The core's own check of the settings; R validates first, with the
     /// same argument names.
     pub fn validate(&self) -> Result<(), Error> {
+        self.settings.validate()?;
+        if !self.inits.is_empty() && self.inits.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "inits",
+                message: format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The task of fitting `k` components (Settings::task).
+    pub fn task(&self, k: usize) -> Task {
+        self.settings.task(k)
+    }
+}
+
+impl Settings {
+    /// The core's own check; R validates first, with the same argument names.
+    pub fn validate(&self) -> Result<(), Error> {
         let bad = |arg, message: String| Err(Error::Argument { arg, message });
         if self.components.is_empty()
             || self.components.iter().any(|&k| !(1..=MAX_COMPONENTS).contains(&k))
@@ -89,12 +126,6 @@ impl Job<'_> {
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
-        }
-        if !self.inits.is_empty() && self.inits.len() != self.datasets.len() {
-            return bad(
-                "inits",
-                format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()),
-            );
         }
         if let Some((arg, message)) = self.screen.check() {
             return bad(arg, message.into());

@@ -3,7 +3,8 @@
 //! the R glue hands it a `Job` and gets one `Fit` per dataset back.
 //!
 //! Layers, each using only those above it in this list:
-//! - types and limits: `limits`, `error`, `params`, `outcome`, `job`;
+//! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`,
+//!   `job`;
 //! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
 //!   `screen`, `information`;
 //! - one start's EM: `em`; continuing a fit stuck at a saddle point:
@@ -43,6 +44,7 @@ mod saddle;
 pub mod screen;
 mod simulate;
 mod starts;
+pub mod tuning;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
 pub use call::{default_threads, fit, fit_into, Finals};
@@ -50,7 +52,8 @@ pub use engine::counters::Counters;
 pub use engine::queue::drop_in_background;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
-pub use job::{Fit, Job, KSummary};
+pub use job::{Fit, Job, KSummary, Settings};
 pub use limits::MAX_COMPONENTS;
 pub use outcome::{Outcome, StartRecord, Status};
 pub use params::{parameter_names, Covariance, Family, Params, Singular};
+pub use tuning::{ResultDuring, Tuning};

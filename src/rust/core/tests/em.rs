@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use bulkem_core::estep::e_step;
 use bulkem_core::family;
 use bulkem_core::mstep::m_step;
-use bulkem_core::{fit, Counters, Family, Fit, Job, Status};
+use bulkem_core::{fit, Counters, Family, Fit, Job, Settings, Status, Tuning};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -49,20 +49,23 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
 fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, threads: usize) -> Vec<Fit> {
     let job = Job {
         datasets: datasets.iter().map(|d| d.as_slice()).collect(),
-        family,
-        components: vec![k],
-        max_iters: 500,
-        epsilon: 1e-8,
-        starts,
-        seed,
-        mixed_precision: false,
-        accelerate: false,
-        keep_starts: false,
-        screen: Default::default(),
-        restarts: 0,
-        devices: Vec::new(),
         inits: Vec::new(),
-        standard_errors: true,
+        settings: Settings {
+            family,
+            components: vec![k],
+            max_iters: 500,
+            epsilon: 1e-8,
+            starts,
+            seed,
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+            restarts: 0,
+            devices: Vec::new(),
+            standard_errors: true,
+        },
+        tuning: Tuning::default(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -184,20 +187,23 @@ fn cancelling_stops_the_call() {
     let xs = mixture(&mut rng, Family::Normal, 1000, &[0.5, 0.5], &[0.0, 3.0], &[1.0, 1.0]);
     let job = Job {
         datasets: vec![&xs],
-        family: Family::Normal,
-        components: vec![2],
-        max_iters: 100,
-        epsilon: 1e-6,
-        starts: 50,
-        seed: 1,
-        mixed_precision: false,
-        accelerate: false,
-        keep_starts: false,
-        screen: Default::default(),
-        restarts: 0,
-        devices: Vec::new(),
         inits: Vec::new(),
-        standard_errors: true,
+        settings: Settings {
+            family: Family::Normal,
+            components: vec![2],
+            max_iters: 100,
+            epsilon: 1e-6,
+            starts: 50,
+            seed: 1,
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+            restarts: 0,
+            devices: Vec::new(),
+            standard_errors: true,
+        },
+        tuning: Tuning::default(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -216,20 +222,23 @@ fn run_accelerated(
 ) -> Vec<Fit> {
     let job = Job {
         datasets: datasets.iter().map(|d| d.as_slice()).collect(),
-        family,
-        components: vec![k],
-        max_iters: 100_000,
-        epsilon,
-        starts: 5,
-        seed: 3,
-        mixed_precision: false,
-        accelerate,
-        keep_starts: false,
-        screen: Default::default(),
-        restarts: 0,
-        devices: Vec::new(),
         inits: Vec::new(),
-        standard_errors: false,
+        settings: Settings {
+            family,
+            components: vec![k],
+            max_iters: 100_000,
+            epsilon,
+            starts: 5,
+            seed: 3,
+            mixed_precision: false,
+            accelerate,
+            keep_starts: false,
+            screen: Default::default(),
+            restarts: 0,
+            devices: Vec::new(),
+            standard_errors: false,
+        },
+        tuning: Tuning::default(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -299,20 +308,23 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
         .collect();
     let job = |accelerate, max_iters| Job {
         datasets: data.iter().map(|d| d.as_slice()).collect(),
-        family: Family::Normal,
-        components: vec![3],
-        max_iters,
-        epsilon: 1e-8,
-        starts: 4,
-        seed: 9,
-        mixed_precision: false,
-        accelerate,
-        keep_starts: true,
-        screen: Default::default(),
-        restarts: 0,
-        devices: Vec::new(),
         inits: Vec::new(),
-        standard_errors: false,
+        settings: Settings {
+            family: Family::Normal,
+            components: vec![3],
+            max_iters,
+            epsilon: 1e-8,
+            starts: 4,
+            seed: 9,
+            mixed_precision: false,
+            accelerate,
+            keep_starts: true,
+            screen: Default::default(),
+            restarts: 0,
+            devices: Vec::new(),
+            standard_errors: false,
+        },
+        tuning: Tuning::default(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -353,20 +365,23 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                 bulkem_core::Params::from_slices(&[0.5, 0.5], &[mean - gap, mean + gap], &[sd, sd * 1.001]).unwrap();
             let job = |standard_errors| Job {
                 datasets: vec![data.as_slice()],
-                family: Family::Normal,
-                components: vec![2],
-                max_iters: 5000,
-                epsilon: 1e-6,
-                starts: 1,
-                seed: 1,
-                mixed_precision: false,
-                accelerate,
-                keep_starts: false,
-                screen: Default::default(),
-                restarts: 0,
-                devices: Vec::new(),
                 inits: vec![Some(init)],
-                standard_errors,
+                settings: Settings {
+                    family: Family::Normal,
+                    components: vec![2],
+                    max_iters: 5000,
+                    epsilon: 1e-6,
+                    starts: 1,
+                    seed: 1,
+                    mixed_precision: false,
+                    accelerate,
+                    keep_starts: false,
+                    screen: Default::default(),
+                    restarts: 0,
+                    devices: Vec::new(),
+                    standard_errors,
+                },
+                tuning: Tuning::default(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

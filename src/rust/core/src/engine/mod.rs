@@ -15,6 +15,7 @@ use std::sync::atomic::AtomicBool;
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::job::Task;
+use crate::tuning::Tuning;
 use best::Bests;
 use counters::Counters;
 
@@ -75,7 +76,8 @@ impl EngineKind {
     /// chunks among them; cuda-streams, the 2015 design, uses the first. A
     /// GPU engine sets its GPUs up first, so an unusable one fails before
     /// any work.
-    pub fn engine(self, threads: usize, devices: &[usize]) -> Result<Box<dyn Engine>, Error> {
+    /// `tuning` lays cuda-batched's work out.
+    pub fn engine(self, threads: usize, devices: &[usize], tuning: &Tuning) -> Result<Box<dyn Engine>, Error> {
         if self == EngineKind::Cpu {
             return Ok(Box::new(cpu::Cpu { threads }));
         }
@@ -91,7 +93,9 @@ impl EngineKind {
         Ok(match self {
             EngineKind::Cpu => Box::new(cpu::Cpu { threads }),
             EngineKind::CudaStreams => Box::new(cuda_streams::CudaStreams { gpu: first, workers: threads }),
-            EngineKind::CudaBatched => Box::new(cuda_batched::CudaBatched { gpus, host_threads: threads }),
+            EngineKind::CudaBatched => {
+                Box::new(cuda_batched::CudaBatched { gpus, host_threads: threads, tuning: tuning.clone() })
+            }
         })
     }
 }

@@ -17,12 +17,20 @@ use crate::error::{panic_message, Unavailable};
 pub use kernels::Kernels;
 use staging::Staging;
 
-/// Set `BULKEM_CUDA_FAULT` to one of these to make bulkem behave as if that
-/// part of CUDA failed, so the fallbacks can be tested on any machine.
-pub const FAULT_ENV: &str = "BULKEM_CUDA_FAULT";
+/// Parts of CUDA to behave as if they failed (`no-driver`, `no-nvrtc`,
+/// `compile`, `oom`, `launch`), so the fallbacks can be tested on any
+/// machine. Process-wide, as the GPU state they guard is: the glue sets them
+/// once, from `BULKEM_CUDA_FAULT`, before anything uses a GPU.
+static FAULTS: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Sets the injected faults, a comma-separated list; only the first call of
+/// a process counts.
+pub fn inject_faults(list: &str) {
+    let _ = FAULTS.set(list.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect());
+}
 
 pub fn fault_injected(which: &str) -> bool {
-    std::env::var(FAULT_ENV).is_ok_and(|v| v.split(',').any(|f| f.trim() == which))
+    FAULTS.get().is_some_and(|f| f.iter().any(|x| x == which))
 }
 
 /// One GPU a CUDA engine uses: its ordinal, context and kernels.

@@ -2,6 +2,7 @@
 //! in the kernels' `int` fit indices.
 
 use super::super::Work;
+use crate::tuning::Tuning;
 
 /// Most device memory one chunk may take (besides the free-memory bound), so
 /// that even a huge call is several chunks that overlap.
@@ -20,24 +21,24 @@ pub struct Chunk {
 const RAMP: usize = 8;
 
 /// Chunks of at most `budget` bytes (and of CHUNK_BYTES_MAX, or less with
-/// BULKEM_CHUNK_BYTES, so tests can check that results do not depend on
+/// `tuning.chunk_bytes`, so tests can check that results do not depend on
 /// chunking), and small enough that the work makes at least `pieces` of
 /// them where it can, besides a first and a last one RAMP times smaller
-/// (BULKEM_CHUNK_RAMP = 1: none), longest datasets first: lanes that take
+/// (`tuning.chunk_ramp` = 1: none), longest datasets first: lanes that take
 /// fits from the queue together then run passes of similar length.
-pub fn plan(work: &Work, budget: usize, pieces: usize) -> Vec<Chunk> {
+pub fn plan(work: &Work, budget: usize, pieces: usize, tuning: &Tuning) -> Vec<Chunk> {
     let k = work.task.k;
     let starts = work.task.starts as usize;
     let len = |d: usize| work.datasets[d].map_or(0, |p| p.x.len());
     let mut order = work.valid();
     order.sort_by_key(|&d| std::cmp::Reverse(len(d)));
-    let limit = std::env::var("BULKEM_CHUNK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(CHUNK_BYTES_MAX);
+    let limit = tuning.chunk_bytes.unwrap_or(CHUNK_BYTES_MAX);
     // per fit: init and out_params (3k each), log-likelihood, info (2 ints), dataset index
     let fit_bytes = (6 * k + 4) * 8;
     let need = |d: usize| 16 * len(d) + 32 + starts * fit_bytes;
     let total: usize = order.iter().map(|&d| need(d)).sum();
     let chunk_bytes = budget.min(limit).min(total.div_ceil(pieces.max(1)).max(1));
-    let ramp = std::env::var("BULKEM_CHUNK_RAMP").ok().and_then(|v| v.parse().ok()).filter(|&r| r > 0).unwrap_or(RAMP);
+    let ramp = tuning.chunk_ramp.unwrap_or(RAMP);
     let small = (chunk_bytes / ramp).max(1);
     // fit indices are `int` in the kernels (and the queue counter unsigned)
     let max_fits = i32::MAX as usize / 2;
@@ -86,9 +87,6 @@ mod tests {
 
     #[test]
     fn every_dataset_once_with_a_small_first_and_last_chunk() {
-        if std::env::var_os("BULKEM_CHUNK_RAMP").is_some() || std::env::var_os("BULKEM_CHUNK_BYTES").is_some() {
-            return;
-        }
         let prepared: Vec<Prepared> = (0..800)
             .map(|d| {
                 prepare(&(0..50 + d % 7).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal)
@@ -97,7 +95,7 @@ mod tests {
             .collect();
         let work = work(&prepared, 10, 100);
         for pieces in [1, 4, 16] {
-            let chunks = plan(&work, usize::MAX, pieces);
+            let chunks = plan(&work, usize::MAX, pieces, &Tuning::default());
             let mut seen: Vec<usize> = chunks.iter().flat_map(|c| c.datasets.iter().copied()).collect();
             seen.sort_unstable();
             assert_eq!(seen, (0..800).collect::<Vec<_>>(), "pieces {pieces}");
@@ -115,7 +113,7 @@ mod tests {
         // every chunk within the memory bound, whatever the ramp leaves
         let budget = 40_000;
         for pieces in [1, 3, 7] {
-            let chunks = plan(&work, budget, pieces);
+            let chunks = plan(&work, budget, pieces, &Tuning::default());
             assert_eq!(chunks.iter().map(|c| c.datasets.len()).sum::<usize>(), 800);
             let bytes = |c: &Chunk| {
                 c.datasets.iter().map(|&d| 16 * prepared[d].x.len() + 32 + 10 * (6 * 2 + 4) * 8).sum::<usize>()

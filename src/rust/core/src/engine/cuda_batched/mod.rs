@@ -29,6 +29,7 @@ use super::counters::Counters;
 use super::{queue, Engine, Work};
 use crate::error::Error;
 use crate::gpu::{contained, Gpu};
+use crate::tuning::Tuning;
 
 /// From this mean dataset size on, a warp per fit beats a lane per fit (below
 /// it a warp's shuffles cost more than its share of a pass).
@@ -56,7 +57,7 @@ const GROUP_MIN_FITS: usize = 8;
 /// SQUAREM): engine 0.36-0.37 s with 4 workers x 1 chunk, 0.47-0.50 with
 /// 2 x 2, 0.66-0.69 with 2 x 8; the plain-EM benchmarks B2-B5 and the
 /// bootstrap LRT are the same within their spread (results-engines-gpu.md).
-/// BULKEM_WORKERS and BULKEM_CHUNK_PIECES (workers x chunks) override them,
+/// Tuning's `workers` and `chunk_pieces` (workers x chunks) override them,
 /// for that measurement.
 const WORKERS: usize = 4;
 const CHUNKS_PER_WORKER: usize = 1;
@@ -66,6 +67,8 @@ pub struct CudaBatched {
     pub gpus: Vec<Arc<Gpu>>,
     /// Threads packing chunks and recording results.
     pub host_threads: usize,
+    /// How the work is laid out, where not the measured defaults.
+    pub tuning: Tuning,
 }
 
 /// How fits map onto threads (em_batched.cu): a lane each, or a group of
@@ -93,24 +96,19 @@ impl Engine for CudaBatched {
                 .0;
             free = free.min(f);
         }
-        let per_gpu =
-            std::env::var("BULKEM_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&w| w > 0).unwrap_or(WORKERS);
+        let per_gpu = self.tuning.workers.unwrap_or(WORKERS);
         let workers = per_gpu * self.gpus.len();
-        let pieces = std::env::var("BULKEM_CHUNK_PIECES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(CHUNKS_PER_WORKER * workers);
-        let chunks = chunks::plan(work, free / (2 * per_gpu), pieces);
-        // BULKEM_PINNED=0 packs into ordinary memory, for the measurement
-        // of gpu/staging.rs
-        let pinned = std::env::var("BULKEM_PINNED").map_or(true, |v| v != "0");
+        let pieces = self.tuning.chunk_pieces.unwrap_or(CHUNKS_PER_WORKER * workers);
+        let chunks = chunks::plan(work, free / (2 * per_gpu), pieces, &self.tuning);
+        // false packs into ordinary memory, for the measurement of gpu/staging.rs
+        let pinned = self.tuning.pinned;
         let mut lanes = 0;
         for gpu in &self.gpus {
             let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
             lanes +=
                 device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
         }
-        let mapping = mapping(work, lanes, per_gpu);
+        let mapping = mapping(work, lanes, per_gpu, self.tuning.mapping.as_deref());
         // worker w runs on GPU w mod #GPUs, with that GPU's compiled kernel
         let next_worker = std::sync::atomic::AtomicUsize::new(0);
         let setup = || {
@@ -177,15 +175,14 @@ impl Engine for CudaBatched {
 /// others, 4 to 10 times slower than a warp) and many enough to give every
 /// lane one; otherwise a group of lanes, the narrowest of GROUP_WIDTHS that
 /// the call's fits keep busy (inst/bench/results-batched-mapping.md).
-/// BULKEM_MAPPING (`lane`, `warp`, `group8`, ...) forces one, for that
-/// measurement.
-fn mapping(work: &Work, lanes: usize, workers: usize) -> Mapping {
+/// `forced` (Tuning::mapping: `lane`, `warp`, `group8`, ...) forces one, for
+/// that measurement.
+fn mapping(work: &Work, lanes: usize, workers: usize, forced: Option<&str>) -> Mapping {
     let (valid, obs) = work.datasets.iter().flatten().fold((0, 0), |(v, o), ds| (v + 1, o + ds.x.len()));
     let mean_n = obs / valid.max(1);
     let fits = valid * work.task.starts as usize;
     let short = (work.task.max_iters as usize).saturating_mul(mean_n) <= LANE_MAX_FIT_STEPS;
-    let forced = std::env::var("BULKEM_MAPPING").ok();
-    match forced.as_deref() {
+    match forced {
         Some("lane") => return Mapping::Lane,
         Some("warp") => return WARP,
         Some(g) => {
@@ -231,9 +228,6 @@ mod tests {
 
     #[test]
     fn lanes_only_for_many_short_fits_of_small_datasets_and_narrow_groups_only_for_many_fits() {
-        if std::env::var_os("BULKEM_MAPPING").is_some() {
-            return;
-        }
         let of = |n: usize| {
             prepare(&(0..n).map(|i| (i as f64 * 0.618_034).fract()).collect::<Vec<_>>(), Family::Normal).unwrap()
         };
@@ -242,19 +236,19 @@ mod tests {
         // one H200: 132 SMs x 5 blocks of 128 threads
         let h200 = 84_480;
         // B5's shape: 100 observations, 100 iterations at most, plenty of fits
-        assert_eq!(mapping(&work(&small, 10, 100), 5_000, 4), Mapping::Lane);
+        assert_eq!(mapping(&work(&small, 10, 100), 5_000, 4, None), Mapping::Lane);
         // too few fits to give every lane one, or every warp 8
-        assert_eq!(mapping(&work(&small, 10, 100), h200, 4), WARP);
+        assert_eq!(mapping(&work(&small, 10, 100), h200, 4, None), WARP);
         // fits that may creep for thousands of passes: no lanes
-        assert_eq!(mapping(&work(&small, 10, 5000), 5_000, 1), Mapping::Group(8));
-        assert_eq!(mapping(&work(&small, 10, 256), 5_000, 1), Mapping::Lane);
-        assert_eq!(mapping(&work(&small, 10, 257), 5_000, 1), Mapping::Group(8));
+        assert_eq!(mapping(&work(&small, 10, 5000), 5_000, 1, None), Mapping::Group(8));
+        assert_eq!(mapping(&work(&small, 10, 256), 5_000, 1, None), Mapping::Lane);
+        assert_eq!(mapping(&work(&small, 10, 257), 5_000, 1, None), Mapping::Group(8));
         // larger datasets: never lanes; the narrowest group that gets 8 fits
         // per unit of every worker (h200 x 4 workers / 8 lanes = 42,240 units)
-        assert_eq!(mapping(&work(&large, 10, 50), 5_000, 4), Mapping::Group(16));
-        assert_eq!(mapping(&work(&large, 400, 5000), h200, 4), Mapping::Group(8));
-        assert_eq!(mapping(&work(&large, 200, 5000), h200, 4), Mapping::Group(16));
-        assert_eq!(mapping(&work(&large, 100, 5000), h200, 4), WARP);
-        assert_eq!(mapping(&work(&large, 100, 5000), h200, 2), Mapping::Group(16));
+        assert_eq!(mapping(&work(&large, 10, 50), 5_000, 4, None), Mapping::Group(16));
+        assert_eq!(mapping(&work(&large, 400, 5000), h200, 4, None), Mapping::Group(8));
+        assert_eq!(mapping(&work(&large, 200, 5000), h200, 4, None), Mapping::Group(16));
+        assert_eq!(mapping(&work(&large, 100, 5000), h200, 4, None), WARP);
+        assert_eq!(mapping(&work(&large, 100, 5000), h200, 2, None), Mapping::Group(16));
     }
 }

@@ -1,0 +1,252 @@
+# bulkem_control(): every control setting of bulkem() and
+# bulkem_bootstrap(), checked once, as one classed object; and
+# core_settings(), the one list the compiled core's entry points take
+# (src/rust/src/settings.rs converts it, by these names, into the core's
+# Settings, engine, threads and Tuning). A new option is an argument here
+# with its docs, a field of the core's Settings, its line in settings.rs,
+# and the code that uses it.
+
+#' Settings of a bulkem call
+#'
+#' Checks the further settings of [bulkem()] and [bulkem_bootstrap()] once
+#' and returns them as one object, as [stats::glm.control()] does for
+#' [glm()]. `bulkem(control = )` takes its value or a named list of its
+#' arguments (`list(threads = 4)`, checked by it): the two are the same.
+#' An error names the setting as `control$name`.
+#'
+#' @param threads Number of host threads (default:
+#'   [parallelly::availableCores()], which honours `options(mc.cores)`,
+#'   a container's CPU limit, a Slurm, PBS, SGE or LSF allocation and
+#'   `_R_CHECK_LIMIT_CORES_`, and otherwise counts all cores): CPU
+#'   workers for the `cpu` engine, stream workers for `cuda-streams`,
+#'   threads preparing the work for `cuda-batched`.
+#' @param engine `"auto"` (default: the GPU engine if `use.gpu` allows
+#'   and a GPU is usable, else `"cpu"`), `"cpu"`, `"cuda-streams"` (the
+#'   2015 bulkem CUDA design: one stream per host worker, two kernel
+#'   launches per EM iteration of a dataset) or `"cuda-batched"` (whole
+#'   fits on the GPU: one launch runs every start of a chunk of datasets
+#'   to its end; the default when a GPU is used). `cuda-batched` packs
+#'   chunks into page-locked host memory, which uploads several times
+#'   faster, and keeps it for the R session (at most 768 MiB per GPU):
+#'   a call whose chunks find none large enough packs into ordinary
+#'   memory and has buffers of their size made after its GPU work, for
+#'   the calls after it (on an H200, B2's engine 0.31 -> 0.27 s,
+#'   `inst/bench/results-engines-gpu.md`).
+#' @param precision `"double"` (default) or `"mixed"`: for
+#'   `cuda-batched` only, each start's E-step passes in single precision
+#'   (sums added up in double, M-step in double) until its EM steps gain
+#'   less than `epsilon / 2` in the expected complete-data
+#'   log-likelihood, then a double-precision launch takes every start on
+#'   from there and decides how it ends, by the rules of `"double"`.
+#'   The returned log-likelihoods agree with `"double"` to about 1e-9
+#'   relative; a start may end at a slightly different point of the same
+#'   maximum (parameters within about 1e-4 relative), and where starts
+#'   tie another one may win. Faster for plain EM (`accelerate = FALSE`);
+#'   with SQUAREM not yet faster than `"double"` (see
+#'   `inst/bench/results-mixed-precision.md`). Other engines always
+#'   compute in double precision.
+#' @param accelerate `TRUE` accelerates every start's EM by squared
+#'   extrapolation (SQUAREM, Varadhan & Roland 2008, scheme SqS3): after
+#'   two EM steps from \eqn{\theta_0}{theta0} it tries the point
+#'   \eqn{\theta_0 + 2sr + s^2 v}{theta0 + 2 s r + s^2 v} along the
+#'   steps (r the first step, v the change between the two; weights,
+#'   means and log-shapes), keeping it only when its log-likelihood is
+#'   at least that of the second-to-last iterate, else continuing from
+#'   the plain EM step. Every iterate is still an EM step or a point at
+#'   least as likely, the convergence rule is applied to plain EM steps
+#'   only, and the fixed points are EM's, so a start ends at the same kind
+#'   of maximum, in far fewer E-step passes where EM creeps (overlapping
+#'   or barely identified components; 6 to 7 times fewer on such
+#'   data in `inst/bench/results-bootstrap.md`). Which maximum a start
+#'   reaches can differ from plain EM's. `max.iters` counts E-step
+#'   passes either way. Same on every engine. Default `TRUE`: on the
+#'   corpus that chose the defaults, 20 starts reach the best known
+#'   optimum as often as with plain EM (91.6% against 90.8%) with 4.3
+#'   times fewer E-step passes (`inst/bench/results-defaults.md`).
+#'   `FALSE` runs plain EM, as bulkem did before; the benchmarks of
+#'   `inst/bench` use it so that a start-fit is the peers' fixed number
+#'   of EM iterations.
+#' @param keep.data `TRUE` keeps each dataset in its fit (field
+#'   `data`), for [plot.bulkem_fit()]; default `FALSE`.
+#' @param keep.starts `TRUE` adds to each fit a data frame `starts`
+#'   with one row per random start: `start`, its final `loglik` (as the
+#'   engine computed it), `iterations`, `status` (`"converged"`,
+#'   `"max_iters"` or `"failed"`) and the failure's `reason`, and its
+#'   initial values `init_alpha_1` .. `init_mu_K` (components in the order
+#'   drawn); so one can see how many starts reached the best optimum.
+#'   Default `FALSE`.
+#' @param standard.errors `TRUE` (default) gives every fit its
+#'   standard errors and covariance matrix (fields `se` and `vcov`; see
+#'   [vcov.bulkem_fit()]): one pass over each dataset after the engine
+#'   (with `cuda-batched`, while later chunks run on the GPU) and two R
+#'   objects per fit. `FALSE` leaves `se` and `vcov` `NULL`, for calls
+#'   with hundreds of thousands of datasets that need no standard errors:
+#'   on 200,000 datasets of 100 observations (2 CPU cores) it saves about
+#'   0.8 s of that pass and 0.7 s of building the result, mostly R's
+#'   garbage collector moving the covariance matrices. Fits are the
+#'   same, except that fits stuck at a saddle point are not seen there
+#'   and not continued (see "Saddle points").
+#' @param spurious.ratio,spurious.count,spurious.count.ratio The
+#'   spurious-solution screen (see "Spurious solutions" below): a finished
+#'   start is rejected when a component's standard deviation is below
+#'   `spurious.ratio` (default 0.001) times the largest component's, or
+#'   when a component expects fewer than `spurious.count` (default 10)
+#'   observations (`n * alpha`) and its standard deviation is below
+#'   `spurious.count.ratio` (default 0.1) times the largest. 0 turns a
+#'   rule off.
+#' @param restarts Rounds of `random.inits` more starts for a dataset
+#'   where no start finished admissibly (each collapsed onto a point or
+#'   was rejected by the screen), as mixtools restarts a collapsed fit;
+#'   default 4, so up to `5 * random.inits` starts; 0 turns it off. Other
+#'   datasets are not affected, and start `i` is the same draw in any
+#'   round, so results stay reproducible. See "Ties and collapse" below.
+#' @param devices The GPUs to use, numbered from 0 as
+#'   [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
+#'   every GPU. `cuda-batched` shares its chunks of work among them, one
+#'   host thread pair and one stream pair per GPU, kernels compiled once
+#'   per GPU; a fit is the same whichever GPUs run it. `cuda-streams` uses
+#'   the first one.
+#' @param future `TRUE` shards the call's datasets over the workers of
+#'   the [future::plan()] you set (`multisession`, `cluster`, or
+#'   `future.batchtools` on Slurm, SGE, PBS ...), through
+#'   [future.apply::future_lapply()]; bulkem never sets the plan. Each
+#'   worker fits its shard by calling `bulkem()` with the same arguments
+#'   and seed (drawn once in your session when `seed = NULL`) on its own
+#'   GPU or cores (`threads`, unless given, counted there by
+#'   [parallelly::availableCores()]), and the fits come back in dataset
+#'   order, identical to those of the same call without `future` (every
+#'   start depends only on the seed, its index and its dataset's values).
+#'   Progress crosses the workers through progressr; the convergence
+#'   warning is raised once for the whole call. A shard that fails, or
+#'   whose worker dies, stops the call with an error of class
+#'   `bulkem_error_future` naming the shard and its datasets, never a
+#'   partial result. Needs the future and future.apply packages. Default
+#'   `FALSE`.
+#' @param shards With `future = TRUE`, the number of shards (contiguous
+#'   runs of datasets, sizes differing by at most one, one future each);
+#'   default `NULL`: 4 per worker of the plan
+#'   ([future::nbrOfWorkers()]; 32 workers assumed where the plan gives
+#'   no limit), so that workers that finish early take more, and never
+#'   more than the datasets.
+#' @param tuning A named list of knobs that lay the GPU engines' work out,
+#'   for benchmarks and tests; they never change a result: `workers` and
+#'   `chunk_pieces` (`cuda-batched` host workers per GPU, and the fewest
+#'   chunks a call is cut into), `chunk_bytes` and `chunk_ramp` (most bytes
+#'   of a chunk; how many times smaller the first and last chunks are),
+#'   `pinned` (`FALSE`: pack chunks into ordinary memory), `mapping`
+#'   (`"lane"`, `"warp"`, `"group8"`, ...: how fits map onto GPU threads),
+#'   `blocks_in_flight` (the bootstrap's blocks of replicates at once on a
+#'   GPU) and `result_during` (`"0"`: build the R result after the engine
+#'   ends; `"reserve"`, `"ahead"`). A knob not given here is read from the
+#'   environment variable `BULKEM_` and its name in capitals, if set.
+#'   Default: none.
+#' @returns A list of class `bulkem_control` holding every setting (the
+#'   defaults filled in, `threads` counted), with attribute `given`: the
+#'   names of the settings the caller gave.
+#' @seealso [bulkem()], [bulkem_bootstrap()].
+#' @examples
+#' ctl <- bulkem_control(threads = 1, keep.data = TRUE)
+#' ctl$restarts
+#' set.seed(1)
+#' x <- c(rnorm(200), rnorm(100, 4))
+#' fit <- bulkem(list(x), family = "normal", random.inits = 5, control = ctl)
+#' length(fit[[1]]$data)
+#' @export
+bulkem_control <- function(threads = NULL, engine = "auto", precision = "double",
+                           accelerate = TRUE, keep.data = FALSE, keep.starts = FALSE,
+                           standard.errors = TRUE,
+                           spurious.ratio = default_screen("ratio"),
+                           spurious.count = default_screen("count"),
+                           spurious.count.ratio = default_screen("count.ratio"),
+                           restarts = model_limits()$restarts, devices = NULL,
+                           future = FALSE, shards = NULL, tuning = list()) {
+  given <- names(match.call())[-1]
+  out <- list(
+    threads = if (is.null(threads)) {
+      default_threads()
+    } else {
+      as.integer(check_whole(threads, "control$threads", 1, 4096))
+    },
+    engine = check_choice(engine, "control$engine", engine_names),
+    precision = check_choice(precision, "control$precision", c("double", "mixed")),
+    accelerate = check_flag(accelerate, "control$accelerate"),
+    keep.data = check_flag(keep.data, "control$keep.data"),
+    keep.starts = check_flag(keep.starts, "control$keep.starts"),
+    standard.errors = check_flag(standard.errors, "control$standard.errors"),
+    spurious.ratio = check_threshold(spurious.ratio, "control$spurious.ratio", 1),
+    spurious.count = check_threshold(spurious.count, "control$spurious.count", Inf),
+    spurious.count.ratio = check_threshold(spurious.count.ratio, "control$spurious.count.ratio", 1),
+    restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
+    devices = check_devices(devices),
+    future = future, shards = shards,
+    tuning = check_tuning(tuning))
+  out <- check_future_control(out)
+  structure(out, class = "bulkem_control", given = given)
+}
+
+# bulkem()'s and bulkem_bootstrap()'s `control`: a bulkem_control() value
+# as it is, or a named list of its arguments, checked by it.
+check_control <- function(control) {
+  if (inherits(control, "bulkem_control")) return(control)
+  if (!is.list(control) || (length(control) > 0 && is.null(names(control)))) {
+    stop_arg("`control` must be bulkem_control(...) or a named list, such as list(threads = 4)")
+  }
+  nms <- names(control)
+  known <- names(formals(bulkem_control))
+  unknown <- setdiff(nms, known)
+  if (length(unknown) > 0 || any(!nzchar(nms)) || anyDuplicated(nms)) {
+    what <- if (length(unknown) > 0) {
+      paste0("unknown `control` setting(s): ", paste(unknown, collapse = ", "))
+    } else {
+      "every `control` setting must be named once"
+    }
+    stop_arg(what, "; the settings are: ", paste(known, collapse = ", "))
+  }
+  # a NULL element is a setting left at its default, as list(threads = NULL)
+  do.call(bulkem_control, control[!vapply(control, is.null, NA)])
+}
+
+# The settings the caller gave, as a plain list (for the calls bulkem()
+# makes on future workers, which count their own threads), less `drop`.
+given_control <- function(control, drop = character(0)) {
+  keep <- setdiff(attr(control, "given"), drop)
+  unclass(control)[keep]
+}
+
+#' @export
+#' @noRd
+print.bulkem_control <- function(x, ...) {
+  cat("bulkem control settings\n")
+  utils::str(unclass(x), no.list = TRUE, give.attr = FALSE)
+  invisible(x)
+}
+
+# The screen's default thresholds, from the compiled core.
+default_screen <- function(which) model_limits()$spurious[[which]]
+
+# control$tuning: a named list of single values; the compiled core checks
+# each knob's name and value (an error of class bulkem_error_argument).
+check_tuning <- function(tuning) {
+  if (is.null(tuning)) return(list())
+  ok <- is.list(tuning) && (length(tuning) == 0 ||
+    (!is.null(names(tuning)) && all(nzchar(names(tuning))) &&
+       all(vapply(tuning, function(v) (is.character(v) || is.numeric(v) || is.logical(v)) &&
+                    length(v) == 1 && !is.na(v), NA))))
+  if (!ok) {
+    stop_arg("`control$tuning` must be a named list of single values, such as list(chunk_bytes = 1e6)")
+  }
+  tuning
+}
+
+# The one list the compiled core's fit_() and bootstrap_() take: bulkem()'s
+# arguments and the checked control, by name, with the engine chosen.
+core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
+                          control, engine) {
+  c(list(family = family, num.components = as.integer(num.components),
+         max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
+         epsilon = epsilon, seed = as.double(seed)),
+    unclass(control)[c("threads", "precision", "accelerate", "keep.starts", "standard.errors",
+                       "spurious.ratio", "spurious.count", "spurious.count.ratio", "restarts",
+                       "devices", "tuning")],
+    list(engine = engine))
+}

@@ -1,0 +1,181 @@
+//! R's settings into the core's, in one conversion: the named list R's
+//! `core_settings()` (R/control.R) makes of bulkem()'s arguments and the
+//! checked `bulkem_control()`, by the R names, becomes one `Call` (the
+//! core's `Settings`, the engine, the threads and the `Tuning`). R has
+//! checked every value; what is read here is only converted, and a missing
+//! or mistyped one is a bug of the R side (an internal error). Also the
+//! process-wide knobs, read once when the package loads.
+
+use std::collections::HashMap;
+
+use bulkem_core::screen::Screen;
+use bulkem_core::{EngineKind, Error, Family, Settings, Tuning};
+use extendr_api::prelude::*;
+
+use crate::error::Stop;
+
+/// One call's settings, converted.
+pub(crate) struct Call {
+    pub settings: Settings,
+    pub engine: EngineKind,
+    /// Host threads (R resolved the default: parallelly's count).
+    pub threads: usize,
+    pub tuning: Tuning,
+}
+
+/// The list's elements by name.
+struct Named(HashMap<String, Robj>);
+
+impl Named {
+    fn of(list: &List) -> Named {
+        Named(list.iter().map(|(name, value)| (name.to_string(), value)).collect())
+    }
+
+    fn get(&self, name: &str) -> Result<&Robj, Stop> {
+        self.0.get(name).ok_or_else(|| internal(format!("the settings lack `{name}`")))
+    }
+
+    fn real(&self, name: &str) -> Result<f64, Stop> {
+        let v = self.get(name)?;
+        v.as_real().or_else(|| v.as_integer().map(f64::from)).ok_or_else(|| mistyped(name, "a number"))
+    }
+
+    fn reals(&self, name: &str) -> Result<Vec<f64>, Stop> {
+        let v = self.get(name)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        v.as_real_vector()
+            .or_else(|| v.as_integer_vector().map(|i| i.into_iter().map(f64::from).collect()))
+            .ok_or_else(|| mistyped(name, "numbers"))
+    }
+
+    /// A whole number that fits a u32 (R checked the range).
+    fn count(&self, name: &str) -> Result<u32, Stop> {
+        let x = self.real(name)?;
+        if x.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&x) {
+            Ok(x as u32)
+        } else {
+            Err(mistyped(name, "a whole number"))
+        }
+    }
+
+    fn counts(&self, name: &str) -> Result<Vec<usize>, Stop> {
+        self.reals(name)?
+            .into_iter()
+            .map(|x| {
+                if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 {
+                    Ok(x as usize)
+                } else {
+                    Err(mistyped(name, "whole numbers"))
+                }
+            })
+            .collect()
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, Stop> {
+        self.get(name)?.as_bool().ok_or_else(|| mistyped(name, "TRUE or FALSE"))
+    }
+
+    fn text(&self, name: &str) -> Result<&str, Stop> {
+        self.get(name)?.as_str().ok_or_else(|| mistyped(name, "a string"))
+    }
+}
+
+fn internal(message: String) -> Stop {
+    Error::Internal(message).into()
+}
+
+fn mistyped(name: &str, what: &str) -> Stop {
+    internal(format!("the setting `{name}` is not {what}"))
+}
+
+impl Call {
+    /// `list`: bulkem()'s `family`, `num.components`, `max.iters`,
+    /// `random.inits`, `epsilon`, `seed`, and bulkem_control()'s settings
+    /// by their names, with `engine` the engine chosen (not "auto").
+    pub fn from_r(list: &List) -> Result<Call, Stop> {
+        let s = Named::of(list);
+        let family = s.text("family")?;
+        let family = Family::from_name(family).ok_or_else(|| internal(format!("unknown family \"{family}\"")))?;
+        let engine = s.text("engine")?;
+        let engine = EngineKind::from_name(engine).ok_or_else(|| internal(format!("unknown engine \"{engine}\"")))?;
+        let settings = Settings {
+            family,
+            components: s.counts("num.components")?,
+            max_iters: s.count("max.iters")?,
+            epsilon: s.real("epsilon")?,
+            starts: s.count("random.inits")?,
+            seed: s.real("seed")? as u64,
+            mixed_precision: s.text("precision")? == "mixed",
+            accelerate: s.flag("accelerate")?,
+            keep_starts: s.flag("keep.starts")?,
+            screen: Screen {
+                ratio: s.real("spurious.ratio")?,
+                count: s.real("spurious.count")?,
+                count_ratio: s.real("spurious.count.ratio")?,
+            },
+            restarts: s.count("restarts")?,
+            devices: s.counts("devices")?,
+            standard_errors: s.flag("standard.errors")?,
+        };
+        let threads = match s.count("threads")? {
+            0 => bulkem_core::default_threads(),
+            t => t as usize,
+        };
+        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)? })
+    }
+}
+
+/// The knobs of `control$tuning` (a named list), and where it names none,
+/// the environment variable of each (`BULKEM_CHUNK_BYTES`, ...), read here,
+/// once per call, so that the core reads no environment.
+fn tuning(given: &Robj) -> Result<Tuning, Stop> {
+    let mut t = Tuning::default();
+    let given: Vec<(String, String)> = match given.as_list() {
+        Some(l) => l
+            .iter()
+            .map(|(name, v)| {
+                let text = v
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| v.as_real().map(|x| format!("{x}")))
+                    .or_else(|| v.as_integer().map(|x| x.to_string()))
+                    .or_else(|| v.as_bool().map(|b| if b { "1".into() } else { "0".into() }))
+                    .unwrap_or_default();
+                (name.to_string(), text)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let bad = |message: String| Stop::from(Error::Argument { arg: "control$tuning", message });
+    for (name, value) in &given {
+        t.set(name, value).map_err(bad)?;
+    }
+    for name in Tuning::NAMES {
+        if given.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if let Ok(value) = std::env::var(Tuning::variable(name)) {
+            // an unusable variable is ignored, as before it was read here
+            let _ = t.set(name, &value);
+        }
+    }
+    Ok(t)
+}
+
+/// Process-wide knobs, for tests and benchmarks: the E-step's vector width
+/// (`BULKEM_CPU_VECTORS`: "avx2" or "none") and injected CUDA faults
+/// (`BULKEM_CUDA_FAULT`, e.g. "no-driver"). Read once, when R loads the
+/// package (src/entrypoint.c), before any E-step or GPU use.
+#[no_mangle]
+pub extern "C" fn bulkem_init_process_knobs() {
+    match std::env::var("BULKEM_CPU_VECTORS").as_deref() {
+        Ok("none") => bulkem_core::estep::cap_vector_width(0),
+        Ok("avx2") => bulkem_core::estep::cap_vector_width(256),
+        _ => {}
+    }
+    if let Ok(faults) = std::env::var("BULKEM_CUDA_FAULT") {
+        bulkem_core::gpu::inject_faults(&faults);
+    }
+}

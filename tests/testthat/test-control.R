@@ -1,0 +1,85 @@
+# bulkem_control(): every control setting checked once, one object; a plain
+# list goes through it, so both give the same fits.
+
+test_that("bulkem_control() fills the defaults, records what was given, and a list is the same", {
+  ctl <- bulkem_control(threads = 1, keep.data = TRUE)
+  expect_s3_class(ctl, "bulkem_control")
+  expect_identical(attr(ctl, "given"), c("threads", "keep.data"))
+  expect_identical(ctl$threads, 1L)
+  expect_identical(ctl$engine, "auto")
+  expect_identical(ctl$restarts, 4L)
+  expect_identical(ctl$spurious.ratio, 0.001)
+  expect_identical(ctl$devices, integer(0))
+  expect_identical(bulkem:::check_control(list(threads = 1, keep.data = TRUE)), ctl)
+  # a NULL element is the default, as before
+  expect_identical(bulkem:::check_control(list(threads = 1, devices = NULL))$devices, integer(0))
+  expect_output(print(ctl), "bulkem control settings")
+})
+
+test_that("bulkem() gives the same fits with a control list and with bulkem_control()", {
+  set.seed(3)
+  d <- list(a = c(rnorm(150), rnorm(100, 4)), b = rnorm(90, 2))
+  f1 <- bulkem(d, family = "normal", random.inits = 4, seed = 9, use.gpu = FALSE,
+               control = list(threads = 2, accelerate = FALSE, keep.starts = TRUE))
+  f2 <- bulkem(d, family = "normal", random.inits = 4, seed = 9, use.gpu = FALSE,
+               control = bulkem_control(threads = 2, accelerate = FALSE, keep.starts = TRUE))
+  strip <- function(f) {
+    attributes(f)[c("elapsed", "timings")] <- NULL
+    f
+  }
+  expect_identical(strip(f1), strip(f2))
+  expect_false(identical(f1$a$loglik, NA_real_))
+  expect_true(is.data.frame(f1$a$starts))
+})
+
+test_that("a bad control setting is a classed error naming it, from either form", {
+  expect_error(bulkem_control(threads = 0), class = "bulkem_error_argument", regexp = "control\\$threads")
+  expect_error(bulkem(list(rnorm(50)), control = list(engine = "gpu")),
+               class = "bulkem_error_argument", regexp = "control\\$engine")
+  expect_error(bulkem(list(rnorm(50)), control = list(thread = 2)),
+               class = "bulkem_error_argument", regexp = "unknown `control` setting\\(s\\): thread")
+  expect_error(bulkem(list(rnorm(50)), control = 3), class = "bulkem_error_argument",
+               regexp = "bulkem_control")
+  expect_error(bulkem_control(tuning = list(1)), class = "bulkem_error_argument", regexp = "control\\$tuning")
+  # the compiled core checks the knobs' names and values
+  expect_error(bulkem(list(rnorm(50)), family = "normal", use.gpu = FALSE,
+                      control = list(threads = 1, tuning = list(no_such = 1))),
+               class = "bulkem_error_argument", regexp = "unknown tuning knob `no_such`")
+  expect_error(bulkem(list(rnorm(50)), family = "normal", use.gpu = FALSE,
+                      control = list(threads = 1, tuning = list(chunk_bytes = -1))),
+               class = "bulkem_error_argument", regexp = "positive whole number")
+})
+
+test_that("tuning knobs given in control lay the work out without changing a fit", {
+  set.seed(4)
+  d <- lapply(1:30, function(i) c(rnorm(80), rnorm(60, 3)))
+  fit <- function(tuning) {
+    f <- bulkem(d, family = "normal", random.inits = 3, seed = 2, use.gpu = FALSE,
+                control = list(threads = 2, tuning = tuning))
+    attributes(f) <- NULL
+    f
+  }
+  base <- fit(list())
+  # every list built after the engine, or reserved on the CPU too, or ahead
+  for (during in c("0", "reserve", "ahead")) {
+    expect_identical(fit(list(result_during = during)), base)
+  }
+})
+
+test_that("bulkem_bootstrap() takes bulkem_control() as bulkem() does", {
+  set.seed(5)
+  d <- list(c(rnorm(100), rnorm(80, 5)), rnorm(70, 1))
+  fits <- bulkem(d, family = "normal", random.inits = 3, seed = 1, use.gpu = FALSE,
+                 control = list(threads = 1, keep.data = TRUE))
+  b1 <- bulkem_bootstrap(fits, B = 9, seed = 3, random.inits = 3, use.gpu = FALSE,
+                         control = list(threads = 1))
+  b2 <- bulkem_bootstrap(fits, B = 9, seed = 3, random.inits = 3, use.gpu = FALSE,
+                         control = bulkem_control(threads = 1, keep.data = TRUE))
+  same <- function(b) {
+    b <- as.data.frame(b)
+    attributes(b)[c("costs", "elapsed")] <- NULL
+    b
+  }
+  expect_identical(same(b1), same(b2))
+  expect_false(anyNA(b1$std.error))
+})
