@@ -154,9 +154,11 @@
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest BIC is returned, with
-#'   `num_components` (the K chosen) and `by_k` (a data frame of `K`,
-#'   `loglik`, `aic`, `bic` and `status` for every K) added. `K = 1` has a
-#'   closed form, reached from one start.
+#'   `num_components` (the K chosen), `by_k` (a data frame of `K`,
+#'   `loglik`, `aic`, `bic` and `status` for every K) and `all_k` (every
+#'   K's fit, a list of `bulkem_fit`s: the chosen one first, then the others
+#'   by ascending K; each the fit a call with that K alone makes) added.
+#'   `K = 1` has a closed form, reached from one start.
 #' @param max.iters Maximum number of EM updates per start (E-step passes
 #'   that move the parameters; with `control$accelerate`, extrapolated
 #'   passes count too). The default, 5000 (100 in the 2015 bulkem), was
@@ -232,7 +234,8 @@
 #'     \item{`loglik`}{log-likelihood of the fitted parameters on the data.}
 #'     \item{`num_iterations`}{EM updates made by the winning start.}
 #'     \item{`fit_success`}{`TRUE` if some start produced a fit.}
-#'     \item{`family`, `n`}{the family and the number of observations.}
+#'     \item{`family`, `n`, `k`}{the family, the number of observations and
+#'       the number of components.}
 #'     \item{`converged`}{`TRUE` if the winning start met the convergence rule.}
 #'     \item{`status`}{`"converged"`, `"max_iters"` (stopped at `max.iters`),
 #'       `"failed"` (every start degenerated) or `"invalid"` (the data cannot

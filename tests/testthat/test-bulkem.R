@@ -24,7 +24,7 @@ test_that("a 2015-style positional call returns every documented field", {
   f <- fits[[1]]
   expect_s3_class(f, "bulkem_fit")
   expect_named(f, c("lambda", "mu", "alpha", "init_lambda", "init_mu", "init_alpha",
-                    "loglik", "num_iterations", "fit_success", "family", "n",
+                    "loglik", "num_iterations", "fit_success", "family", "n", "k",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "starts_at_best", "spurious", "spurious_starts",
                     "loglik_spurious", "starts_run", "se", "vcov"))

@@ -74,3 +74,33 @@ test_that("choosing K among many datasets costs next to nothing after the fits",
   expect_s3_class(fits[[1]]$by_k, "data.frame")
   expect_identical(fits[[1]]$by_k$K, 1:3)
 })
+
+test_that("every K's fit is kept, the chosen one first, each the fit a call with that K alone makes", {
+  set.seed(2)
+  d <- list(a = c(rnorm(200), rnorm(150, 4)), b = rnorm(100, 3), c = c(1, 2))
+  fit <- function(k) {
+    suppressWarnings(bulkem(d, num.components = k, family = "normal", random.inits = 5, seed = 4,
+                            use.gpu = FALSE, control = list(threads = 2)))
+  }
+  many <- fit(1:3)
+  for (nm in names(d)) {
+    ak <- many[[nm]]$all_k
+    ks <- vapply(ak, `[[`, 0L, "k")
+    # the chosen K first, then the others ascending
+    expect_identical(ks[1], many[[nm]]$k)
+    expect_identical(ks[1], many[[nm]]$num_components)
+    expect_identical(sort(ks), 1:3)
+    expect_identical(ks[-1], sort(ks[-1]))
+    expect_true(all(vapply(ak, inherits, NA, "bulkem_fit")))
+    expect_null(ak[[1]]$all_k)
+  }
+  for (k in 1:3) {
+    one <- fit(k)
+    for (nm in names(d)) {
+      expect_identical(one[[nm]]$k, as.integer(k))
+      ak <- many[[nm]]$all_k
+      kept <- unclass(ak[[which(vapply(ak, `[[`, 0L, "k") == k)]])
+      expect_identical(kept, unclass(one[[nm]])[names(kept)])
+    }
+  }
+})

@@ -14,9 +14,9 @@ use extendr_ffi::{
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
-/// "lambda" or "sigma". With several Ks, `num_components` and `by_k` follow.
-/// See ?bulkem.
-const FIELDS: [&str; 25] = [
+/// "lambda" or "sigma". With several Ks, CHOICE_FIELDS follow. See ?bulkem.
+/// The code below finds each field by its name (`at`), never by a number.
+const FIELDS: [&str; 26] = [
     "shape",
     "mu",
     "alpha",
@@ -28,6 +28,7 @@ const FIELDS: [&str; 25] = [
     "fit_success",
     "family",
     "n",
+    "k",
     "converged",
     "status",
     "message",
@@ -43,7 +44,74 @@ const FIELDS: [&str; 25] = [
     "se",
     "vcov",
 ];
-const CHOICE_FIELDS: [&str; 2] = ["num_components", "by_k"];
+/// With several Ks: the K chosen, every K's summary, and every K's fit (the
+/// chosen one first, then the others by ascending K), each a list of FIELDS.
+const CHOICE_FIELDS: [&str; 3] = ["num_components", "by_k", "all_k"];
+
+/// The position of field `name` in FIELDS, then CHOICE_FIELDS; a name in
+/// neither does not compile (the constant's evaluation fails).
+const fn at(name: &str) -> usize {
+    let mut i = 0;
+    while i < FIELDS.len() + CHOICE_FIELDS.len() {
+        let f = if i < FIELDS.len() { FIELDS[i] } else { CHOICE_FIELDS[i - FIELDS.len()] };
+        if same(f.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no such field")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Where each field goes.
+mod field {
+    use super::at;
+    pub const SHAPE: usize = at("shape");
+    pub const MU: usize = at("mu");
+    pub const ALPHA: usize = at("alpha");
+    pub const INIT_SHAPE: usize = at("init_shape");
+    pub const INIT_MU: usize = at("init_mu");
+    pub const INIT_ALPHA: usize = at("init_alpha");
+    pub const LOGLIK: usize = at("loglik");
+    pub const NUM_ITERATIONS: usize = at("num_iterations");
+    pub const FIT_SUCCESS: usize = at("fit_success");
+    pub const FAMILY: usize = at("family");
+    pub const N: usize = at("n");
+    pub const K: usize = at("k");
+    pub const CONVERGED: usize = at("converged");
+    pub const STATUS: usize = at("status");
+    pub const MESSAGE: usize = at("message");
+    pub const BEST_START: usize = at("best_start");
+    pub const STARTS_OK: usize = at("starts_ok");
+    pub const AIC: usize = at("aic");
+    pub const BIC: usize = at("bic");
+    pub const STARTS_AT_BEST: usize = at("starts_at_best");
+    pub const SPURIOUS: usize = at("spurious");
+    pub const SPURIOUS_STARTS: usize = at("spurious_starts");
+    pub const LOGLIK_SPURIOUS: usize = at("loglik_spurious");
+    pub const STARTS_RUN: usize = at("starts_run");
+    /// `se`, then `vcov` at SE + 1.
+    pub const SE: usize = at("se");
+    pub const VCOV: usize = at("vcov");
+    // set_standard_errors writes `vcov` right after `se`
+    const _: () = assert!(VCOV == SE + 1);
+    pub const NUM_COMPONENTS: usize = at("num_components");
+    pub const BY_K: usize = at("by_k");
+    pub const ALL_K: usize = at("all_k");
+}
 /// Columns of `by_k`.
 const BY_K_COLUMNS: [&str; 5] = ["K", "loglik", "aic", "bic", "status"];
 
@@ -156,6 +224,8 @@ pub struct FitLists {
     _keep: Robj,
     out: SEXP,
     names: SEXP,
+    /// The names of a fit's list without CHOICE_FIELDS (every K's own fit).
+    names_one: SEXP,
     class: SEXP,
     family_name: SEXP,
     /// One R string per Status::ALL, in that order.
@@ -201,13 +271,15 @@ impl FitLists {
                 "init_shape" => init_shape.as_str(),
                 other => other,
             })
-            .chain(if choice { &CHOICE_FIELDS[..] } else { &[] }.iter().copied())
             .collect();
+        let names_one = names.clone();
+        let names: Vec<&str> =
+            names.into_iter().chain(if choice { &CHOICE_FIELDS[..] } else { &[] }.iter().copied()).collect();
         // SAFETY: on R's main thread; each object is stored into `keep`
         // (protected) at once, and `keep` is protected by its Robj before
         // the protect stack is unwound.
         unsafe {
-            let keep = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 13));
+            let keep = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 14));
             let put = |i: usize, v: SEXP| {
                 SET_VECTOR_ELT(keep, i as R_xlen_t, v);
                 v
@@ -230,12 +302,14 @@ impl FitLists {
             let labels = put(10, parameter_labels(family));
             let na_real = put(11, real(f64::NAN));
             let ints = Ints { cache: put(12, Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) };
+            let names_one = put(13, strings(&names_one));
             let keep = Robj::from_sexp(keep);
             Rf_unprotect(1);
             FitLists {
                 _keep: keep,
                 out,
                 names,
+                names_one,
                 class,
                 family_name,
                 statuses,
@@ -312,77 +386,100 @@ impl FitLists {
             if d >= Rf_xlength(self.out) {
                 return;
             }
-            let k = f.k;
             let l = Rf_protect(if reuse {
                 VECTOR_ELT(self.out, d)
             } else {
                 Rf_allocVector(SEXPTYPE::VECSXP, self.width as R_xlen_t)
             });
-            // field j as a real vector of `values`, in place where allowed
-            let store = |j: usize, values: &[f64]| {
-                let old = VECTOR_ELT(l, j as R_xlen_t);
-                if reuse && reals_of_len(old, values.len()) {
-                    std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(old), values.len());
-                } else {
-                    SET_VECTOR_ELT(l, j as R_xlen_t, reals(values));
-                }
-            };
-            let na_reals = [R_NaReal; MAX_COMPONENTS];
-            let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| {
-                store(j, p.as_ref().map_or(&na_reals[..k], |p| &pick(p)[..k]))
-            };
-            let (aic, bic) = f.information_criteria();
-            let statuses = self.statuses;
-            let status_of =
-                |s: Status| VECTOR_ELT(statuses, Status::ALL.iter().position(|&x| x == s).unwrap_or(0) as R_xlen_t);
-            let set = |j: usize, v: SEXP| {
-                SET_VECTOR_ELT(l, j as R_xlen_t, v);
-            };
-            let ints = &self.ints;
-            let count = |v: u32| ints.get(i32::try_from(v).ok());
-            let (yes, no) = (self.yes, self.no);
-            column(0, &f.params, |p| &p.shape);
-            column(1, &f.params, |p| &p.mu);
-            column(2, &f.params, |p| &p.alpha);
-            column(3, &f.init, |p| &p.shape);
-            column(4, &f.init, |p| &p.mu);
-            column(5, &f.init, |p| &p.alpha);
-            store(6, &[na(f.loglik)]);
-            set(7, count(f.iterations));
-            set(8, if f.params.is_some() { yes } else { no });
-            set(9, self.family_name);
-            set(10, ints.get(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
-            set(11, if f.status == Status::Converged { yes } else { no });
-            set(12, status_of(f.status));
-            set(13, if f.message.is_empty() { self.empty } else { strings(&[f.message.as_str()]) });
-            set(14, ints.get(f.best_start.map(|s| s as i32 + 1)));
-            set(15, count(f.starts_ok));
-            store(16, &[na(aic)]);
-            store(17, &[na(bic)]);
-            set(18, count(f.starts_at_best));
-            set(19, if f.spurious { yes } else { no });
-            set(20, count(f.spurious_starts));
-            set(
-                21,
-                match f.loglik_spurious {
-                    Some(l) => real(l),
-                    None => self.na_real,
-                },
-            );
-            set(22, count(f.starts_run));
-            if self.standard_errors {
-                set_standard_errors(l, 23, f, self.labels, reuse);
-            }
-            if self.choice {
-                set(FIELDS.len(), int(i32::try_from(f.k).ok()));
-                set(FIELDS.len() + 1, by_k_frame(f, self.by_k_names, self.frame_class, &status_of));
-            }
+            self.fill(l, f, reuse, self.choice);
             if !reuse {
                 Rf_setAttrib(l, R_NamesSymbol, self.names);
                 Rf_setAttrib(l, R_ClassSymbol, self.class);
                 SET_VECTOR_ELT(self.out, d, l);
             }
             Rf_unprotect(1);
+        }
+    }
+
+    /// Writes fit `f` into the list `l` (FIELDS, and with `choice`
+    /// CHOICE_FIELDS), in place where `reuse` allows.
+    ///
+    /// # Safety
+    /// On R's main thread; `l` protected (or stored in a protected parent)
+    /// and as long as its fields; every object made here is stored into it
+    /// at once. With `reuse`, `l`'s real vectors are its own, unshared, and
+    /// not yet visible to R.
+    unsafe fn fill(&self, l: SEXP, f: &Fit, reuse: bool, choice: bool) {
+        let k = f.k;
+        // field j as a real vector of `values`, in place where allowed
+        let store = |j: usize, values: &[f64]| {
+            let old = VECTOR_ELT(l, j as R_xlen_t);
+            if reuse && reals_of_len(old, values.len()) {
+                std::ptr::copy_nonoverlapping(values.as_ptr(), REAL(old), values.len());
+            } else {
+                SET_VECTOR_ELT(l, j as R_xlen_t, reals(values));
+            }
+        };
+        let na_reals = [R_NaReal; MAX_COMPONENTS];
+        let column = |j: usize, p: &Option<Params>, pick: fn(&Params) -> &[f64; MAX_COMPONENTS]| {
+            store(j, p.as_ref().map_or(&na_reals[..k], |p| &pick(p)[..k]))
+        };
+        let (aic, bic) = f.information_criteria();
+        let statuses = self.statuses;
+        let status_of =
+            |s: Status| VECTOR_ELT(statuses, Status::ALL.iter().position(|&x| x == s).unwrap_or(0) as R_xlen_t);
+        let set = |j: usize, v: SEXP| {
+            SET_VECTOR_ELT(l, j as R_xlen_t, v);
+        };
+        let ints = &self.ints;
+        let count = |v: u32| ints.get(i32::try_from(v).ok());
+        let (yes, no) = (self.yes, self.no);
+        column(field::SHAPE, &f.params, |p| &p.shape);
+        column(field::MU, &f.params, |p| &p.mu);
+        column(field::ALPHA, &f.params, |p| &p.alpha);
+        column(field::INIT_SHAPE, &f.init, |p| &p.shape);
+        column(field::INIT_MU, &f.init, |p| &p.mu);
+        column(field::INIT_ALPHA, &f.init, |p| &p.alpha);
+        store(field::LOGLIK, &[na(f.loglik)]);
+        set(field::NUM_ITERATIONS, count(f.iterations));
+        set(field::FIT_SUCCESS, if f.params.is_some() { yes } else { no });
+        set(field::FAMILY, self.family_name);
+        set(field::N, ints.get(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
+        set(field::CONVERGED, if f.status == Status::Converged { yes } else { no });
+        set(field::STATUS, status_of(f.status));
+        set(field::MESSAGE, if f.message.is_empty() { self.empty } else { strings(&[f.message.as_str()]) });
+        set(field::BEST_START, ints.get(f.best_start.map(|s| s as i32 + 1)));
+        set(field::STARTS_OK, count(f.starts_ok));
+        store(field::AIC, &[na(aic)]);
+        store(field::BIC, &[na(bic)]);
+        set(field::STARTS_AT_BEST, count(f.starts_at_best));
+        set(field::SPURIOUS, if f.spurious { yes } else { no });
+        set(field::SPURIOUS_STARTS, count(f.spurious_starts));
+        set(
+            field::LOGLIK_SPURIOUS,
+            match f.loglik_spurious {
+                Some(l) => real(l),
+                None => self.na_real,
+            },
+        );
+        set(field::STARTS_RUN, count(f.starts_run));
+        set(field::K, ints.get(i32::try_from(k).ok()));
+        if self.standard_errors {
+            set_standard_errors(l, field::SE, f, self.labels, reuse);
+        }
+        if choice {
+            set(field::NUM_COMPONENTS, int(i32::try_from(f.k).ok()));
+            set(field::BY_K, by_k_frame(f, self.by_k_names, self.frame_class, &status_of));
+            // every K's fit, the chosen one first: lists of their own fields
+            let all = Rf_allocVector(SEXPTYPE::VECSXP, (1 + f.other_k.len()) as R_xlen_t);
+            set(field::ALL_K, all);
+            for (i, g) in std::iter::once(f).chain(&f.other_k).enumerate() {
+                let one = Rf_allocVector(SEXPTYPE::VECSXP, FIELDS.len() as R_xlen_t);
+                SET_VECTOR_ELT(all, i as R_xlen_t, one);
+                self.fill(one, g, false, false);
+                Rf_setAttrib(one, R_NamesSymbol, self.names_one);
+                Rf_setAttrib(one, R_ClassSymbol, self.class);
+            }
         }
     }
 

@@ -240,12 +240,22 @@ fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
             Some(i) => (i, false),
             None => (lowest_bic(&|_| true).unwrap_or(0), true),
         };
-        let Some(mut fit) = fits.into_iter().nth(best) else { break };
+        let mut others: Vec<Fit> = Vec::with_capacity(fits.len().saturating_sub(1));
+        let mut chosen_fit = None;
+        for (i, f) in fits.into_iter().enumerate() {
+            if i == best {
+                chosen_fit = Some(f);
+            } else {
+                others.push(*f);
+            }
+        }
+        let Some(mut fit) = chosen_fit else { break };
         if none_sound && fit.params.is_some() {
             let why = "no K gave a converged fit that passes the spurious-solution screen; this is the lowest BIC of the others";
             fit.message = if fit.message.is_empty() { why.to_string() } else { format!("{}; {why}", fit.message) };
         }
         fit.by_k = by_k;
+        fit.other_k = others;
         chosen.push(fit);
     }
     chosen
@@ -359,6 +369,7 @@ fn finish(
         loglik_spurious,
         starts,
         by_k: Vec::new(),
+        other_k: Vec::new(),
         covariance,
     }
 }

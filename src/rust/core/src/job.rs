@@ -190,6 +190,9 @@ pub struct Fit {
     pub starts: Option<Vec<StartRecord>>,
     /// With several Ks: every K's summary, ascending K (empty with one K).
     pub by_k: Vec<KSummary>,
+    /// With several Ks: the fits of the Ks not chosen, ascending K (empty
+    /// with one K), so that a user can look at any K's fit.
+    pub other_k: Vec<Fit>,
     /// Standard errors from the observed information at `params`, or why
     /// there are none; `None` without `params` or when the job asked for none.
     pub covariance: Option<Result<Covariance, Singular>>,
@@ -232,6 +235,7 @@ impl Fit {
             loglik_spurious: None,
             starts: None,
             by_k: Vec::new(),
+            other_k: Vec::new(),
             covariance: None,
         }
     }
