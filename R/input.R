@@ -127,12 +127,22 @@ drop_missing <- function(datasets, has_na, na) {
 datasets_from_columns <- function(df, value, group, subset, na, env) {
   for (arg in c("value", "group")) {
     col <- if (arg == "value") value else group
-    if (!is.character(col) || length(col) < 1 || anyNA(col) ||
-        (arg == "value" && length(col) != 1) || !all(col %in% names(df))) {
-      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ",
-               if (arg == "value") "one of its columns" else "one or more of its columns",
+    what <- if (arg == "value") "one of its columns" else "one or more of its columns"
+    if (is.null(col)) {
+      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ", what,
                " (or give a formula: bulkem(rt ~ subject, data = df))")
     }
+    if (!is.character(col) || length(col) < 1 || anyNA(col)) {
+      stop_arg("`", arg, "` must be ", if (arg == "value") "the name of one column" else
+               "the names of one or more columns", " of `datasets` (a character ",
+               if (arg == "value") "string" else "vector", "), not ", format_value(col))
+    }
+    if (arg == "value" && length(col) != 1) {
+      stop_arg("`value` must name one column, the values, not ", length(col), ": ",
+               paste0("`", col, "`", collapse = ", "))
+    }
+    absent <- unique(col[!col %in% names(df)])
+    if (length(absent) > 0) stop_arg(absent_columns(arg, absent, names(df)))
   }
   values <- df[[value]]
   if (!is.numeric(values) || is.factor(values)) {
@@ -141,8 +151,22 @@ datasets_from_columns <- function(df, value, group, subset, na, env) {
   rhs <- Reduce(function(a, b) call("+", a, b), lapply(group, as.name))
   f <- eval(call("~", as.name(value), rhs))
   environment(f) <- env
-  labels <- list(formula = paste0("`value = \"", value, "\"` with `group`"), data = "`datasets`")
+  labels <- list(formula = paste0("`value = \"", value, "\"` and `group = ", deparse1(group), "`"),
+                 data = "`datasets`")
   datasets_from_formula(f, df, subset, na, env, labels)
+}
+
+# The message for names in `value` or `group` (`arg`) that are not columns
+# of the data frame (`absent`): which, the columns it has (the first 20), and
+# the columns that differ from one of them only in case.
+absent_columns <- function(arg, absent, columns) {
+  shown <- paste0("`", utils::head(columns, 20), "`", collapse = ", ")
+  if (length(columns) > 20) shown <- paste0(shown, ", ... (", length(columns), " in all)")
+  near <- unique(columns[tolower(columns) %in% tolower(absent)])
+  paste0("`", arg, "` names ", if (length(absent) > 1) "columns" else "a column",
+         " that `datasets` does not have: ", paste0("`", absent, "`", collapse = ", "),
+         if (length(near) > 0) paste0(" (did you mean ", paste0("`", near, "`", collapse = ", "), "?)"),
+         "; ", if (length(columns) == 0) "it has no columns" else paste("its columns are", shown))
 }
 
 # The formula form, as lm() builds its data: stats::model.frame() with

@@ -235,3 +235,34 @@ test_that("2015 positional calls are unchanged by the new arguments", {
   expect_identical(a[[1]]$num_iterations <= 100, TRUE)
   expect_null(a[[1]]$n_dropped)
 })
+
+test_that("a column named in `value` or `group` that is not there is named, with the columns there", {
+  df <- input_frame()
+  e <- tryCatch(bulkem(df, value = "RT", group = "subject"), error = identity)
+  expect_s3_class(e, "bulkem_error_argument")
+  msg <- conditionMessage(e)
+  expect_match(msg, "`value` names a column that `datasets` does not have: `RT`", fixed = TRUE)
+  expect_match(msg, "`subject`, `block`, `rt`", fixed = TRUE)
+  expect_match(msg, "did you mean `rt`?", fixed = TRUE)
+  expect_no_match(msg, "needs `value`", fixed = TRUE)
+  # several group columns, some missing: only those are named as missing
+  e <- tryCatch(bulkem(df, value = "rt", group = c("subject", "Block", "cond")), error = identity)
+  expect_s3_class(e, "bulkem_error_argument")
+  msg <- conditionMessage(e)
+  expect_match(msg, "`group` names columns that `datasets` does not have: `Block`, `cond`", fixed = TRUE)
+  expect_match(msg, "its columns are `subject`, `block`, `rt`", fixed = TRUE)
+  expect_no_match(msg, "needs `group`", fixed = TRUE)
+  # a name that is not a string
+  expect_error(bulkem(df, value = 3, group = "subject"), "`value` must be the name of one column", class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = "rt", group = NA_character_), "`group` must be", class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = c("rt", "subject"), group = "block"), "one column", class = "bulkem_error_argument")
+  # not given at all: the message of old
+  expect_error(bulkem(df, group = "subject"), "a data frame `datasets` needs `value`",
+               class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = "rt"), "a data frame `datasets` needs `group`",
+               class = "bulkem_error_argument")
+  # a data frame of many columns lists the first ones
+  wide <- cbind(df, as.data.frame(matrix(0, nrow(df), 40)))
+  e <- tryCatch(bulkem(wide, value = "RT", group = "subject"), error = identity)
+  expect_match(conditionMessage(e), "`V17`, ... (43 in all)", fixed = TRUE)
+})
