@@ -144,6 +144,12 @@ datasets_from_columns <- function(df, value, group, subset, na, env) {
     absent <- unique(col[!col %in% names(df)])
     if (length(absent) > 0) stop_arg(absent_columns(arg, absent, names(df)))
   }
+  if (value %in% group) {
+    stop_arg("`group = ", deparse1(group), "` groups by its own values `", value,
+             "`, the column `value` names: group by the column that says which dataset each row ",
+             "belongs to (e.g. group = \"subject\"), or fit the values as one dataset with bulkem(",
+             value, " ~ 1, data = df)")
+  }
   values <- df[[value]]
   if (!is.numeric(values) || is.factor(values)) {
     stop_arg("column `", value, "` of `datasets` must be numeric, not ", describe_type(values))
@@ -187,6 +193,16 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   if (!is.null(data) && !is.data.frame(data)) {
     stop_arg(labels$data, " must be a data frame, not ", describe_type(data))
+  }
+  # a grouping term that is the response itself (v ~ v, v ~ g + v): model.frame()
+  # would keep one column for both and fit every value as one dataset
+  tt <- tryCatch(stats::terms(f, data = data), error = function(e) NULL)
+  factors <- attr(tt, "factors")
+  if (length(factors) > 0 && identical(attr(tt, "response"), 1L) && any(factors[1L, ] > 0)) {
+    stop_arg(labels$formula, " groups by its own values `", rownames(factors)[1L],
+             "`: the right-hand side names the grouping column(s) that say which dataset each ",
+             "row belongs to, e.g. ", rownames(factors)[1L], " ~ subject, or ", rownames(factors)[1L],
+             " ~ 1 for one dataset")
   }
   fenv <- if (is.null(environment(f))) env else environment(f)
   vars <- setdiff(all.vars(f), ".")

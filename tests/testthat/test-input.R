@@ -266,3 +266,24 @@ test_that("a column named in `value` or `group` that is not there is named, with
   e <- tryCatch(bulkem(wide, value = "RT", group = "subject"), error = identity)
   expect_match(conditionMessage(e), "`V17`, ... (43 in all)", fixed = TRUE)
 })
+
+test_that("grouping by the value column itself is an argument error", {
+  d <- data.frame(v = rexp(200), g = rep(c("a", "b"), 100))
+  calls <- list(quote(bulkem(d, value = "v", group = "v")),
+                quote(bulkem(d, value = "v", group = c("g", "v"))),
+                quote(bulkem(v ~ v, data = d)),
+                quote(bulkem(v ~ g + v, data = d)),
+                quote(bulkem(v ~ g:v, data = d)),
+                quote(bulkem(d, formula = v ~ v)),
+                quote(bulkem(formula = v ~ v, data = d)))
+  for (call in calls) {
+    e <- tryCatch(eval(call), error = identity)
+    expect_s3_class(e, "bulkem_error_argument")
+    expect_match(conditionMessage(e), "groups by its own values `v`", fixed = TRUE, label = deparse(call))
+  }
+  # the value is not its grouping: these fit as before
+  fits <- bulkem(v ~ ., data = d, random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_named(fits, c("a", "b"))
+  fits <- bulkem(v ~ 1, data = d, random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_length(fits, 1)
+})
