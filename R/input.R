@@ -250,6 +250,15 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   # groups as split() would make them, before any row is dropped
   g <- if (length(groups) > 0) interaction(groups, drop = TRUE, sep = ":")
+  if (!is.null(g) && nlevels(g) == 0L) {
+    # every row's group is missing: the rows belong to no dataset
+    na_rows <- vapply(groups, function(v) sum(is.na(v)), 0L)
+    na_rows <- na_rows[na_rows > 0]
+    stop_arg(labels$formula, " with ", labels$data, if (!is.null(subset)) " and `subset`",
+             " gives no rows to fit: every row's group is missing (",
+             paste0("`", names(na_rows), "` missing in ", na_rows, " of ", nrow(mf), " rows", collapse = ", "),
+             ")")
+  }
   kept_frame <- tryCatch(na$fun(mf), error = function(e) stop_arg(na$label, " stopped the call: ", conditionMessage(e)))
   if (!is.data.frame(kept_frame)) {
     stop_arg(na$label, " must return the rows it keeps, as na.omit does, not ", describe_type(kept_frame))

@@ -287,3 +287,23 @@ test_that("grouping by the value column itself is an argument error", {
   fits <- bulkem(v ~ 1, data = d, random.inits = 2, family = "normal", use.gpu = FALSE)
   expect_length(fits, 1)
 })
+
+test_that("a grouping that leaves no rows (every group missing) is an argument error", {
+  d <- data.frame(v = rexp(200), g = NA, h = rep(c("a", "b"), 100))
+  calls <- list(quote(bulkem(d, value = "v", group = "g")),
+                quote(bulkem(v ~ g, data = d)),
+                quote(bulkem(d, value = "v", group = c("h", "g"))),
+                quote(bulkem(v ~ h, data = transform(d, h = NA_character_))),
+                quote(bulkem(v ~ h, data = transform(d, h = ifelse(v > 1, NA, h)), subset = v > 1)))
+  for (call in calls) {
+    e <- tryCatch(eval(call), error = identity)
+    expect_s3_class(e, "bulkem_error_argument")
+    expect_match(conditionMessage(e), "gives no rows to fit", fixed = TRUE, label = deparse(call))
+    expect_match(conditionMessage(e), "missing", fixed = TRUE, label = deparse(call))
+  }
+  # some groups missing: their rows belong to no dataset, as before
+  d$g[1:10] <- "x"
+  fits <- bulkem(d, value = "v", group = "g", random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_named(fits, "x")
+  expect_identical(fits$x$n, 10L)
+})
