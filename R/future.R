@@ -98,9 +98,8 @@ shard_error <- function(range, n_shards, cond, failed = 1L) {
                  range$first, range$last,
                  if (failed > 1) sprintf(" (and %d more shard(s))", failed - 1L) else "",
                  conditionMessage(cond))
-  structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
-            list(message = msg, call = NULL, shard = range$shard,
-                 datasets = c(range$first, range$last), parent = cond))
+  bulkem_condition("future", msg, shard = range$shard, datasets = c(range$first, range$last),
+                   parent = cond)
 }
 
 # bulkem() with control$future = TRUE, called by bulkem() once its arguments
@@ -147,10 +146,8 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
       if (!is.character(label) || length(label) != 1) label <- conditionMessage(e)
       s <- suppressWarnings(as.integer(sub("^.*bulkem-shard-([0-9]+).*$", "\\1", label)))
       if (length(s) != 1 || is.na(s) || s < 1 || s > n_shards) {
-        cond <- structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
-                          list(message = paste0("a future worker failed: ", conditionMessage(e)),
-                               call = NULL, shard = NA_integer_, parent = e))
-        raise(cond)
+        raise(bulkem_condition("future", paste0("a future worker failed: ", conditionMessage(e)),
+                               shard = NA_integer_, parent = e))
       }
       raise(shard_error(ranges[s, ], n_shards, e))
     })
@@ -162,7 +159,7 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
   }
   if (!identical(vapply(out, function(o) o$index, 0L), seq_len(n_shards)) ||
       !identical(vapply(out, function(o) length(o$fits), 0L), ranges$last - ranges$first + 1L)) {
-    raise(internal_condition("the shards' results do not match the shards"))
+    raise(bulkem_condition("internal", "the shards' results do not match the shards"))
   }
   results <- lapply(out, `[[`, "fits")
   fits <- do.call(c, lapply(results, unclass))
@@ -192,10 +189,4 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
             kernel_launches = total("kernel_launches"),
             kernel_seconds = total("kernel_seconds"),
             timings = timings, shards = shard_info, na.action = input$na.action)
-}
-
-# An internal error (a bug), classed as the glue classes its own.
-internal_condition <- function(message) {
-  structure(class = c("bulkem_error_internal", "bulkem_error", "error", "condition"),
-            list(message = message, call = NULL))
 }
