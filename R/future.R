@@ -135,17 +135,24 @@ fit_future <- function(input, args, given_control, control, verbose, started) {
   # shard contributes its own call's progress_steps
   p <- progressr::progressor(steps = n_shards * progress_steps)
   fault <- Sys.getenv("BULKEM_FUTURE_FAULT")
+  # future.apply labels future i (one per shard: future.chunk.size = 1)
+  # sprintf(future.label, i): these labels, one per shard
+  label_format <- "bulkem-shard-%d"
+  labels <- sprintf(label_format, seq_len(n_shards))
   out <- tryCatch(
     future.apply::future_lapply(
       shards, fit_shard, args = args, p = p, fault = fault,
       future.seed = NULL, future.chunk.size = 1, future.packages = "bulkem",
-      future.label = "bulkem-shard-%d"),
+      future.label = label_format),
     FutureError = function(e) {
-      # a worker that died: future names the future, whose label is its shard
-      label <- tryCatch(e$future$label, error = function(e2) NULL)
-      if (!is.character(label) || length(label) != 1) label <- conditionMessage(e)
-      s <- suppressWarnings(as.integer(sub("^.*bulkem-shard-([0-9]+).*$", "\\1", label)))
-      if (length(s) != 1 || is.na(s) || s < 1 || s > n_shards) {
+      # a worker that died: the condition carries its future (the attribute
+      # `future`, as future::FutureCondition() sets it; a field in some other
+      # versions), whose label is exactly one of the shards' labels
+      future <- attr(e, "future", exact = TRUE)
+      if (is.null(future)) future <- e[["future"]]
+      label <- if (inherits(future, "Future")) future$label
+      s <- if (is.character(label) && length(label) == 1) match(label, labels) else NA_integer_
+      if (is.na(s)) {
         raise(bulkem_condition("future", paste0("a future worker failed: ", conditionMessage(e)),
                                shard = NA_integer_, parent = e))
       }

@@ -184,3 +184,19 @@ test_that("one table of condition classes: the glue's, and R builds every condit
   expect_identical(class(i), tab$internal)
   expect_error(bulkem:::bulkem_condition("no such kind", "x"), class = "bulkem_error_internal")
 })
+
+test_that("no R code of bulkem decides by a condition's message text", {
+  # no function of the namespace (handlers written inside one included) both
+  # reads a condition's message and runs a text matcher
+  matchers <- c("grepl", "grep", "sub", "gsub", "regexpr", "gregexpr", "regexec", "regmatches",
+                "startsWith", "endsWith", "strsplit", "substr", "substring", "agrepl", "agrep")
+  ns <- asNamespace("bulkem")
+  offenders <- character()
+  for (name in ls(ns, all.names = TRUE)) {
+    f <- get(name, envir = ns)
+    if (!is.function(f) || is.primitive(f)) next
+    used <- all.names(body(f))
+    if ("conditionMessage" %in% used && any(matchers %in% used)) offenders <- c(offenders, name)
+  }
+  expect_identical(unique(offenders), character())
+})
