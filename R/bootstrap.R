@@ -572,6 +572,7 @@ plot.bulkem_lrt <- function(x, which = c("auto", "null", "pvalues"), rows = NULL
   which <- check_choice(which, "which", c("auto", "null", "pvalues"))
   null <- x$null
   if (!is.list(null)) stop_arg("`x` has lost its null distributions (column `null`)")
+  if (nrow(x) == 0) stop_arg("`x` has no rows (tests) to plot")
   if (which == "auto") which <- if (nrow(x) <= 6) "null" else "pvalues"
   if (which == "null") {
     rows <- if (is.null(rows)) seq_len(min(6, nrow(x))) else rows

@@ -391,4 +391,9 @@ test_that("every subset of a bootstrap result prints, its header counting what i
   printed(bs[bs$term == "mu", ])
   printed(bs[, c("dataset", "std.error")])
   printed(head(bs, 2))
+  # and plots: a row subset, or a classed error for no rows
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  expect_identical(plot(lrt[2, ]), lrt[2, ])
+  expect_error(plot(lrt[0, ]), "no rows", class = "bulkem_error_argument")
 })
