@@ -499,48 +499,54 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
 #' @param ... Passed to [print.data.frame()].
 #' @export
 print.bulkem_bootstrap <- function(x, digits = 4, ...) {
+  # Any subset of the rows prints, its header counting the datasets printed
+  # (`[` keeps the attributes of a row subset and drops them for columns).
   reps <- attr(x, "replicates")
-  if (is.null(reps)) {
-    print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
-    return(invisible(x))
-  }
-  cat(sprintf("Parametric bootstrap of %d dataset(s): B = %s, %s%% percentile intervals, seed %s\n",
-              nrow(reps), paste(unique(reps$B[reps$B > 0]), collapse = ", "),
-              format(100 * attr(x, "conf.level")), format(attr(x, "seed"))))
-  lost <- reps$failed + reps$spurious
-  if (any(lost > 0)) {
-    cat(sprintf("Replicates not used: %d failed or not converged, %d spurious (see attr(, \"replicates\"))\n",
-                sum(reps$failed), sum(reps$spurious)))
+  if (is.data.frame(reps) && !is.null(x$dataset)) reps <- reps[reps$dataset %in% x$dataset, , drop = FALSE]
+  if (is.data.frame(reps) && !is.null(attr(x, "conf.level")) && !is.null(attr(x, "seed"))) {
+    cat(sprintf("Parametric bootstrap of %d dataset(s): %s%s%% percentile intervals, seed %s\n",
+                nrow(reps), bootstrap_b_text(reps$B), format(100 * attr(x, "conf.level")),
+                format(attr(x, "seed"))))
+    if (sum(reps$failed, reps$spurious) > 0) {
+      cat(sprintf("Replicates not used: %d failed or not converged, %d spurious (see attr(, \"replicates\"))\n",
+                  sum(reps$failed), sum(reps$spurious)))
+    }
   }
   print(as.data.frame(unclass(x), stringsAsFactors = FALSE), digits = digits, ...)
   invisible(x)
 }
 
+# "B = 200, " for the replicate counts of the datasets with a fit; "" for none.
+bootstrap_b_text <- function(B) {
+  B <- unique(B[!is.na(B) & B > 0])
+  if (length(B) == 0) "" else paste0("B = ", paste(B, collapse = ", "), ", ")
+}
+
 #' @rdname bulkem_bootstrap
 #' @export
 print.bulkem_lrt <- function(x, digits = 4, ...) {
-  table_of <- function(x) {
-    cols <- unclass(x)
-    cols$null <- NULL
-    as.data.frame(cols, stringsAsFactors = FALSE)
+  # Any subset prints: the header when the rows kept the call's attributes
+  # and the columns it counts, `selected` cut to the datasets printed.
+  cols <- unclass(x)
+  cols$null <- NULL
+  tab <- as.data.frame(cols, stringsAsFactors = FALSE)
+  if (!is.null(attr(x, "seed")) && all(c("dataset", "B") %in% names(x))) {
+    cat(sprintf("Bootstrap likelihood-ratio tests of K vs K + 1 components: %d dataset(s), %d test(s), %sseed %s\n",
+                length(unique(x$dataset)), nrow(x), bootstrap_b_text(x$B), format(attr(x, "seed"))))
+    failed <- sum(x$failed)
+    spurious <- sum(x$spurious)
+    if (failed + spurious > 0) {
+      cat(sprintf("Replicates not used: %d without a fit, %d spurious\n", failed, spurious))
+    }
   }
-  if (is.null(attr(x, "seed")) || is.null(x$B)) {
-    print(table_of(x), digits = digits, ...)
-    return(invisible(x))
-  }
-  ds <- unique(x$dataset)
-  cat(sprintf("Bootstrap likelihood-ratio tests of K vs K + 1 components: %d dataset(s), %d test(s), B = %s, seed %s\n",
-              length(ds), nrow(x), paste(unique(x$B[x$B > 0]), collapse = ", "), format(attr(x, "seed"))))
-  lost <- sum(x$failed) + sum(x$spurious)
-  if (lost > 0) {
-    cat(sprintf("Replicates not used: %d without a fit, %d spurious\n", sum(x$failed), sum(x$spurious)))
-  }
-  print(table_of(x), digits = digits, ...)
+  print(tab, digits = digits, ...)
   sel <- attr(x, "selected")
-  sel <- sel[sel$dataset %in% x$dataset, , drop = FALSE]
-  if (nrow(sel) > 0) {
-    cat(sprintf("\nComponents selected (first K not rejected at level %s):\n", format(attr(x, "level"))))
-    print(table(k = sel$k, useNA = "ifany"))
+  if (is.data.frame(sel) && !is.null(x$dataset)) {
+    sel <- sel[sel$dataset %in% x$dataset, , drop = FALSE]
+    if (nrow(sel) > 0) {
+      cat(sprintf("\nComponents selected (first K not rejected at level %s):\n", format(attr(x, "level"))))
+      print(table(k = sel$k, useNA = "ifany"))
+    }
   }
   invisible(x)
 }
@@ -565,6 +571,7 @@ plot.bulkem_lrt <- function(x, which = c("auto", "null", "pvalues"), rows = NULL
   which <- check_choice(which, "which", c("auto", "null", "pvalues"))
   null <- x$null
   if (!is.list(null)) stop_arg("`x` has lost its null distributions (column `null`)")
+  if (nrow(x) == 0) stop_arg("`x` has no rows (tests) to plot")
   if (which == "auto") which <- if (nrow(x) <= 6) "null" else "pvalues"
   if (which == "null") {
     rows <- if (is.null(rows)) seq_len(min(6, nrow(x))) else rows

@@ -43,12 +43,37 @@
 #' attr(fits, "engine")
 NULL
 
-# How the classes come about. They are named once, in the Rust glue
-# (src/rust/src/error.rs): glue functions return an error as a condition
-# object rather than failing, R's own checks get theirs from
-# argument_condition_(), and R code decides by class, never by message text.
+# How the classes come about. They are named once, in the table of the Rust
+# glue (KINDS in src/rust/src/error.rs): glue functions return an error as a
+# condition object built from it rather than failing, and R builds every
+# condition it raises itself (argument errors, a failed future shard, an
+# internal error, the convergence warning) with bulkem_condition(), whose
+# classes come from the same table through condition_classes_(). R code
+# decides by class, never by message text.
 # Ctrl-C and setTimeLimit() give R's own condition, which the glue caught
 # while the workers ran and returns to be raised again here.
+
+# The glue's table: a named list, one character vector of classes (most
+# specific first) per kind of condition; asked of the compiled code once per
+# session.
+condition_classes <- local({
+  cache <- NULL
+  function() {
+    if (is.null(cache)) cache <<- condition_classes_()
+    cache
+  }
+})
+
+# A condition of `kind` (a name of the glue's table: "argument", "future",
+# "internal", "warning_convergence", ...) with `message`, no call, and the
+# fields given in `...` after them; to be raised with raise() or warning().
+bulkem_condition <- function(kind, message, ...) {
+  classes <- condition_classes()[[kind]]
+  if (is.null(classes)) {
+    raise(bulkem_condition("internal", paste0("no condition class for the kind \"", kind, "\"")))
+  }
+  structure(class = classes, c(list(message = message, call = NULL), list(...)))
+}
 
 # Raises `cond`: an error with no call, so none of bulkem's internals are
 # shown ("Error: <message>"); an interrupt as R raises one.
@@ -77,7 +102,7 @@ signal_interrupt <- function(cond) {
 core_value <- function(x) if (inherits(x, "condition")) raise(x) else x
 
 # A bad argument: the message names the argument as the user wrote it.
-stop_arg <- function(...) raise(argument_condition_(paste0(...)))
+stop_arg <- function(...) raise(bulkem_condition("argument", paste0(...)))
 
 # The one warning of a call whose fits did not all end well: how many stopped
 # at max.iters, failed, were marked spurious, were invalid or converged to a
@@ -94,9 +119,7 @@ warn_convergence <- function(outcomes, n) {
   # counts arrive as doubles, which format() would write as 2e+05
   count <- function(x) formatC(x, format = "d", big.mark = ",")
   parts <- paste(count(counts[counts > 0]), what[counts > 0])
-  cond <- convergence_warning_(paste0(
+  warning(bulkem_condition("warning_convergence", paste0(
     "of ", count(n), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
-    "; see each fit's status and message, or summary()"))
-  cond$counts <- counts
-  warning(cond)
+    "; see each fit's status and message, or summary()"), counts = counts))
 }

@@ -31,15 +31,12 @@ dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datase
 #' @noRd
 bootstrap_ <- function(datasets, plan, settings, report) .Call(wrap__bootstrap_, datasets, plan, settings, report)
 
-#' An argument error for R's own checks (stop_arg() in R/conditions.R), with
-#' the classes the core's argument errors get.
+#' `list(<kind> = <classes>, ...)`: the classes of every kind of condition,
+#' most specific first, from the table `KINDS` of src/rust/src/error.rs. R
+#' builds the conditions it raises from these (bulkem_condition() in
+#' R/conditions.R).
 #' @noRd
-argument_condition_ <- function(message) .Call(wrap__argument_condition_, message)
-
-#' The one warning a call gives about fits that did not end well
-#' (warn_convergence() in R/conditions.R).
-#' @noRd
-convergence_warning_ <- function(message) .Call(wrap__convergence_warning_, message)
+condition_classes_ <- function() .Call(wrap__condition_classes_)
 
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
 #' checked by bulkem() in R; they are read in place, not copied. `settings`

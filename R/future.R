@@ -98,9 +98,8 @@ shard_error <- function(range, n_shards, cond, failed = 1L) {
                  range$first, range$last,
                  if (failed > 1) sprintf(" (and %d more shard(s))", failed - 1L) else "",
                  conditionMessage(cond))
-  structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
-            list(message = msg, call = NULL, shard = range$shard,
-                 datasets = c(range$first, range$last), parent = cond))
+  bulkem_condition("future", msg, shard = range$shard, datasets = c(range$first, range$last),
+                   parent = cond)
 }
 
 # bulkem() with control$future = TRUE, called by bulkem() once its arguments
@@ -132,21 +131,26 @@ fit_future <- function(input, args, control, verbose, started) {
   # shard contributes its own call's progress_steps
   p <- progressr::progressor(steps = n_shards * progress_steps)
   fault <- Sys.getenv("BULKEM_FUTURE_FAULT")
+  # future.apply labels future i (one per shard: future.chunk.size = 1)
+  # sprintf(future.label, i): these labels, one per shard
+  label_format <- "bulkem-shard-%d"
+  labels <- sprintf(label_format, seq_len(n_shards))
   out <- tryCatch(
     future.apply::future_lapply(
       shards, fit_shard, args = args, p = p, fault = fault,
       future.seed = NULL, future.chunk.size = 1, future.packages = "bulkem",
-      future.label = "bulkem-shard-%d"),
+      future.label = label_format),
     FutureError = function(e) {
-      # a worker that died: future names the future, whose label is its shard
-      label <- tryCatch(e$future$label, error = function(e2) NULL)
-      if (!is.character(label) || length(label) != 1) label <- conditionMessage(e)
-      s <- suppressWarnings(as.integer(sub("^.*bulkem-shard-([0-9]+).*$", "\\1", label)))
-      if (length(s) != 1 || is.na(s) || s < 1 || s > n_shards) {
-        cond <- structure(class = c("bulkem_error_future", "bulkem_error", "error", "condition"),
-                          list(message = paste0("a future worker failed: ", conditionMessage(e)),
-                               call = NULL, shard = NA_integer_, parent = e))
-        raise(cond)
+      # a worker that died: the condition carries its future (the attribute
+      # `future`, as future::FutureCondition() sets it; a field in some other
+      # versions), whose label is exactly one of the shards' labels
+      future <- attr(e, "future", exact = TRUE)
+      if (is.null(future)) future <- e[["future"]]
+      label <- if (inherits(future, "Future")) future$label
+      s <- if (is.character(label) && length(label) == 1) match(label, labels) else NA_integer_
+      if (is.na(s)) {
+        raise(bulkem_condition("future", paste0("a future worker failed: ", conditionMessage(e)),
+                               shard = NA_integer_, parent = e))
       }
       raise(shard_error(ranges[s, ], n_shards, e))
     })
@@ -158,7 +162,7 @@ fit_future <- function(input, args, control, verbose, started) {
   }
   if (!identical(vapply(out, function(o) o$index, 0L), seq_len(n_shards)) ||
       !identical(vapply(out, function(o) length(o$fits), 0L), ranges$last - ranges$first + 1L)) {
-    raise(internal_condition("the shards' results do not match the shards"))
+    raise(bulkem_condition("internal", "the shards' results do not match the shards"))
   }
   results <- lapply(out, `[[`, "fits")
   fits <- do.call(c, lapply(results, unclass))
@@ -188,10 +192,4 @@ fit_future <- function(input, args, control, verbose, started) {
             kernel_launches = total("kernel_launches"),
             kernel_seconds = total("kernel_seconds"),
             timings = timings, shards = shard_info, na.action = input$na.action)
-}
-
-# An internal error (a bug), classed as the glue classes its own.
-internal_condition <- function(message) {
-  structure(class = c("bulkem_error_internal", "bulkem_error", "error", "condition"),
-            list(message = message, call = NULL))
 }

@@ -127,12 +127,28 @@ drop_missing <- function(datasets, has_na, na) {
 datasets_from_columns <- function(df, value, group, subset, na, env) {
   for (arg in c("value", "group")) {
     col <- if (arg == "value") value else group
-    if (!is.character(col) || length(col) < 1 || anyNA(col) ||
-        (arg == "value" && length(col) != 1) || !all(col %in% names(df))) {
-      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ",
-               if (arg == "value") "one of its columns" else "one or more of its columns",
+    what <- if (arg == "value") "one of its columns" else "one or more of its columns"
+    if (is.null(col)) {
+      stop_arg("a data frame `datasets` needs `", arg, "`, the name of ", what,
                " (or give a formula: bulkem(rt ~ subject, data = df))")
     }
+    if (!is.character(col) || length(col) < 1 || anyNA(col)) {
+      stop_arg("`", arg, "` must be ", if (arg == "value") "the name of one column" else
+               "the names of one or more columns", " of `datasets` (a character ",
+               if (arg == "value") "string" else "vector", "), not ", format_value(col))
+    }
+    if (arg == "value" && length(col) != 1) {
+      stop_arg("`value` must name one column, the values, not ", length(col), ": ",
+               paste0("`", col, "`", collapse = ", "))
+    }
+    absent <- unique(col[!col %in% names(df)])
+    if (length(absent) > 0) stop_arg(absent_columns(arg, absent, names(df)))
+  }
+  if (value %in% group) {
+    stop_arg("`group = ", deparse1(group), "` groups by its own values `", value,
+             "`, the column `value` names: group by the column that says which dataset each row ",
+             "belongs to (e.g. group = \"subject\"), or fit the values as one dataset with bulkem(",
+             value, " ~ 1, data = df)")
   }
   values <- df[[value]]
   if (!is.numeric(values) || is.factor(values)) {
@@ -141,8 +157,22 @@ datasets_from_columns <- function(df, value, group, subset, na, env) {
   rhs <- Reduce(function(a, b) call("+", a, b), lapply(group, as.name))
   f <- eval(call("~", as.name(value), rhs))
   environment(f) <- env
-  labels <- list(formula = paste0("`value = \"", value, "\"` with `group`"), data = "`datasets`")
+  labels <- list(formula = paste0("`value = \"", value, "\"` and `group = ", deparse1(group), "`"),
+                 data = "`datasets`")
   datasets_from_formula(f, df, subset, na, env, labels)
+}
+
+# The message for names in `value` or `group` (`arg`) that are not columns
+# of the data frame (`absent`): which, the columns it has (the first 20), and
+# the columns that differ from one of them only in case.
+absent_columns <- function(arg, absent, columns) {
+  shown <- paste0("`", utils::head(columns, 20), "`", collapse = ", ")
+  if (length(columns) > 20) shown <- paste0(shown, ", ... (", length(columns), " in all)")
+  near <- unique(columns[tolower(columns) %in% tolower(absent)])
+  paste0("`", arg, "` names ", if (length(absent) > 1) "columns" else "a column",
+         " that `datasets` does not have: ", paste0("`", absent, "`", collapse = ", "),
+         if (length(near) > 0) paste0(" (did you mean ", paste0("`", near, "`", collapse = ", "), "?)"),
+         "; ", if (length(columns) == 0) "it has no columns" else paste("its columns are", shown))
 }
 
 # The formula form, as lm() builds its data: stats::model.frame() with
@@ -163,6 +193,16 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   if (!is.null(data) && !is.data.frame(data)) {
     stop_arg(labels$data, " must be a data frame, not ", describe_type(data))
+  }
+  # a grouping term that is the response itself (v ~ v, v ~ g + v): model.frame()
+  # would keep one column for both and fit every value as one dataset
+  tt <- tryCatch(stats::terms(f, data = data), error = function(e) NULL)
+  factors <- attr(tt, "factors")
+  if (length(factors) > 0 && identical(attr(tt, "response"), 1L) && any(factors[1L, ] > 0)) {
+    stop_arg(labels$formula, " groups by its own values `", rownames(factors)[1L],
+             "`: the right-hand side names the grouping column(s) that say which dataset each ",
+             "row belongs to, e.g. ", rownames(factors)[1L], " ~ subject, or ", rownames(factors)[1L],
+             " ~ 1 for one dataset")
   }
   fenv <- if (is.null(environment(f))) env else environment(f)
   vars <- setdiff(all.vars(f), ".")
@@ -210,6 +250,15 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   # groups as split() would make them, before any row is dropped
   g <- if (length(groups) > 0) interaction(groups, drop = TRUE, sep = ":")
+  if (!is.null(g) && nlevels(g) == 0L) {
+    # every row's group is missing: the rows belong to no dataset
+    na_rows <- vapply(groups, function(v) sum(is.na(v)), 0L)
+    na_rows <- na_rows[na_rows > 0]
+    stop_arg(labels$formula, " with ", labels$data, if (!is.null(subset)) " and `subset`",
+             " gives no rows to fit: every row's group is missing (",
+             paste0("`", names(na_rows), "` missing in ", na_rows, " of ", nrow(mf), " rows", collapse = ", "),
+             ")")
+  }
   kept_frame <- tryCatch(na$fun(mf), error = function(e) stop_arg(na$label, " stopped the call: ", conditionMessage(e)))
   if (!is.data.frame(kept_frame)) {
     stop_arg(na$label, " must return the rows it keeps, as na.omit does, not ", describe_type(kept_frame))

@@ -61,7 +61,8 @@ as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
   shape <- shape_name(attr(x, "family"))
   k <- vapply(x, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
   nm <- dataset_names(x)
-  pick <- function(field) unlist(lapply(x, function(f) f[[field]]), use.names = FALSE)
+  # as.double(): a result of no datasets (fits[0]) gives columns of no rows
+  pick <- function(field) as.double(unlist(lapply(x, function(f) f[[field]]), use.names = FALSE))
   out <- data.frame(dataset = rep(nm, k), component = sequence(k),
                     alpha = pick("alpha"), mu = pick("mu"), shape = pick(shape),
                     stringsAsFactors = FALSE)
@@ -157,22 +158,30 @@ nobs.bulkem_fit <- function(object, ...) object$n
 #' @name print.bulkem
 #' @export
 print.bulkem <- function(x, n = 5, ...) {
+  # Any subset prints (`[` keeps the call's attributes; a result without
+  # them, or of no datasets, says what it has)
+  fits <- unclass(x)
   k <- attr(x, "num.components")
-  cat(sprintf("bulkem: %d dataset%s, %s mixture%s of %s\n", length(x),
-              if (length(x) == 1) "" else "s", attr(x, "family"),
-              if (length(x) == 1) "" else "s",
+  if (is.null(k)) k <- sort(unique(vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)))
+  family <- attr(x, "family")
+  if (is.null(family)) family <- unique(unlist(lapply(fits, `[[`, "family")))
+  cat(sprintf("bulkem: %d dataset%s%s%s\n", length(x), if (length(x) == 1) "" else "s",
+              if (length(family) > 0) {
+                sprintf(", %s mixture%s", paste(family, collapse = ", "), if (length(x) == 1) "" else "s")
+              } else "",
               if (length(k) > 1) {
-                paste0(paste(k, collapse = ", "), " components",
-                       if (any(vapply(x, function(f) !is.null(f$by_k), NA))) " (chosen by BIC)")
-              }
-              else paste0(k, " component", if (k == 1) "" else "s")))
+                paste0(" of ", paste(k, collapse = ", "), " components",
+                       if (any(vapply(fits, function(f) !is.null(f$by_k), NA))) " (chosen by BIC)")
+              } else if (length(k) == 1) {
+                paste0(" of ", k, " component", if (k == 1) "" else "s")
+              } else ""))
   if (!is.null(attr(x, "engine")) && !is.null(attr(x, "threads")) && !is.null(attr(x, "elapsed"))) {
     cat(sprintf("engine: %s (%d thread%s), %.3f s\n", attr(x, "engine"), attr(x, "threads"),
                 if (identical(attr(x, "threads"), 1L)) "" else "s", attr(x, "elapsed")))
   }
-  status <- table(vapply(x, `[[`, "", "status"))
-  cat("status:", paste(names(status), status, sep = ": ", collapse = ", "), "\n")
   if (length(x) > 0) {
+    status <- table(vapply(fits, function(f) as.character(f$status)[1], "", USE.NAMES = FALSE))
+    cat("status:", paste(names(status), status, sep = ": ", collapse = ", "), "\n")
     s <- summary.bulkem(x)
     cat("\n")
     print(utils::head(s, n), row.names = FALSE)

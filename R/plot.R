@@ -39,7 +39,10 @@
 #' @param x A `bulkem_fit` or a `bulkem` result.
 #' @param data The fit's data: kept by `bulkem(..., control = list(keep.data
 #'   = TRUE))`, or given here. Without it only the fitted density is drawn.
-#' @param which For one fit: `"density"` (default), `"pp"` or `"qq"`.
+#' @param which For one fit: `"density"` (default), `"pp"` or `"qq"`. For a
+#'   `bulkem` result: `NULL` (default) draws the many-fits plot; a result of
+#'   one dataset also takes `"density"`, `"pp"` or `"qq"` and draws its fit
+#'   (of several datasets, pick one: `plot(fits[[1]], which = "pp")`).
 #' @param breaks Passed to [graphics::hist()].
 #' @param main Plot title; by default it names the family, K and n (one
 #'   fit) or counts the fits (many).
@@ -140,7 +143,21 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
 
 #' @rdname plot.bulkem_fit
 #' @export
-plot.bulkem <- function(x, main = NULL, legend = TRUE, ...) {
+plot.bulkem <- function(x, main = NULL, legend = TRUE, which = NULL, ...) {
+  if (length(x) == 0) stop_arg("`x` holds no datasets (a result of length 0): nothing to plot")
+  if (!is.null(which)) {
+    # a one-fit plot: of the one dataset there is, else the caller picks one
+    which <- match_choice(which, c("density", "pp", "qq"), "which")
+    if (length(x) == 1) {
+      plot.bulkem_fit(unclass(x)[[1]], main = main, which = which, ...)
+      return(invisible(x))
+    }
+    name <- deparse1(substitute(x))
+    if (nchar(name) > 30 || !grepl("^[A-Za-z.][A-Za-z0-9._$]*$", name)) name <- "x"
+    stop_arg("`which = \"", which, "\"` draws one fit, and `", name, "` holds ", length(x),
+             " datasets: plot one of them, e.g. plot(", name, "[[1]], which = \"", which,
+             "\"), or leave `which` out for the plot of all fits")
+  }
   if (!is.logical(legend) || length(legend) != 1 || is.na(legend)) stop_arg("`legend` must be TRUE or FALSE")
   tab <- as.data.frame.bulkem(x)
   nk <- vapply(x, function(f) length(f$mu), 0L)
@@ -237,11 +254,19 @@ plot_data_label <- function(expr) {
 # log(value) (or the caller's numeric breaks) and densities per unit of
 # value, so the bars stay comparable with the fitted density.
 plot_histogram <- function(data, breaks, logx) {
+  # R's "FD" rule fails on a single value (stats::nclass.FD)
+  if (length(data) < 2 && is.character(breaks)) breaks <- "Sturges"
+  bin <- function(v) {
+    tryCatch(graphics::hist(v, breaks = breaks, plot = FALSE), error = function(e) {
+      stop_arg("`breaks` cannot bin the data (", conditionMessage(e), "): give a number of bins, ",
+               "a rule (\"FD\", \"Sturges\", \"Scott\") or break points spanning the data")
+    })
+  }
   if (logx && !(is.numeric(breaks) && length(breaks) > 1)) {
-    h <- graphics::hist(log(data), breaks = breaks, plot = FALSE)
+    h <- bin(log(data))
     b <- exp(h$breaks)
   } else {
-    h <- graphics::hist(data, breaks = breaks, plot = FALSE)
+    h <- bin(data)
     b <- h$breaks
   }
   list(left = b[-length(b)], right = b[-1], density = h$counts / (sum(h$counts) * diff(b)))

@@ -97,15 +97,17 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   # vectors over all fits at once; within a fit, parameters in the order of
   # `se` (alpha1..K, mu1..K, shape1..K), then sorted by component
   k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
-  est <- unlist(lapply(fits, function(f) c(f$alpha, f$mu, fit_shape(f))), use.names = FALSE)
-  se <- unlist(lapply(fits, function(f) {
+  # as.double(), as.character(): no fits give columns of no rows
+  est <- as.double(unlist(lapply(fits, function(f) c(f$alpha, f$mu, fit_shape(f))), use.names = FALSE))
+  se <- as.double(unlist(lapply(fits, function(f) {
     s <- unname(f$se)
     if (length(s) != 3 * length(f$mu)) rep(NA_real_, 3 * length(f$mu)) else s
-  }), use.names = FALSE)
-  term <- unlist(lapply(fits, function(f) rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu))),
-                 use.names = FALSE)
+  }), use.names = FALSE))
+  term <- as.character(unlist(lapply(fits, function(f) {
+    rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu))
+  }), use.names = FALSE))
   fit_id <- rep(seq_along(fits), 3L * k)
-  component <- unlist(lapply(k, function(kk) rep(seq_len(kk), 3)), use.names = FALSE)
+  component <- as.integer(unlist(lapply(k, function(kk) rep(seq_len(kk), 3)), use.names = FALSE))
   term_order <- rep(rep(1:3, length(k)), rep(k, each = 3))
   o <- order(fit_id, component, term_order)
   out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],

@@ -136,3 +136,68 @@ test_that("a GPU failing during a run: bulkem_error_gpu, or the CPU under use.gp
     expect_match(lines[4], "^USABLE logical", label = fault)
   }
 })
+
+test_that("one table of condition classes: the glue's, and R builds every condition from it", {
+  tab <- bulkem:::condition_classes_()
+  expect_type(tab, "list")
+  expect_true(all(c("argument", "gpu_unavailable", "gpu_no_driver", "gpu", "future", "internal",
+                    "warning_convergence") %in% names(tab)))
+  expect_false(anyDuplicated(names(tab)) > 0)
+  for (kind in names(tab)) {
+    classes <- tab[[kind]]
+    expect_type(classes, "character")
+    base <- if (startsWith(kind, "warning")) c("bulkem_warning", "warning", "condition") else
+      c("bulkem_error", "error", "condition")
+    expect_identical(utils::tail(classes, length(base)), base, label = kind)
+  }
+  expect_identical(tab$argument, argument_classes)
+  # the conditions the glue returns have the table's classes
+  x <- bulkem:::fit_(list(c(1, 2, 3)), "gamma", 2L, 10L, 1e-6, 1L, 1, 1L, "cpu", FALSE, FALSE, FALSE, TRUE,
+                     bulkem:::model_limits()$spurious, 0L, integer(0), NULL)
+  expect_identical(class(x), tab$internal)
+  d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1)
+  expect_identical(class(d), tab$argument)
+  gpu <- bulkem:::gpu_usable_()
+  if (!isTRUE(gpu)) expect_true(any(vapply(tab, identical, NA, class(gpu))))
+  # and so do the conditions R raises itself
+  e <- tryCatch(bulkem(list()), error = identity)
+  expect_identical(class(e), tab$argument)
+  w <- tryCatch(bulkem(list(c(1, 2)), family = "normal", use.gpu = FALSE), warning = identity)
+  expect_identical(class(w), tab$warning_convergence)
+  expect_identical(names(w$counts), c("max_iters", "failed", "spurious", "invalid", "saddle"))
+  ranges <- bulkem:::shard_ranges(10, 4)
+  f <- bulkem:::shard_error(ranges[2, ], 4L, simpleError("boom"))
+  expect_identical(class(f), tab$future)
+  expect_identical(f$shard, 2L)
+  expect_identical(conditionMessage(f), "shard 2 of 4 (datasets 4-6) failed: boom")
+  expect_null(conditionCall(f))
+  # every class R code of bulkem names (handlers, inherits()) is in the table
+  ns <- asNamespace("bulkem")
+  named <- unlist(lapply(ls(ns, all.names = TRUE), function(name) {
+    f <- get(name, envir = ns)
+    if (!is.function(f) || is.primitive(f)) return(NULL)
+    code <- paste(deparse(f), collapse = "\n")
+    regmatches(code, gregexpr("bulkem_(error|warning)[A-Za-z0-9_]*", code))[[1]]
+  }))
+  expect_true(length(named) > 0)
+  expect_identical(setdiff(named, unlist(tab)), character())
+  i <- bulkem:::bulkem_condition("internal", "a bug")
+  expect_identical(class(i), tab$internal)
+  expect_error(bulkem:::bulkem_condition("no such kind", "x"), class = "bulkem_error_internal")
+})
+
+test_that("no R code of bulkem decides by a condition's message text", {
+  # no function of the namespace (handlers written inside one included) both
+  # reads a condition's message and runs a text matcher
+  matchers <- c("grepl", "grep", "sub", "gsub", "regexpr", "gregexpr", "regexec", "regmatches",
+                "startsWith", "endsWith", "strsplit", "substr", "substring", "agrepl", "agrep")
+  ns <- asNamespace("bulkem")
+  offenders <- character()
+  for (name in ls(ns, all.names = TRUE)) {
+    f <- get(name, envir = ns)
+    if (!is.function(f) || is.primitive(f)) next
+    used <- all.names(body(f))
+    if ("conditionMessage" %in% used && any(matchers %in% used)) offenders <- c(offenders, name)
+  }
+  expect_identical(unique(offenders), character())
+})

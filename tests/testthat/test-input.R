@@ -235,3 +235,75 @@ test_that("2015 positional calls are unchanged by the new arguments", {
   expect_identical(a[[1]]$num_iterations <= 100, TRUE)
   expect_null(a[[1]]$n_dropped)
 })
+
+test_that("a column named in `value` or `group` that is not there is named, with the columns there", {
+  df <- input_frame()
+  e <- tryCatch(bulkem(df, value = "RT", group = "subject"), error = identity)
+  expect_s3_class(e, "bulkem_error_argument")
+  msg <- conditionMessage(e)
+  expect_match(msg, "`value` names a column that `datasets` does not have: `RT`", fixed = TRUE)
+  expect_match(msg, "`subject`, `block`, `rt`", fixed = TRUE)
+  expect_match(msg, "did you mean `rt`?", fixed = TRUE)
+  expect_no_match(msg, "needs `value`", fixed = TRUE)
+  # several group columns, some missing: only those are named as missing
+  e <- tryCatch(bulkem(df, value = "rt", group = c("subject", "Block", "cond")), error = identity)
+  expect_s3_class(e, "bulkem_error_argument")
+  msg <- conditionMessage(e)
+  expect_match(msg, "`group` names columns that `datasets` does not have: `Block`, `cond`", fixed = TRUE)
+  expect_match(msg, "its columns are `subject`, `block`, `rt`", fixed = TRUE)
+  expect_no_match(msg, "needs `group`", fixed = TRUE)
+  # a name that is not a string
+  expect_error(bulkem(df, value = 3, group = "subject"), "`value` must be the name of one column", class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = "rt", group = NA_character_), "`group` must be", class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = c("rt", "subject"), group = "block"), "one column", class = "bulkem_error_argument")
+  # not given at all: the message of old
+  expect_error(bulkem(df, group = "subject"), "a data frame `datasets` needs `value`",
+               class = "bulkem_error_argument")
+  expect_error(bulkem(df, value = "rt"), "a data frame `datasets` needs `group`",
+               class = "bulkem_error_argument")
+  # a data frame of many columns lists the first ones
+  wide <- cbind(df, as.data.frame(matrix(0, nrow(df), 40)))
+  e <- tryCatch(bulkem(wide, value = "RT", group = "subject"), error = identity)
+  expect_match(conditionMessage(e), "`V17`, ... (43 in all)", fixed = TRUE)
+})
+
+test_that("grouping by the value column itself is an argument error", {
+  d <- data.frame(v = rexp(200), g = rep(c("a", "b"), 100))
+  calls <- list(quote(bulkem(d, value = "v", group = "v")),
+                quote(bulkem(d, value = "v", group = c("g", "v"))),
+                quote(bulkem(v ~ v, data = d)),
+                quote(bulkem(v ~ g + v, data = d)),
+                quote(bulkem(v ~ g:v, data = d)),
+                quote(bulkem(d, formula = v ~ v)),
+                quote(bulkem(formula = v ~ v, data = d)))
+  for (call in calls) {
+    e <- tryCatch(eval(call), error = identity)
+    expect_s3_class(e, "bulkem_error_argument")
+    expect_match(conditionMessage(e), "groups by its own values `v`", fixed = TRUE, label = deparse(call))
+  }
+  # the value is not its grouping: these fit as before
+  fits <- bulkem(v ~ ., data = d, random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_named(fits, c("a", "b"))
+  fits <- bulkem(v ~ 1, data = d, random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_length(fits, 1)
+})
+
+test_that("a grouping that leaves no rows (every group missing) is an argument error", {
+  d <- data.frame(v = rexp(200), g = NA, h = rep(c("a", "b"), 100))
+  calls <- list(quote(bulkem(d, value = "v", group = "g")),
+                quote(bulkem(v ~ g, data = d)),
+                quote(bulkem(d, value = "v", group = c("h", "g"))),
+                quote(bulkem(v ~ h, data = transform(d, h = NA_character_))),
+                quote(bulkem(v ~ h, data = transform(d, h = ifelse(v > 1, NA, h)), subset = v > 1)))
+  for (call in calls) {
+    e <- tryCatch(eval(call), error = identity)
+    expect_s3_class(e, "bulkem_error_argument")
+    expect_match(conditionMessage(e), "gives no rows to fit", fixed = TRUE, label = deparse(call))
+    expect_match(conditionMessage(e), "missing", fixed = TRUE, label = deparse(call))
+  }
+  # some groups missing: their rows belong to no dataset, as before
+  d$g[1:10] <- "x"
+  fits <- bulkem(d, value = "v", group = "g", random.inits = 2, family = "normal", use.gpu = FALSE)
+  expect_named(fits, "x")
+  expect_identical(fits$x$n, 10L)
+})

@@ -117,3 +117,34 @@ test_that("keep.starts gives every start's outcome, log-likelihood and initial v
                   control = list(keep.starts = TRUE))
   expect_identical(nrow(multi$a$starts), if (multi$a$num_components == 1) 1L else 4L)
 })
+
+test_that("every subset of a result prints, with its summaries and tables", {
+  m <- method_fits()
+  for (sub in list(m$fits[2], m$fits[0], m$fits["bad"], m$fits[c(TRUE, FALSE, TRUE)], rev(m$fits),
+                   head(m$fits, 1))) {
+    expect_output(expect_identical(print(sub), sub), "^bulkem: ")
+    s <- summary(sub)
+    expect_identical(nrow(s), length(sub))
+    expect_output(print(s))
+    long <- as.data.frame(sub)
+    expect_named(long, c("dataset", "component", "alpha", "mu", "sigma"))
+    expect_identical(nrow(long), 2L * length(sub))
+    expect_identical(coef(sub), long)
+    td <- tidy(sub)
+    expect_identical(nrow(td), 6L * length(sub))
+    expect_identical(nrow(glance(sub)), length(sub))
+    expect_identical(nrow(bulkem_compare(sub)), length(sub))
+  }
+  empty <- m$fits[0]
+  expect_output(print(empty), "0 datasets")
+  expect_identical(names(tidy(empty)), names(tidy(m$fits)))
+  expect_identical(vapply(as.data.frame(empty), class, ""), vapply(as.data.frame(m$fits), class, ""))
+  # attributes lost (a list made a bulkem by hand): still prints
+  bare <- structure(unclass(m$fits)[1:2], class = "bulkem")
+  expect_output(print(bare), "2 datasets")
+  # one fit and its summary, with and without a fit
+  for (f in unclass(m$fits)) {
+    expect_output(print(f), "bulkem fit")
+    expect_output(print(summary(f)), "bulkem fit")
+  }
+})

@@ -122,3 +122,36 @@ test_that("the many-fits legend goes in the right margin, which is restored", {
   plot(m$fits, legend = FALSE)
   expect_identical(graphics::par("mar"), c(5, 4, 4, 2) + 0.1)
 })
+
+test_that("plot(which =) of a result: one dataset draws its fit, several are a classed error", {
+  m <- plot_fits("normal")
+  one <- m$fits["a"]
+  for (which in c("density", "pp", "qq")) {
+    expect_clean_plot(plot(one, which = which))
+    expect_clean_plot(plot(one, which = which, xlab = "v"))
+  }
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  for (x in list(m$fits, m$fits[c("a", "c")])) {
+    e <- tryCatch(plot(x, which = "density"), error = identity)
+    expect_s3_class(e, "bulkem_error_argument")
+    expect_match(conditionMessage(e), "`which = \"density\"`", fixed = TRUE)
+    expect_match(conditionMessage(e), "plot(x[[1]], which = \"density\")", fixed = TRUE)
+  }
+  expect_error(plot(one, which = "hist"), "`which`", class = "bulkem_error_argument")
+  expect_error(plot(m$fits["bad"], which = "density"), "no fit", class = "bulkem_error_argument")
+  # nothing to plot: a result of no datasets
+  expect_error(plot(m$fits[0]), "no datasets", class = "bulkem_error_argument")
+  expect_error(plot(m$fits[0], which = "density"), "no datasets", class = "bulkem_error_argument")
+})
+
+test_that("one-fit density plots: a single value, and breaks that miss the data", {
+  m <- plot_fits("normal")
+  f <- m$fits$a
+  expect_clean_plot(plot(f, data = 3))
+  expect_clean_plot(plot(f, data = c(2, 2)))
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_error(plot(f, breaks = c(0, 1)), "`breaks`", class = "bulkem_error_argument")
+  expect_error(plot(f, breaks = "nope"), "`breaks`", class = "bulkem_error_argument")
+})

@@ -1,30 +1,59 @@
-//! Errors become R condition objects here, the one place that names their
-//! classes. A glue function returns the condition as its value instead of
-//! failing: extendr would raise an `Err` itself, and R would show it as
-//! "Error in .Call(...)"; R raises the condition after the `.Call` has
-//! returned (R/conditions.R), with no internal call, and code that catches it
-//! decides by class.
+//! Errors become R condition objects here. This file holds the one table of
+//! the classes of every condition bulkem gives (`KINDS`): the glue builds its
+//! conditions from it, and R builds every condition it raises itself from it
+//! too, through `condition_classes_()` (bulkem_condition() in
+//! R/conditions.R), so neither side names a class anywhere else. A glue
+//! function returns the condition as its value instead of failing: extendr
+//! would raise an `Err` itself, and R would show it as "Error in
+//! .Call(...)"; R raises the condition after the `.Call` has returned
+//! (R/conditions.R), with no internal call, and code that catches it decides
+//! by class.
 
 use bulkem_core::{Error, Unavailable};
 use extendr_api::prelude::{extendr, extendr_module, List, Robj};
 use extendr_api::GetSexp;
 use extendr_ffi::{R_ClassSymbol, R_NamesSymbol, Rf_setAttrib};
 
-/// The classes every error of bulkem ends with.
-const ERROR: [&str; 3] = ["bulkem_error", "error", "condition"];
+/// A kind of condition: the name R looks it up by, and its classes, most
+/// specific first.
+struct Kind {
+    name: &'static str,
+    classes: &'static [&'static str],
+}
+
 /// A bad argument, whether R's checks or the core's found it.
-const ARGUMENT: &str = "bulkem_error_argument";
+const ARGUMENT: Kind =
+    Kind { name: "argument", classes: &["bulkem_error_argument", "bulkem_error", "error", "condition"] };
 /// The GPU engines cannot run here. The driver's absence has a class of its
 /// own because under `use.gpu = NA` R falls back to the CPU silently for it (a
 /// machine without a GPU) and with a message otherwise (a GPU seems to be
 /// there but cannot be used).
-const GPU_UNAVAILABLE: &str = "bulkem_error_gpu_unavailable";
-const GPU_NO_DRIVER: &str = "bulkem_error_gpu_no_driver";
+const GPU_UNAVAILABLE: Kind =
+    Kind { name: "gpu_unavailable", classes: &["bulkem_error_gpu_unavailable", "bulkem_error", "error", "condition"] };
+const GPU_NO_DRIVER: Kind = Kind {
+    name: "gpu_no_driver",
+    classes: &["bulkem_error_gpu_no_driver", "bulkem_error_gpu_unavailable", "bulkem_error", "error", "condition"],
+};
 /// A GPU failed during a run; under `use.gpu = NA` R refits on the CPU.
-const GPU: &str = "bulkem_error_gpu";
-const INTERNAL: &str = "bulkem_error_internal";
+const GPU: Kind = Kind { name: "gpu", classes: &["bulkem_error_gpu", "bulkem_error", "error", "condition"] };
+/// A shard of a call sharded over future workers failed (raised by R only,
+/// R/future.R).
+const FUTURE: Kind = Kind { name: "future", classes: &["bulkem_error_future", "bulkem_error", "error", "condition"] };
+/// A bug in bulkem.
+const INTERNAL: Kind =
+    Kind { name: "internal", classes: &["bulkem_error_internal", "bulkem_error", "error", "condition"] };
+/// The classes every error of bulkem ends with, alone: an error of no more
+/// specific kind (the core stopped without being asked to).
+const ERROR: Kind = Kind { name: "error", classes: &["bulkem_error", "error", "condition"] };
 /// Fits that ended at max.iters, failed, were marked spurious or were invalid.
-const WARNING_CONVERGENCE: [&str; 4] = ["bulkem_warning_convergence", "bulkem_warning", "warning", "condition"];
+const WARNING_CONVERGENCE: Kind = Kind {
+    name: "warning_convergence",
+    classes: &["bulkem_warning_convergence", "bulkem_warning", "warning", "condition"],
+};
+
+/// Every kind, for R (`condition_classes_()`).
+const KINDS: [&Kind; 8] =
+    [&ARGUMENT, &GPU_UNAVAILABLE, &GPU_NO_DRIVER, &GPU, &FUTURE, &INTERNAL, &ERROR, &WARNING_CONVERGENCE];
 
 /// Why a glue function stops early: an error of the core (or of the glue),
 /// or a condition R raised while the call ran (Ctrl-C, a time limit).
@@ -62,21 +91,21 @@ impl From<extendr_api::Error> for Stop {
 /// carries `reason`, the cause alone, so that R can say which argument asked
 /// for the GPU without taking the message apart.
 pub fn condition(e: &Error) -> Robj {
-    let own: &[&str] = match e {
-        Error::Argument { .. } => &[ARGUMENT],
-        Error::GpuUnavailable(Unavailable::NoDriver) => &[GPU_NO_DRIVER, GPU_UNAVAILABLE],
-        Error::GpuUnavailable(_) => &[GPU_UNAVAILABLE],
-        Error::Gpu(_) => &[GPU],
-        Error::Internal(_) => &[INTERNAL],
+    let kind = match e {
+        Error::Argument { .. } => &ARGUMENT,
+        Error::GpuUnavailable(Unavailable::NoDriver) => &GPU_NO_DRIVER,
+        Error::GpuUnavailable(_) => &GPU_UNAVAILABLE,
+        Error::Gpu(_) => &GPU,
+        Error::Internal(_) => &INTERNAL,
         // reaches R only if the core stopped without being asked to; an
         // interrupt itself comes back as R's own condition
-        Error::Cancelled => &[],
+        Error::Cancelled => &ERROR,
     };
     let reason = match e {
         Error::GpuUnavailable(why) => Some(why.to_string()),
         _ => None,
     };
-    build(&e.to_string(), own, reason.as_deref())
+    build(&e.to_string(), kind, reason.as_deref())
 }
 
 /// The value of a glue function: `r`'s value, or its error as a condition.
@@ -88,20 +117,14 @@ pub fn or_condition<T: Into<Robj>, E: Into<Stop>>(r: Result<T, E>) -> Robj {
     }
 }
 
-fn build(message: &str, own: &[&str], reason: Option<&str>) -> Robj {
+fn build(message: &str, kind: &Kind, reason: Option<&str>) -> Robj {
     let mut names = vec!["message", "call"];
     let mut values = vec![Robj::from(message), Robj::default()];
     if let Some(reason) = reason {
         names.push("reason");
         values.push(Robj::from(reason));
     }
-    let classes: Vec<&str> = own.iter().chain(ERROR.iter()).copied().collect();
-    condition_object(&classes, names, values)
-}
-
-/// A condition with just a message and no call.
-fn build_classes(message: &str, classes: &[&str]) -> Robj {
-    condition_object(classes, vec!["message", "call"], vec![Robj::from(message), Robj::default()])
+    condition_object(kind.classes, names, values)
 }
 
 fn condition_object(classes: &[&str], names: Vec<&str>, values: Vec<Robj>) -> Robj {
@@ -117,24 +140,20 @@ fn condition_object(classes: &[&str], names: Vec<&str>, values: Vec<Robj>) -> Ro
     list
 }
 
-/// An argument error for R's own checks (stop_arg() in R/conditions.R), with
-/// the classes the core's argument errors get.
+/// `list(<kind> = <classes>, ...)`: the classes of every kind of condition,
+/// most specific first, from the table `KINDS` of src/rust/src/error.rs. R
+/// builds the conditions it raises from these (bulkem_condition() in
+/// R/conditions.R).
 /// @noRd
 #[extendr]
-fn argument_condition_(message: &str) -> Robj {
-    build(message, &[ARGUMENT], None)
-}
-
-/// The one warning a call gives about fits that did not end well
-/// (warn_convergence() in R/conditions.R).
-/// @noRd
-#[extendr]
-fn convergence_warning_(message: &str) -> Robj {
-    build_classes(message, &WARNING_CONVERGENCE)
+fn condition_classes_() -> List {
+    let names = KINDS.iter().map(|k| k.name);
+    let values = KINDS.iter().map(|k| Robj::from(k.classes));
+    // the names are as many as the values: from_names_and_values cannot fail
+    List::from_names_and_values(names, values).unwrap_or_default()
 }
 
 extendr_module! {
     mod error;
-    fn argument_condition_;
-    fn convergence_warning_;
+    fn condition_classes_;
 }
