@@ -152,8 +152,8 @@ test_that("one table of condition classes: the glue's, and R builds every condit
   }
   expect_identical(tab$argument, argument_classes)
   # the conditions the glue returns have the table's classes
-  x <- bulkem:::fit_(list(c(1, 2, 3)), "gamma", 2L, 10L, 1e-6, 1L, 1, 1L, "cpu", FALSE, FALSE, FALSE, TRUE,
-                     bulkem:::model_limits()$spurious, 0L, integer(0), NULL)
+  settings <- bulkem:::core_settings("gamma", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
+  x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
   expect_identical(class(x), tab$internal)
   d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1)
   expect_identical(class(d), tab$argument)
