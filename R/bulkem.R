@@ -263,6 +263,10 @@
 #'       from the observed information; `NA` when it is singular, and
 #'       `message` says why. See [vcov.bulkem_fit()] and
 #'       [confint.bulkem_fit()].}
+#'     \item{`data`, `rows`}{with `control$keep.data`: the dataset's values
+#'       and, for a formula or a data frame, the row of the caller's data
+#'       each came from (so `augment(fits, data = df)` can put results back
+#'       in place).}
 #'     \item{`n_dropped`}{only in the fit of a dataset from which `na.action`
 #'       dropped missing values (as [lm()] has `na.action` only when it
 #'       dropped rows): how many (`n` counts those that remained).}
@@ -304,6 +308,15 @@
 #'   `first` and `last` dataset, `engine`, `threads`, `worker` (host and
 #'   process id) and the shard's own `elapsed`). `na.action`, when rows
 #'   of a data frame were dropped, lists them (as [na.omit()] records them).
+#'   For a formula or a data frame, `groups` holds the datasets' group keys
+#'   (a data frame, one row per dataset in the result's order and one column
+#'   per grouping variable, e.g. `subject` and `cond` for `rt ~ subject +
+#'   cond`; absent for `value ~ 1`) and `response` the values' expression
+#'   (`"rt"`): [tidy()][bulkem-tidy], `glance()` and `augment()` add the
+#'   group columns, and `augment(fits, data = df)` puts results back in the
+#'   caller's rows. Every result is made by one constructor, so these
+#'   attributes are the same whichever way it was made (sharded, `c()`,
+#'   `[`).
 #'
 #' @examples
 #' set.seed(1)
@@ -410,7 +423,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   engine <- res$engine
   fits <- res$fits
   if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
-  fits <- attach_inputs(fits, datasets, input$n_dropped, control$keep.data)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data)
   # everything the caller waits for, R's share included
   finished <- proc.time()[["elapsed"]]
   elapsed <- finished - started
@@ -419,13 +432,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   }
   timings <- c(check = checked - started, res$timings, after = finished - returned, total = elapsed)
   warn_convergence(res$outcomes, length(fits))
-  structure(fits, class = "bulkem", engine = engine, threads = res$threads,
-            elapsed = elapsed, seed = seed, family = family,
-            num.components = as.integer(num.components),
-            em_iterations = res$em_iterations,
-            kernel_launches = res$kernel_launches,
-            kernel_seconds = res$kernel_seconds,
-            timings = timings, na.action = input$na.action)
+  new_bulkem(fits, engine = engine, threads = res$threads,
+             elapsed = elapsed, seed = seed, family = family,
+             num.components = as.integer(num.components),
+             em_iterations = res$em_iterations,
+             kernel_launches = res$kernel_launches,
+             kernel_seconds = res$kernel_seconds,
+             timings = timings, na.action = input$na.action, groups = input$groups,
+             response = input$response)
 }
 
 # bulkem()'s `...` takes nothing: it is there so that the arguments after it
@@ -439,17 +453,25 @@ check_dots <- function(extra) {
            paste(ifelse(nzchar(nms), nms, "<unnamed>"), collapse = ", "))
 }
 
-# What the fits carry of their input, in this order: the data (keep.data),
-# and how many missing values na.action dropped, only in the fits of the
-# datasets that lost any (as lm() has `na.action` only when it dropped
-# rows): a fit depends on its own dataset alone, and clean data costs
-# nothing here. Then the datasets' names.
-attach_inputs <- function(fits, datasets, n_dropped, keep.data) {
+# What the fits carry of their input (`input`, make_datasets()'s value), in
+# this order: the data and, for a formula or a data frame, each value's row
+# in the caller's data (keep.data); and how many missing values na.action
+# dropped, only in the fits of the datasets that lost any (as lm() has
+# `na.action` only when it dropped rows): a fit depends on its own dataset
+# alone, and clean data costs nothing here. Then the datasets' names.
+attach_inputs <- function(fits, datasets, input, keep.data) {
+  n_dropped <- input$n_dropped
   if (keep.data) {
     fits <- Map(function(f, d) {
       f$data <- d
       f
     }, fits, datasets)
+    if (!is.null(input$rows)) {
+      fits <- Map(function(f, r) {
+        f$rows <- r
+        f
+      }, fits, input$rows)
+    }
   }
   lost <- which(n_dropped > 0)
   if (length(lost) > 0) {

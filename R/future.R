@@ -166,7 +166,7 @@ fit_future <- function(input, args, control, verbose, started) {
   }
   results <- lapply(out, `[[`, "fits")
   fits <- do.call(c, lapply(results, unclass))
-  fits <- attach_inputs(fits, datasets, input$n_dropped, control$keep.data)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data)
   attr_of <- function(name) lapply(results, attr, name)
   total <- function(name) Reduce(`+`, attr_of(name))
   engines <- unique(unlist(attr_of("engine")))
@@ -184,12 +184,13 @@ fit_future <- function(input, args, control, verbose, started) {
                result = proc.time()[["elapsed"]] - computed, total = elapsed)
   counts <- Filter(Negate(is.null), lapply(out, `[[`, "counts"))
   if (length(counts) > 0) warn_convergence(Reduce(`+`, counts), length(fits))
-  structure(fits, class = "bulkem", engine = paste(engines, collapse = ", "),
-            threads = as.integer(sum(threads[!duplicated(workers)])),
-            elapsed = elapsed, seed = args$seed, family = args$family,
-            num.components = as.integer(args$num.components),
-            em_iterations = total("em_iterations"),
-            kernel_launches = total("kernel_launches"),
-            kernel_seconds = total("kernel_seconds"),
-            timings = timings, shards = shard_info, na.action = input$na.action)
+  new_bulkem(fits, engine = paste(engines, collapse = ", "),
+             threads = as.integer(sum(threads[!duplicated(workers)])),
+             elapsed = elapsed, seed = args$seed, family = args$family,
+             num.components = as.integer(args$num.components),
+             em_iterations = total("em_iterations"),
+             kernel_launches = total("kernel_launches"),
+             kernel_seconds = total("kernel_seconds"),
+             timings = timings, shards = shard_info, na.action = input$na.action,
+             groups = input$groups, response = input$response)
 }

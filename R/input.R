@@ -14,9 +14,13 @@
 # `df` (`data` is a prefix of `datasets`). One function with `data` as a
 # formal of its own matches `data =` exactly and keeps the 2015 signature.
 
-# Returns list(datasets, n_dropped, na.action): the named list of double
-# vectors (or NULLs), how many values `na.action` dropped from each, and the
-# rows a data frame lost (`na.action`'s record, as lm() keeps it) or NULL.
+# Returns list(datasets, n_dropped, na.action, groups, rows, response): the
+# named list of double vectors (or NULLs), how many values `na.action`
+# dropped from each, the rows a data frame lost (`na.action`'s record, as
+# lm() keeps it) or NULL; for a formula or data frame also the datasets'
+# group keys (a data frame, one row per dataset and one column per grouping
+# variable; NULL for `value ~ 1`), each value's row in the caller's data (a
+# list parallel to the datasets) and the response as written.
 # `given` says which arguments the caller supplied; `subset` is the
 # unevaluated expression or NULL; `env` is the caller's frame.
 make_datasets <- function(datasets, data, subset, na.action, value, group, formula,
@@ -265,15 +269,33 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   keep <- match(row.names(kept_frame), row.names(mf))
   values <- as.double(y[keep])
+  # each value's row in the caller's data: model.frame keeps its row names
+  # (variables found where the formula was written are numbered 1..n); a
+  # row that `subset` made of a missing condition is named "NA" and is
+  # from no row (NA here, and its group is missing too)
+  rows <- if (is.data.frame(data)) {
+    match(row.names(mf), row.names(data))
+  } else {
+    suppressWarnings(as.integer(row.names(mf)))
+  }
+  rows <- rows[keep]
   if (is.null(g)) {
     datasets <- list(values)
+    rows <- list(rows)
     n_dropped <- nrow(mf) - length(keep)
+    keys <- NULL
   } else {
     datasets <- split(values, g[keep])
+    rows <- unname(split(rows, g[keep]))
     dropped <- rep(TRUE, nrow(mf))
     dropped[keep] <- FALSE
     n_dropped <- tabulate(as.integer(g)[dropped], nlevels(g))
+    # one row per dataset: its value of every grouping variable
+    first <- match(levels(g), as.character(g))
+    keys <- as.data.frame(lapply(groups, function(v) v[first]), optional = TRUE, stringsAsFactors = FALSE)
+    names(keys) <- names(groups)
   }
   list(datasets = datasets, n_dropped = as.integer(n_dropped),
-       na.action = attr(kept_frame, "na.action"))
+       na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
+       response = paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "))
 }

@@ -89,10 +89,12 @@ coef.bulkem <- function(object, ...) as.data.frame.bulkem(object)
 `[.bulkem` <- function(x, i) {
   out <- unclass(x)[i]
   if (any(vapply(out, is.null, NA))) stop_arg("`i` selects datasets that are not in the result")
-  a <- attributes(x)
-  a$names <- names(out)
-  attributes(out) <- a
-  out
+  # the same selection of the datasets' indices, for their group keys
+  idx <- seq_along(x)
+  names(idx) <- names(x)
+  a <- result_attrs(x)
+  a$groups <- result_groups(x, unname(idx[i]))
+  do.call(new_bulkem, c(list(out), a))
 }
 
 #' Log-likelihood, AIC and BIC of one fit

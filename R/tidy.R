@@ -37,9 +37,18 @@ generics::augment
 #'   per dataset (in the result's order), or one numeric vector used for
 #'   every dataset. `newdata`, if given, is used; otherwise `data`, whose
 #'   default is the data kept in the fits with `bulkem(..., control =
-#'   list(keep.data = TRUE))` (an error when there is none).
+#'   list(keep.data = TRUE))` (an error when there is none). For a result
+#'   fitted from a formula or a data frame with `keep.data = TRUE`, `data`
+#'   may also be that data frame itself: `augment()` then returns it, every
+#'   row in its place, with the columns below added (see "Value").
 #' @param ... Not used; any argument given here is an error.
 #' @returns
+#' On a result fitted from a formula or a data frame (`rt ~ subject +
+#' condition`), every table of the whole result has the grouping variables
+#' as columns after `dataset`, one value per dataset (a grouping variable
+#' named like one of the table's columns gets the suffix `.group`), so it
+#' joins back to the caller's data.
+#'
 #' `tidy()`: one row per (dataset,) component and parameter, with columns
 #' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"` or
 #' `"sigma"`), `estimate`, `std.error` and, with `conf.int`, `conf.low` and
@@ -57,7 +66,10 @@ generics::augment
 #' with different Ks, up to the largest, `NA` beyond a dataset's own K) and
 #' `.uncertainty` (one minus the largest posterior probability). These are
 #' `NA` outside the family's support and for a dataset without a fit; see
-#' [predict.bulkem_fit()].
+#' [predict.bulkem_fit()]. With `data` the caller's data frame, that data
+#' frame with `.component`, `.posterior_1` .. `.posterior_K` and
+#' `.uncertainty` added, `NA` in the rows that were dropped (missing values,
+#' `subset`) or whose dataset has no fit.
 #' @examples
 #' set.seed(11)
 #' d <- list(a = c(rnorm(100), rnorm(100, 4)), b = c(rnorm(150, 1), rnorm(50, 6)))
@@ -67,6 +79,17 @@ generics::augment
 #' glance(fits)
 #' head(augment(fits))
 #' tidy(fits$a, conf.level = 0.9)
+#'
+#' # from a long data frame: group columns, and the caller's rows back
+#' df <- data.frame(subject = rep(c("s1", "s2"), each = 150),
+#'                  cond = rep(c("A", "B"), 150),
+#'                  rt = c(rnorm(150, 0.5, 0.1), rnorm(150, 0.8, 0.2)))
+#' df$rt[3] <- NA
+#' by_sc <- bulkem(rt ~ subject + cond, data = df, num.components = 1,
+#'                 family = "normal", use.gpu = FALSE,
+#'                 control = list(keep.data = TRUE, threads = 1))
+#' glance(by_sc)[, 1:5]
+#' head(augment(by_sc, data = df))
 #' augment(fits$a, newdata = c(-1, 2, 5))
 #' @name bulkem-tidy
 NULL
@@ -85,8 +108,9 @@ tidy.bulkem_fit <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
 tidy.bulkem <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
   check_dots_empty(...)
   out <- tidy_fits(unclass(x), conf.int, conf.level)
-  out$dataset <- dataset_names(x)[out$dataset]
-  out
+  idx <- out$dataset
+  out$dataset <- dataset_names(x)[idx]
+  with_group_columns(out, x, idx)
 }
 
 tidy_fits <- function(fits, conf.int, conf.level) {
@@ -135,7 +159,7 @@ glance.bulkem <- function(x, ...) {
   check_dots_empty(...)
   out <- glance_fits(unclass(x))
   out$dataset <- dataset_names(x)
-  out
+  with_group_columns(out, x, seq_along(x))
 }
 
 glance_fits <- function(fits) {
@@ -168,6 +192,7 @@ augment.bulkem_fit <- function(x, data = NULL, newdata = NULL, ...) {
 #' @export
 augment.bulkem <- function(x, data = NULL, newdata = NULL, ...) {
   check_dots_empty(...)
+  if (is.null(newdata) && is.data.frame(data)) return(augment_frame(x, data))
   arg <- if (!is.null(newdata)) "newdata" else "data"
   given <- if (!is.null(newdata)) newdata else data
   given <- tryCatch(result_newdata(x, given), bulkem_error_argument = function(e) {
@@ -181,9 +206,59 @@ augment.bulkem <- function(x, data = NULL, newdata = NULL, ...) {
   cols <- names(augment_values(fits[[1]], numeric(0), kmax))
   out <- lapply(cols, function(cl) unlist(lapply(parts, `[[`, cl), use.names = FALSE))
   names(out) <- cols
-  out <- c(list(dataset = rep(dataset_names(x), n)), out)
+  idx <- rep(seq_along(fits), n)
+  out <- c(list(dataset = dataset_names(x)[idx]), out)
   out$.component <- as.integer(out$.component)
-  as.data.frame(out, stringsAsFactors = FALSE, optional = TRUE)
+  with_group_columns(as.data.frame(out, stringsAsFactors = FALSE, optional = TRUE), x, idx)
+}
+
+# augment(fits, data = df): the caller's own data frame, the one the fits
+# were made from (a formula's `data` or a data frame `datasets`), with
+# .component, .posterior_1 .. .posterior_K and .uncertainty added to the
+# rows each fit's observations came from, NA in rows that were dropped
+# (missing values, `subset`) or whose dataset has no fit. Needs the rows,
+# kept with the data (control$keep.data).
+augment_frame <- function(x, df) {
+  fits <- unclass(x)
+  has_rows <- vapply(fits, function(f) !is.null(f$rows) && length(f$rows) == length(f$data), NA)
+  if (length(fits) == 0 || !all(has_rows)) {
+    stop_arg("`data` as a data frame needs the rows each observation came from: fit it with a ",
+             "formula or a data frame and control = list(keep.data = TRUE); or give `data` as a list ",
+             "with one numeric vector per dataset")
+  }
+  rows <- unlist(lapply(fits, `[[`, "rows"), use.names = FALSE)
+  placed <- !is.na(rows)
+  if (any(placed) && (max(rows[placed]) > nrow(df) || anyDuplicated(rows[placed]))) {
+    stop_arg("`data` is not the data frame these fits were made from: it has ", nrow(df),
+             " rows, the fits' observations come from rows up to ", max(rows[placed]))
+  }
+  response <- attr(x, "response")
+  if (!is.null(response) && response %in% names(df)) {
+    kept <- unlist(lapply(fits, `[[`, "data"), use.names = FALSE)
+    if (!identical(as.double(df[[response]][rows[placed]]), as.double(kept[placed]))) {
+      stop_arg("`data` is not the data frame these fits were made from: its column `", response,
+               "` holds other values in the rows the fits came from")
+    }
+  }
+  kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
+  cols <- names(augment_values(fits[[1]], numeric(0), kmax))[-1]
+  added <- lapply(cols, function(cl) rep(if (cl == ".component") NA_integer_ else NA_real_, nrow(df)))
+  names(added) <- cols
+  for (f in fits) {
+    if (length(f$rows) == 0) next
+    a <- augment_values(f, f$data, kmax)
+    at <- !is.na(f$rows)
+    for (cl in cols) {
+      added[[cl]][f$rows[at]] <- if (cl == ".component") as.integer(a[[cl]][at]) else a[[cl]][at]
+    }
+  }
+  clash <- intersect(cols, names(df))
+  if (length(clash) > 0) {
+    stop_arg("`data` already has column(s) ", paste0("`", clash, "`", collapse = ", "),
+             " that augment() adds")
+  }
+  for (cl in cols) df[[cl]] <- added[[cl]]
+  df
 }
 
 # Values, class, posteriors (padded with NA columns up to `kmax`) and

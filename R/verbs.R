@@ -266,11 +266,18 @@ c.bulkem <- function(...) {
   }
   ks <- unlist(c(attr_of("num.components"),
                  lapply(Filter(function(p) inherits(p, "bulkem_fit"), parts), function(f) length(f$mu))))
-  structure(out, class = "bulkem", engine = same("engine"), threads = same("threads"),
-            elapsed = total("elapsed"), seed = same("seed"), family = family,
-            num.components = sort(unique(as.integer(ks))),
-            em_iterations = total("em_iterations"), kernel_launches = total("kernel_launches"),
-            kernel_seconds = total("kernel_seconds"), timings = total("timings"))
+  # group keys only where every part has the same grouping columns
+  keys <- lapply(parts, function(p) if (inherits(p, "bulkem")) attr(p, "groups"))
+  groups <- if (length(keys) > 0 && all(!vapply(keys, is.null, NA)) &&
+                length(unique(lapply(keys, names))) == 1) {
+    tryCatch(do.call(rbind, keys), error = function(e) NULL)
+  }
+  new_bulkem(out, engine = same("engine"), threads = same("threads"),
+             elapsed = total("elapsed"), seed = same("seed"), family = family,
+             num.components = sort(unique(as.integer(ks))),
+             em_iterations = total("em_iterations"), kernel_launches = total("kernel_launches"),
+             kernel_seconds = total("kernel_seconds"), timings = total("timings"),
+             groups = groups, response = same("response"))
 }
 
 #' Compare the numbers of components fitted
@@ -298,7 +305,7 @@ c.bulkem <- function(...) {
 #' table(cmp$K[cmp$chosen])
 #' @export
 bulkem_compare <- function(object) {
-  if (inherits(object, "bulkem_fit")) object <- structure(list(object), class = "bulkem")
+  if (inherits(object, "bulkem_fit")) object <- new_bulkem(list(object))
   if (!inherits(object, "bulkem")) stop_arg("`object` must be a bulkem result")
   fits <- unclass(object)
   # vectors over all fits at once: results can hold 100,000s of them
