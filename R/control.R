@@ -3,8 +3,8 @@
 # core_settings(), the one list the compiled core's entry points take
 # (src/rust/src/settings.rs converts it, by these names, into the core's
 # Settings, engine, threads and Tuning). A new option is an argument here
-# with its docs, a field of the core's Settings, its line in settings.rs,
-# and the code that uses it.
+# with its docs, a field of the core's Settings (with its line in the glue's
+# conversion, settings.rs), and the code that uses it.
 
 #' Settings of a bulkem call
 #'
@@ -239,14 +239,17 @@ check_tuning <- function(tuning) {
 }
 
 # The one list the compiled core's fit_() and bootstrap_() take: bulkem()'s
-# arguments and the checked control, by name, with the engine chosen.
+# arguments and every setting of the checked control, by name, with the
+# engine chosen in place of control$engine. The glue reads what it needs by
+# these names (src/rust/src/settings.rs), so a new control setting reaches
+# it without a change here.
 core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
                           control, engine) {
-  c(list(family = family, num.components = as.integer(num.components),
-         max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
-         epsilon = epsilon, seed = as.double(seed)),
-    unclass(control)[c("threads", "precision", "accelerate", "keep.starts", "standard.errors",
-                       "spurious.ratio", "spurious.count", "spurious.count.ratio", "restarts",
-                       "devices", "tuning")],
-    list(engine = engine))
+  settings <- c(list(family = family, num.components = as.integer(num.components),
+                     max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
+                     epsilon = epsilon, seed = as.double(seed)),
+                unclass(control))
+  settings$engine <- engine
+  attr(settings, "given") <- NULL
+  settings
 }
