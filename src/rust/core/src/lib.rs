@@ -5,8 +5,8 @@
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`,
 //!   `job`;
-//! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
-//!   `screen`, `information`;
+//! - mathematics: `mathx`, `linalg`, `family`, `estep`, `mstep`, `dataset`,
+//!   `starts`, `screen`, `information`;
 //! - one start's EM: `em`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
@@ -42,6 +42,7 @@ pub mod gpu;
 pub mod information;
 mod job;
 pub mod limits;
+mod linalg;
 pub mod mathx;
 pub mod mstep;
 mod outcome;
