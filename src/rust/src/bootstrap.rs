@@ -4,9 +4,10 @@
 use bulkem_core::{Bootstrap, Counters, Job, Params, Refit, Refits, Status, MAX_COMPONENTS};
 use extendr_api::prelude::*;
 
+use crate::datasets::borrow_doubles;
 use crate::error::{or_condition, Stop};
-use crate::fit::{borrow_doubles, run_watched, timings};
 use crate::settings::Call;
+use crate::watch::{run_watched, timings};
 
 /// Draws `plan$replicates` replicates of every dataset from its null fit
 /// and refits each with K0 + e components for every e of `plan$extra`. The

@@ -1,6 +1,7 @@
 //! The R list of datasets, looked at once in compiled code: what each
 //! element is and whether it holds missing values, so that checking a call
-//! of hundreds of thousands of datasets is not an R loop per dataset.
+//! of hundreds of thousands of datasets is not an R loop per dataset; and,
+//! once checked, its vectors read in place for the core (borrow_doubles).
 
 use extendr_api::prelude::*;
 use extendr_ffi::{R_NaInt, Rboolean, Rf_isFactor, Rf_xlength, INTEGER, REAL, SEXPTYPE, TYPEOF, VECTOR_ELT};
@@ -93,6 +94,31 @@ impl Element<'_> {
             Element::Ints(v) => 2 + i32::from(v.chunks(64).any(|c| c.iter().fold(false, |a, &x| a | (x == na)))),
             Element::Other(k) => *k,
         }
+    }
+}
+
+/// The list's vectors as slices of R's own memory, through R's C API: one
+/// extendr object per element would cost microseconds each, and calls hold
+/// hundreds of thousands of datasets.
+pub(crate) fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
+    // SAFETY: `list` is a protected VECSXP (an argument of this .Call); its
+    // elements stay alive and unmodified for the whole call, which is what
+    // the returned slices borrow; empty vectors are not dereferenced.
+    unsafe {
+        let sexp = list.get();
+        (0..Rf_xlength(sexp))
+            .map(|i| {
+                let v = VECTOR_ELT(sexp, i);
+                match TYPEOF(v) {
+                    SEXPTYPE::NILSXP => Ok(&[][..]),
+                    SEXPTYPE::REALSXP => {
+                        let n = Rf_xlength(v) as usize;
+                        Ok(if n == 0 { &[][..] } else { std::slice::from_raw_parts(REAL(v), n) })
+                    }
+                    _ => Err(Error::Other(format!("datasets[[{}]] is not a double vector", i + 1))),
+                }
+            })
+            .collect()
     }
 }
 

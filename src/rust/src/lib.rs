@@ -12,6 +12,7 @@ pub mod interrupt;
 mod limits;
 mod mixture;
 mod settings;
+mod watch;
 
 /// Version of the glue crate (placeholder until bulkem-core exposes its own).
 /// @noRd

@@ -1,21 +1,21 @@
 //! The whole call: prepare every dataset once, count every K's work, run
-//! each K on the engine, turn each dataset's best start into a `Fit` in the
-//! data's own units, and, with several Ks, keep each dataset's fit of lowest
-//! BIC.
+//! each K on the engine (with its restart rounds, restarts.rs), turn each
+//! dataset's best start into a `Fit` in the data's own units (finish.rs)
+//! and, with several Ks, keep each dataset's fit of lowest BIC
+//! (choose_k.rs); each fit goes into `Finals` (finals.rs) once final.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::choose_k::choose_k;
 use crate::dataset::{prepare, Invalid, Prepared};
 use crate::engine::best::{Best, Bests};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, Engine, EngineKind, Work};
 use crate::error::Error;
-use crate::information;
+use crate::finals::Finals;
+use crate::finish::finish;
 use crate::job::{Fit, Job, Task};
-use crate::outcome::{Outcome, StartFit, StartRecord, Status};
-use crate::params::Singular;
-use crate::saddle;
+use crate::restarts::run_with_restarts;
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
 /// `threads` host threads. Setting `cancel` makes it return
@@ -49,49 +49,6 @@ pub fn fit_into(
     job.validate()?;
     let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
-}
-
-/// A call's fits, one per dataset, each set once, when it is final, and the
-/// datasets in the order their fits became final. With one K a fit is final
-/// when it is finished, which for engines that settle datasets in chunks is
-/// while later chunks run; with several, once K is chosen.
-pub struct Finals {
-    fits: Vec<OnceLock<Box<Fit>>>,
-    ready: Mutex<Vec<usize>>,
-}
-
-impl Finals {
-    pub fn new(datasets: usize) -> Finals {
-        Finals { fits: (0..datasets).map(|_| OnceLock::new()).collect(), ready: Mutex::new(Vec::new()) }
-    }
-
-    /// Dataset `d`'s fit, if it is final.
-    pub fn get(&self, d: usize) -> Option<&Fit> {
-        self.fits.get(d).and_then(OnceLock::get).map(|f| &**f)
-    }
-
-    /// The datasets whose fits became final since the last call, in the
-    /// order they did.
-    pub fn take_ready(&self) -> Vec<usize> {
-        std::mem::take(&mut *self.ready.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Every fit, in dataset order; `None` if any is missing (a cancelled call).
-    #[allow(clippy::vec_box)]
-    pub fn into_fits(self) -> Option<Vec<Box<Fit>>> {
-        self.fits.into_iter().map(OnceLock::into_inner).collect()
-    }
-
-    fn is_set(&self, d: usize) -> bool {
-        self.get(d).is_some()
-    }
-
-    /// Sets `d`'s fit unless it has one.
-    fn set(&self, d: usize, fit: Box<Fit>) {
-        if self.fits.get(d).is_some_and(|slot| slot.set(fit).is_ok()) {
-            self.ready.lock().unwrap_or_else(PoisonError::into_inner).push(d);
-        }
-    }
 }
 
 /// `fit` on an engine made already (its fits boxed, as `fit` says). With
@@ -152,18 +109,7 @@ fn run_into(
             }
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
-        engine.run(w, &bests, cancel, counters)?;
-        for round in 1..=job.settings.restarts {
-            if cancel.load(Ordering::Relaxed) {
-                break;
-            }
-            let again = restart_round(w, round, &bests);
-            if again.start_fits() == 0 {
-                break;
-            }
-            counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
-            engine.run(&again, &bests, cancel, counters)?;
-        }
+        run_with_restarts(engine, w, job.settings.restarts, &bests, cancel, counters)?;
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
@@ -200,178 +146,6 @@ fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) ->
         .map(|(p, values)| if Invalid::too_short(values.len(), task.k).is_some() { None } else { p.as_ref().ok() })
         .collect();
     Work { task, datasets }
-}
-
-/// Restart round `round` of `w`: the next `starts` starts of every dataset
-/// whose starts so far all collapsed or were rejected by the screen. Which
-/// datasets these are depends only on their own starts, so a dataset's fit
-/// still depends only on its values, the seed and the settings.
-fn restart_round<'a>(w: &Work<'a>, round: u32, bests: &Bests) -> Work<'a> {
-    let datasets =
-        w.datasets.iter().enumerate().map(|(d, ds)| ds.filter(|_| bests.with(d, |b| b.winner.is_none()))).collect();
-    Work { task: Task { first_start: round * w.task.starts, ..w.task }, datasets }
-}
-
-/// With one K, its fits; with several, each dataset's fit of lowest BIC among
-/// the converged fits that pass the screen (the lowest K among equals), with
-/// every K's summary in `by_k`. Where no K gave such a fit, the lowest BIC of
-/// any fit (the lowest K if none has one), its message saying so.
-#[allow(clippy::vec_box)]
-fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
-    if per_k.len() <= 1 {
-        return per_k.pop().unwrap_or_default();
-    }
-    let n = per_k.first().map_or(0, Vec::len);
-    let mut chosen = Vec::with_capacity(n);
-    let mut columns: Vec<std::vec::IntoIter<Box<Fit>>> = per_k.into_iter().map(Vec::into_iter).collect();
-    for _ in 0..n {
-        let fits: Vec<Box<Fit>> = columns.iter_mut().filter_map(Iterator::next).collect();
-        let by_k: Vec<_> = fits.iter().map(|f| f.summary()).collect();
-        let sound = |i: usize| fits[i].status == Status::Converged && !fits[i].spurious;
-        let lowest_bic = |eligible: &dyn Fn(usize) -> bool| {
-            (0..fits.len()).filter(|&i| eligible(i) && !by_k[i].bic.is_nan()).fold(None, |best: Option<usize>, i| {
-                match best {
-                    Some(b) if by_k[b].bic <= by_k[i].bic => Some(b),
-                    _ => Some(i),
-                }
-            })
-        };
-        let (best, none_sound) = match lowest_bic(&sound) {
-            Some(i) => (i, false),
-            None => (lowest_bic(&|_| true).unwrap_or(0), true),
-        };
-        let mut others: Vec<Fit> = Vec::with_capacity(fits.len().saturating_sub(1));
-        let mut chosen_fit = None;
-        for (i, f) in fits.into_iter().enumerate() {
-            if i == best {
-                chosen_fit = Some(f);
-            } else {
-                others.push(*f);
-            }
-        }
-        let Some(mut fit) = chosen_fit else { break };
-        if none_sound && fit.params.is_some() {
-            let why = "no K gave a converged fit that passes the spurious-solution screen; this is the lowest BIC of the others";
-            fit.message = if fit.message.is_empty() { why.to_string() } else { format!("{}; {why}", fit.message) };
-        }
-        fit.by_k = by_k;
-        fit.other_k = others;
-        chosen.push(fit);
-    }
-    chosen
-}
-
-/// One dataset's result for task `t` from its best start.
-fn finish(
-    job: &Job,
-    t: &Task,
-    d: usize,
-    prepared: &Result<Prepared, Invalid>,
-    best: &Best,
-    cancel: &AtomicBool,
-) -> Fit {
-    let values = job.datasets[d];
-    let n = values.len();
-    let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0, 0);
-    if let Some(short) = Invalid::too_short(n, t.k) {
-        return invalid(&short);
-    }
-    let ds = match prepared {
-        Ok(ds) => ds,
-        Err(why) => return invalid(why),
-    };
-    // every start in the data's units: parameters mapped back, and the
-    // log-likelihood shifted by the rescaling's Jacobian (−N log scale)
-    let starts = best.starts.as_ref().map(|records| {
-        let mut out: Vec<_> = records
-            .iter()
-            .map(|r| StartRecord {
-                init: r.init.map(|p| ds.unscale(&p)),
-                loglik: r.loglik - n as f64 * ds.scale.ln(),
-                ..*r
-            })
-            .collect();
-        out.sort_by_key(|r| r.start);
-        out
-    });
-    let Some((w, spurious)) = best.returned() else {
-        let reason = best.first_failure.map_or("", |(_, why)| why.describe());
-        let message = format!("all {} random starts failed (the first because {reason})", best.starts_run);
-        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
-    };
-    let jacobian = n as f64 * ds.scale.ln();
-    // every parameter in the data's units, components by ascending mu
-    let in_units = |f: &StartFit| {
-        let p = ds.unscale(&f.params);
-        let order = p.order_by_mu();
-        (p.permuted(&order), order)
-    };
-    let mut fit = w.fit;
-    let (mut params, mut order) = in_units(&fit);
-    let mut covariance =
-        job.settings.standard_errors.then(|| information::covariance(job.settings.family, ds, &params));
-    // an admissible winner that converged to a saddle point goes on from
-    // there (saddle.rs); found only where the information is computed
-    let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
-    let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
-    if let Some(f) = escaped {
-        fit = f;
-        (params, order) = in_units(&fit);
-        covariance = Some(information::covariance(job.settings.family, ds, &params));
-    }
-    // a rejected start that beat the returned one, in the data's units
-    let loglik_spurious =
-        best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
-    let init = ds.unscale(&w.init).permuted(&order);
-    let loglik = ds.log_likelihood(job.settings.family, values, &params);
-    if !loglik.is_finite() {
-        let message = "the best start's log-likelihood is not finite on the original data".to_string();
-        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
-    }
-    let (status, mut message) = match fit.outcome {
-        Outcome::Converged => (Status::Converged, String::new()),
-        _ => (
-            Status::MaxIters,
-            format!("stopped after max.iters = {} iterations before the log-likelihood settled", t.max_iters),
-        ),
-    };
-    if spurious {
-        let why = format!(
-            "spurious: every start that finished has a component far narrower than the others \
-             (the screen of control$spurious.*; {} of {} starts)",
-            best.spurious_starts, best.starts_run
-        );
-        message = if message.is_empty() { why } else { format!("{message}; {why}") };
-    }
-    if escaped.is_some() {
-        message = format!("continued from a saddle point (log-likelihood {:.4}) to a maximum", w.fit.loglik - jacobian);
-    }
-    if let Some(Err(why)) = covariance {
-        let sep = if message.is_empty() { "" } else { "; " };
-        message = format!("{message}{sep}no standard errors: {}", why.describe(job.settings.family, t.k));
-    }
-    Fit {
-        n,
-        k: t.k,
-        status,
-        message,
-        params: Some(params),
-        init: Some(init),
-        loglik,
-        iterations: fit.iterations,
-        best_start: Some(w.start),
-        starts_run: best.starts_run,
-        starts_ok: best.starts_ok,
-        // the continued start is the one that reached its maximum
-        starts_at_best: if escaped.is_some() { 1 } else { best.starts_at_best() },
-        spurious,
-        spurious_starts: best.spurious_starts,
-        loglik_spurious,
-        starts,
-        by_k: Vec::new(),
-        other_k: Vec::new(),
-        covariance,
-    }
 }
 
 /// All the cores this process may use (cgroup and affinity limits included).

@@ -1,6 +1,7 @@
 //! Standard errors (DESIGN §3): the observed information of the mixture
 //! log-likelihood at a fit's parameters, exact and in one pass over the
-//! data, and its inverse.
+//! data, and its inverse (by linalg.rs). saddle.rs reads the same
+//! information for the way out of a saddle point.
 //!
 //! The free parameters, in this order, are θ = (α_1..α_{K−1}, μ_1..μ_K,
 //! s_1..s_K), s being λ (inverse Gaussian) or σ (Normal), and α_K = 1 − Σ α_j.
@@ -38,27 +39,18 @@
 use crate::dataset::Prepared;
 use crate::family;
 use crate::limits::{free_parameters, MAX_COMPONENTS};
+use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
 
-/// Below this fraction of its complete-data information left, given the
-/// parameters before it and the information lost to not knowing the
-/// components, a parameter counts as not identified. The information is a sum
-/// of N terms that cancel (the missing information is subtracted), so its
-/// entries carry rounding of order √N·ε to N·ε relative to the complete-data
-/// information (N·ε = 2e-12 at N = 10,000); a remainder of 1e-10 is above
-/// that for the datasets bulkem is for, and means standard errors at least
-/// 10⁵ times those the data would give if the components were known.
-pub const MIN_INFORMATION_LEFT: f64 = 1e-10;
-
 /// Positions of the free parameters in θ.
-fn alpha_at(j: usize) -> usize {
+pub(crate) fn alpha_at(j: usize) -> usize {
     j
 }
-fn mu_at(k: usize, m: usize) -> usize {
+pub(crate) fn mu_at(k: usize, m: usize) -> usize {
     k - 1 + m
 }
-fn shape_at(k: usize, m: usize) -> usize {
+pub(crate) fn shape_at(k: usize, m: usize) -> usize {
     2 * k - 1 + m
 }
 
@@ -103,7 +95,7 @@ pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> 
 /// complete-data information Σ_i Σ_m r_m g_m g_mᵀ (what the data would tell
 /// about each parameter if every observation's component were known): the
 /// yardstick for "no information left".
-fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     match family {
         Family::InvGauss => information_of::<true>(family, xs, p),
         Family::Normal => information_of::<false>(family, xs, p),
@@ -115,41 +107,6 @@ fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
 /// column by column, then summed column against column, so both the terms
 /// and the sums run over contiguous memory (as the E-step does).
 const BLOCK: usize = 64;
-
-/// Σ a_i b_i in four independent lanes (the order is fixed, so the result
-/// does not depend on the machine).
-#[inline(always)]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut lanes = [0.0; 4];
-    let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (a4.remainder(), b4.remainder());
-    for (x, y) in a4.zip(b4) {
-        for l in 0..4 {
-            lanes[l] += x[l] * y[l];
-        }
-    }
-    for (x, y) in ra.iter().zip(rb) {
-        lanes[0] += x * y;
-    }
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
-}
-
-/// Σ a_i in four independent lanes.
-#[inline(always)]
-fn sum(a: &[f64]) -> f64 {
-    let mut lanes = [0.0; 4];
-    let a4 = a.chunks_exact(4);
-    let ra = a4.remainder();
-    for x in a4 {
-        for l in 0..4 {
-            lanes[l] += x[l];
-        }
-    }
-    for x in ra {
-        lanes[0] += x;
-    }
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
-}
 
 fn information_of<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     #[cfg(target_arch = "x86_64")]
@@ -305,160 +262,6 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
     (info, complete)
 }
 
-/// The inverse of the information `info` (np × np, column-major), by the
-/// Cholesky factorisation of the information scaled by the complete-data
-/// information `complete`, whose pivots say how much information each
-/// parameter has left given those before it.
-fn invert(info: &[f64], complete: &[f64]) -> Result<Vec<f64>, Singular> {
-    let np = complete.len();
-    if info.iter().chain(complete).any(|v| !v.is_finite()) {
-        return Err(Singular::NotFinite);
-    }
-    if let Some(at) = complete.iter().position(|&c| c <= 0.0) {
-        return Err(Singular::Collinear { at });
-    }
-    let root: Vec<f64> = complete.iter().map(|c| c.sqrt()).collect();
-    // lower-triangular L with C = L Lᵀ, C = D^{-1/2} I D^{-1/2}
-    let mut chol = vec![0.0; np * np];
-    for j in 0..np {
-        let mut left = info[j + np * j] / complete[j];
-        for c in 0..j {
-            left -= chol[j + np * c] * chol[j + np * c];
-        }
-        if left <= -MIN_INFORMATION_LEFT {
-            return Err(Singular::Indefinite { at: j });
-        }
-        if left < MIN_INFORMATION_LEFT {
-            return Err(Singular::Collinear { at: j });
-        }
-        let pivot = left.sqrt();
-        chol[j + np * j] = pivot;
-        for i in j + 1..np {
-            let mut v = info[i + np * j] / (root[i] * root[j]);
-            for c in 0..j {
-                v -= chol[i + np * c] * chol[j + np * c];
-            }
-            chol[i + np * j] = v / pivot;
-        }
-    }
-    // L⁻¹ (lower triangular), then C⁻¹ = L⁻ᵀ L⁻¹
-    let mut linv = vec![0.0; np * np];
-    for j in 0..np {
-        linv[j + np * j] = 1.0 / chol[j + np * j];
-        for i in j + 1..np {
-            let mut v = 0.0;
-            for c in j..i {
-                v -= chol[i + np * c] * linv[c + np * j];
-            }
-            linv[i + np * j] = v / chol[i + np * i];
-        }
-    }
-    let mut inv = vec![0.0; np * np];
-    for a in 0..np {
-        for b in a..np {
-            let v: f64 = (b..np).map(|c| linv[c + np * a] * linv[c + np * b]).sum();
-            let v = v / (root[a] * root[b]);
-            inv[a + np * b] = v;
-            inv[b + np * a] = v;
-        }
-    }
-    if inv.iter().any(|v| !v.is_finite()) {
-        return Err(Singular::NotFinite);
-    }
-    Ok(inv)
-}
-
-/// At a point where the information is not positive definite (a saddle
-/// point, when EM stopped there), the direction in the free parameters θ
-/// along which the log-likelihood curves up most: the eigenvector of the
-/// information scaled by the complete-data information (as in `invert`)
-/// with the most negative eigenvalue, in θ's units, so that a unit step
-/// moves each parameter by about one complete-data standard error. `None`
-/// where the information is not finite or has no eigenvalue below
-/// −MIN_INFORMATION_LEFT. On the rescaled data of a prepared dataset.
-pub fn ascent_direction(family: Family, xs: &[f64], p: &Params) -> Option<Vec<f64>> {
-    let (info, complete) = information(family, xs, p);
-    let np = complete.len();
-    if info.iter().chain(&complete).any(|v| !v.is_finite()) || complete.iter().any(|&c| c <= 0.0) {
-        return None;
-    }
-    let root: Vec<f64> = complete.iter().map(|c| c.sqrt()).collect();
-    let scaled: Vec<f64> = (0..np * np).map(|i| info[i] / (root[i % np] * root[i / np])).collect();
-    let (values, vectors) = symmetric_eigen(scaled, np);
-    let (j, &lowest) = values.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))?;
-    if lowest > -MIN_INFORMATION_LEFT {
-        return None;
-    }
-    Some((0..np).map(|a| vectors[a + np * j] / root[a]).collect())
-}
-
-/// The eigenvalues and eigenvectors (columns, column-major) of the symmetric
-/// n × n matrix `a` (column-major), by cyclic Jacobi rotations: exact to
-/// rounding and short for the at most 3 MAX_COMPONENTS − 1 parameters here.
-fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut v = vec![0.0; n * n];
-    for i in 0..n {
-        v[i + n * i] = 1.0;
-    }
-    let scale: f64 = a.iter().map(|x| x * x).sum();
-    for _sweep in 0..100 {
-        let off: f64 = (1..n).flat_map(|q| (0..q).map(move |p| (p, q))).map(|(p, q)| a[p + n * q] * a[p + n * q]).sum();
-        if off <= 1e-32 * scale {
-            break;
-        }
-        for q in 1..n {
-            for p in 0..q {
-                let apq = a[p + n * q];
-                if apq == 0.0 {
-                    continue;
-                }
-                // the rotation J (J_pp = J_qq = c, J_pq = s, J_qp = −s) that
-                // zeroes a_pq in Jᵀ A J
-                let theta = (a[q + n * q] - a[p + n * p]) / (2.0 * apq);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for k in 0..n {
-                    let (akp, akq) = (a[k + n * p], a[k + n * q]);
-                    a[k + n * p] = c * akp - s * akq;
-                    a[k + n * q] = s * akp + c * akq;
-                }
-                for k in 0..n {
-                    let (apk, aqk) = (a[p + n * k], a[q + n * k]);
-                    a[p + n * k] = c * apk - s * aqk;
-                    a[q + n * k] = s * apk + c * aqk;
-                }
-                for k in 0..n {
-                    let (vkp, vkq) = (v[k + n * p], v[k + n * q]);
-                    v[k + n * p] = c * vkp - s * vkq;
-                    v[k + n * q] = s * vkp + c * vkq;
-                }
-            }
-        }
-    }
-    ((0..n).map(|i| a[i + n * i]).collect(), v)
-}
-
-/// `p` moved by `t` along `d` (a direction in the free parameters θ), α_K
-/// following; `None` unless every weight stays in (0, 1) and every
-/// component stays usable (mstep::check_component) on data of spread
-/// `spread`.
-pub fn moved(family: Family, p: &Params, d: &[f64], t: f64, spread: f64) -> Option<Params> {
-    let k = p.k;
-    let mut q = *p;
-    for j in 0..k - 1 {
-        q.alpha[j] += t * d[alpha_at(j)];
-    }
-    q.alpha[k - 1] = 1.0 - q.alpha[..k - 1].iter().sum::<f64>();
-    for m in 0..k {
-        q.mu[m] += t * d[mu_at(k, m)];
-        q.shape[m] += t * d[shape_at(k, m)];
-    }
-    let weights_ok = q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || k == 1;
-    let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
-    (weights_ok && usable).then_some(q)
-}
-
 /// The covariance of a fit's parameters `params` (in the data's own units)
 /// and their standard errors, from the observed information on the prepared
 /// dataset `ds`; or why there are none.
@@ -496,13 +299,13 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dataset::prepare;
     use rand::RngExt;
     use rand_pcg::Pcg64;
 
-    fn params(alpha: &[f64], mu: &[f64], shape: &[f64]) -> Params {
+    pub(crate) fn params(alpha: &[f64], mu: &[f64], shape: &[f64]) -> Params {
         let mut p = Params::zeroed(alpha.len());
         p.alpha[..alpha.len()].copy_from_slice(alpha);
         p.mu[..mu.len()].copy_from_slice(mu);
@@ -512,7 +315,7 @@ mod tests {
 
     /// n draws from a mixture: the inverse Gaussian by Michael, Schucany &
     /// Haas (1976), normals by Box–Muller.
-    fn draw(family: Family, p: &Params, n: usize, seed: u64) -> Vec<f64> {
+    pub(crate) fn draw(family: Family, p: &Params, n: usize, seed: u64) -> Vec<f64> {
         let mut rng = Pcg64::new(seed as u128, 0xa02b_dbf7_bb3c_0a75);
         (0..n)
             .map(|_| {
@@ -776,73 +579,6 @@ mod tests {
         // and non-finite parameters give a non-finite information
         let nan = params(&[1.0], &[f64::NAN], &[1.0]);
         assert_eq!(covariance(Family::Normal, &ds, &nan).unwrap_err(), Singular::NotFinite);
-    }
-
-    #[test]
-    fn jacobi_gives_the_eigenpairs_of_a_symmetric_matrix() {
-        let n = 5;
-        let mut a = vec![0.0; n * n];
-        for q in 0..n {
-            for p in 0..=q {
-                let x = ((p * 7 + q * 3) as f64 * 0.37).sin() + if p == q { 2.0 } else { 0.0 };
-                a[p + n * q] = x;
-                a[q + n * p] = x;
-            }
-        }
-        let (values, vectors) = symmetric_eigen(a.clone(), n);
-        for j in 0..n {
-            for i in 0..n {
-                let av: f64 = (0..n).map(|c| a[i + n * c] * vectors[c + n * j]).sum();
-                assert!((av - values[j] * vectors[i + n * j]).abs() < 1e-12, "column {j}");
-            }
-            let norm: f64 = (0..n).map(|i| vectors[i + n * j].powi(2)).sum();
-            assert!((norm - 1.0).abs() < 1e-12);
-        }
-        // the trace is the sum of the eigenvalues
-        let trace: f64 = (0..n).map(|i| a[i + n * i]).sum();
-        assert!((values.iter().sum::<f64>() - trace).abs() < 1e-12);
-    }
-
-    #[test]
-    fn at_merged_components_the_likelihood_rises_along_the_ascent_direction() {
-        // two groups; K = 2 with both components equal to the K = 1 fit is
-        // a stationary point of EM, for two separated Normal groups a saddle
-        // of the likelihood (for these inverse Gaussian ones it is not: no
-        // eigenvalue of the information is negative there)
-        for family in [Family::Normal, Family::InvGauss] {
-            let truth = match family {
-                Family::Normal => params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.0]),
-                Family::InvGauss => params(&[0.5, 0.5], &[1.0, 8.0], &[50.0, 400.0]),
-            };
-            let xs = draw(family, &truth, 2000, 5);
-            let n = xs.len() as f64;
-            let mean = xs.iter().sum::<f64>() / n;
-            let shape = match family {
-                Family::Normal => (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
-                Family::InvGauss => n / xs.iter().map(|x| 1.0 / x - 1.0 / mean).sum::<f64>(),
-            };
-            let merged = params(&[0.5, 0.5], &[mean, mean], &[shape, shape]);
-            let Some(d) = ascent_direction(family, &xs, &merged) else {
-                assert_eq!(family, Family::InvGauss, "the merged Normal fit is a saddle");
-                continue;
-            };
-            let ll = |p: &Params| {
-                let st = crate::estep::e_step(
-                    family,
-                    &xs,
-                    &xs.iter().map(|&x| family::aux(family, x)).collect::<Vec<_>>(),
-                    p,
-                );
-                st.ll
-            };
-            let at = ll(&merged);
-            for t in [-0.5, 0.5] {
-                let q = moved(family, &merged, &d, t, 1.0).expect("usable");
-                assert!(ll(&q) > at, "{family:?}: the step {t} does not raise the log-likelihood");
-            }
-            // at the maximum itself there is no ascent direction
-            assert!(ascent_direction(family, &xs, &truth).is_none() || ll(&truth) < at);
-        }
     }
 
     #[test]

@@ -5,14 +5,17 @@
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`,
 //!   `job`;
-//! - mathematics: `mathx`, `family`, `estep`, `mstep`, `dataset`, `starts`,
-//!   `screen`, `information`;
+//! - mathematics: `mathx`, `linalg`, `family`, `estep`, `mstep`, `dataset`,
+//!   `starts`, `screen`, `information`;
 //! - one start's EM: `em`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
-//! - the call: `call`; the parametric bootstrap's bulk job: `bootstrap`.
+//! - the call: its fits as they become final, `finals`; one dataset's fit
+//!   from its best start, `finish`; restart rounds, `restarts`; choosing K,
+//!   `choose_k`; the call over them, `call`; the parametric bootstrap's bulk
+//!   job: `bootstrap`.
 
 // `!(x > 0.0)` is how this crate says "not positive, or NaN": the negated
 // comparison is the point, and partial_cmp would hide it. Loops over
@@ -22,6 +25,7 @@
 
 mod bootstrap;
 mod call;
+mod choose_k;
 mod dataset;
 mod em;
 mod engine;
@@ -32,14 +36,18 @@ mod estep_avx2;
 #[cfg(target_arch = "x86_64")]
 mod estep_avx512;
 pub mod family;
+mod finals;
+mod finish;
 pub mod gpu;
 pub mod information;
 mod job;
 pub mod limits;
+mod linalg;
 pub mod mathx;
 pub mod mstep;
 mod outcome;
 mod params;
+mod restarts;
 mod saddle;
 pub mod screen;
 mod simulate;
@@ -47,11 +55,12 @@ mod starts;
 pub mod tuning;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
-pub use call::{default_threads, fit, fit_into, Finals};
+pub use call::{default_threads, fit, fit_into};
 pub use engine::counters::Counters;
 pub use engine::queue::drop_in_background;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
+pub use finals::Finals;
 pub use job::{Fit, Job, KSummary, Settings};
 pub use limits::MAX_COMPONENTS;
 pub use outcome::{Outcome, StartRecord, Status};

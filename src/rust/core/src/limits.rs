@@ -77,3 +77,13 @@ pub const BOOTSTRAP_BLOCK_VALUES: usize = 1 << 26;
 /// one complete-data standard error per parameter: a short one that stays
 /// near the saddle, and a long one for a ridge that is nearly flat.
 pub const SADDLE_STEPS: [f64; 2] = [0.5, 4.0];
+
+/// Below this fraction of its complete-data information left, given the
+/// parameters before it and the information lost to not knowing the
+/// components, a parameter counts as not identified. The information is a sum
+/// of N terms that cancel (the missing information is subtracted), so its
+/// entries carry rounding of order √N·ε to N·ε relative to the complete-data
+/// information (N·ε = 2e-12 at N = 10,000); a remainder of 1e-10 is above
+/// that for the datasets bulkem is for, and means standard errors at least
+/// 10⁵ times those the data would give if the components were known.
+pub const MIN_INFORMATION_LEFT: f64 = 1e-10;

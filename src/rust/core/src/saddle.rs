@@ -2,7 +2,7 @@
 //! information not positive definite: typically two components merged
 //! across two groups, where EM's steps shrink to nothing) are continued from
 //! there: EM from points a step away on either side along the direction in
-//! which the log-likelihood curves up most (information::ascent_direction),
+//! which the log-likelihood curves up most (ascent_direction, below),
 //! the best admissible end that beats the saddle replacing it. It runs on
 //! the host after every engine, so every engine continues alike.
 
@@ -10,10 +10,12 @@ use std::sync::atomic::AtomicBool;
 
 use crate::dataset::Prepared;
 use crate::em::run_em;
-use crate::information::{ascent_direction, moved};
+use crate::information::{alpha_at, information, mu_at, shape_at};
 use crate::job::Task;
-use crate::limits::{SADDLE_STEPS, SAME_OPTIMUM};
+use crate::limits::{MIN_INFORMATION_LEFT, SADDLE_STEPS, SAME_OPTIMUM};
+use crate::linalg::symmetric_eigen;
 use crate::outcome::{Outcome, StartFit};
+use crate::params::{Family, Params};
 
 /// The maximum EM reaches from near the saddle point `at` (converged, on
 /// the rescaled data of `ds`), when it is admissible and beats `at` by more
@@ -37,4 +39,97 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
         }
     }
     best.map(|f| StartFit { iterations: at.iterations.saturating_add(f.iterations), ..f })
+}
+
+/// At a point where the information is not positive definite (a saddle
+/// point, when EM stopped there), the direction in the free parameters θ
+/// along which the log-likelihood curves up most: the eigenvector of the
+/// information scaled by the complete-data information (as in `invert`)
+/// with the most negative eigenvalue, in θ's units, so that a unit step
+/// moves each parameter by about one complete-data standard error. `None`
+/// where the information is not finite or has no eigenvalue below
+/// −MIN_INFORMATION_LEFT. On the rescaled data of a prepared dataset.
+pub fn ascent_direction(family: Family, xs: &[f64], p: &Params) -> Option<Vec<f64>> {
+    let (info, complete) = information(family, xs, p);
+    let np = complete.len();
+    if info.iter().chain(&complete).any(|v| !v.is_finite()) || complete.iter().any(|&c| c <= 0.0) {
+        return None;
+    }
+    let root: Vec<f64> = complete.iter().map(|c| c.sqrt()).collect();
+    let scaled: Vec<f64> = (0..np * np).map(|i| info[i] / (root[i % np] * root[i / np])).collect();
+    let (values, vectors) = symmetric_eigen(scaled, np);
+    let (j, &lowest) = values.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))?;
+    if lowest > -MIN_INFORMATION_LEFT {
+        return None;
+    }
+    Some((0..np).map(|a| vectors[a + np * j] / root[a]).collect())
+}
+
+/// `p` moved by `t` along `d` (a direction in the free parameters θ), α_K
+/// following; `None` unless every weight stays in (0, 1) and every
+/// component stays usable (mstep::check_component) on data of spread
+/// `spread`.
+pub fn moved(family: Family, p: &Params, d: &[f64], t: f64, spread: f64) -> Option<Params> {
+    let k = p.k;
+    let mut q = *p;
+    for j in 0..k - 1 {
+        q.alpha[j] += t * d[alpha_at(j)];
+    }
+    q.alpha[k - 1] = 1.0 - q.alpha[..k - 1].iter().sum::<f64>();
+    for m in 0..k {
+        q.mu[m] += t * d[mu_at(k, m)];
+        q.shape[m] += t * d[shape_at(k, m)];
+    }
+    let weights_ok = q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || k == 1;
+    let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
+    (weights_ok && usable).then_some(q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family;
+    use crate::information::tests::{draw, params};
+
+    #[test]
+    fn at_merged_components_the_likelihood_rises_along_the_ascent_direction() {
+        // two groups; K = 2 with both components equal to the K = 1 fit is
+        // a stationary point of EM, for two separated Normal groups a saddle
+        // of the likelihood (for these inverse Gaussian ones it is not: no
+        // eigenvalue of the information is negative there)
+        for family in [Family::Normal, Family::InvGauss] {
+            let truth = match family {
+                Family::Normal => params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.0]),
+                Family::InvGauss => params(&[0.5, 0.5], &[1.0, 8.0], &[50.0, 400.0]),
+            };
+            let xs = draw(family, &truth, 2000, 5);
+            let n = xs.len() as f64;
+            let mean = xs.iter().sum::<f64>() / n;
+            let shape = match family {
+                Family::Normal => (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
+                Family::InvGauss => n / xs.iter().map(|x| 1.0 / x - 1.0 / mean).sum::<f64>(),
+            };
+            let merged = params(&[0.5, 0.5], &[mean, mean], &[shape, shape]);
+            let Some(d) = ascent_direction(family, &xs, &merged) else {
+                assert_eq!(family, Family::InvGauss, "the merged Normal fit is a saddle");
+                continue;
+            };
+            let ll = |p: &Params| {
+                let st = crate::estep::e_step(
+                    family,
+                    &xs,
+                    &xs.iter().map(|&x| family::aux(family, x)).collect::<Vec<_>>(),
+                    p,
+                );
+                st.ll
+            };
+            let at = ll(&merged);
+            for t in [-0.5, 0.5] {
+                let q = moved(family, &merged, &d, t, 1.0).expect("usable");
+                assert!(ll(&q) > at, "{family:?}: the step {t} does not raise the log-likelihood");
+            }
+            // at the maximum itself there is no ascent direction
+            assert!(ascent_direction(family, &xs, &truth).is_none() || ll(&truth) < at);
+        }
+    }
 }

@@ -1,0 +1,128 @@
+//! Finishing a dataset: its result for one K from its best start, in the
+//! data's own units (parameters mapped back, components by ascending mu,
+//! the log-likelihood on the original data), with standard errors, a
+//! saddle point continued to a maximum, and the status and message that
+//! say how it ended.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::dataset::{Invalid, Prepared};
+use crate::engine::best::Best;
+use crate::information;
+use crate::job::{Fit, Job, Task};
+use crate::outcome::{Outcome, StartFit, StartRecord, Status};
+use crate::params::Singular;
+use crate::saddle;
+
+/// One dataset's result for task `t` from its best start.
+pub(crate) fn finish(
+    job: &Job,
+    t: &Task,
+    d: usize,
+    prepared: &Result<Prepared, Invalid>,
+    best: &Best,
+    cancel: &AtomicBool,
+) -> Fit {
+    let values = job.datasets[d];
+    let n = values.len();
+    let invalid = |why: &Invalid| Fit::without_params(n, t.k, Status::Invalid, format!("dataset {why}"), 0, 0);
+    if let Some(short) = Invalid::too_short(n, t.k) {
+        return invalid(&short);
+    }
+    let ds = match prepared {
+        Ok(ds) => ds,
+        Err(why) => return invalid(why),
+    };
+    // every start in the data's units: parameters mapped back, and the
+    // log-likelihood shifted by the rescaling's Jacobian (−N log scale)
+    let starts = best.starts.as_ref().map(|records| {
+        let mut out: Vec<_> = records
+            .iter()
+            .map(|r| StartRecord {
+                init: r.init.map(|p| ds.unscale(&p)),
+                loglik: r.loglik - n as f64 * ds.scale.ln(),
+                ..*r
+            })
+            .collect();
+        out.sort_by_key(|r| r.start);
+        out
+    });
+    let Some((w, spurious)) = best.returned() else {
+        let reason = best.first_failure.map_or("", |(_, why)| why.describe());
+        let message = format!("all {} random starts failed (the first because {reason})", best.starts_run);
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
+    };
+    let jacobian = n as f64 * ds.scale.ln();
+    // every parameter in the data's units, components by ascending mu
+    let in_units = |f: &StartFit| {
+        let p = ds.unscale(&f.params);
+        let order = p.order_by_mu();
+        (p.permuted(&order), order)
+    };
+    let mut fit = w.fit;
+    let (mut params, mut order) = in_units(&fit);
+    let mut covariance =
+        job.settings.standard_errors.then(|| information::covariance(job.settings.family, ds, &params));
+    // an admissible winner that converged to a saddle point goes on from
+    // there (saddle.rs); found only where the information is computed
+    let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
+    let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
+    if let Some(f) = escaped {
+        fit = f;
+        (params, order) = in_units(&fit);
+        covariance = Some(information::covariance(job.settings.family, ds, &params));
+    }
+    // a rejected start that beat the returned one, in the data's units
+    let loglik_spurious =
+        best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
+    let init = ds.unscale(&w.init).permuted(&order);
+    let loglik = ds.log_likelihood(job.settings.family, values, &params);
+    if !loglik.is_finite() {
+        let message = "the best start's log-likelihood is not finite on the original data".to_string();
+        return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
+    }
+    let (status, mut message) = match fit.outcome {
+        Outcome::Converged => (Status::Converged, String::new()),
+        _ => (
+            Status::MaxIters,
+            format!("stopped after max.iters = {} iterations before the log-likelihood settled", t.max_iters),
+        ),
+    };
+    if spurious {
+        let why = format!(
+            "spurious: every start that finished has a component far narrower than the others \
+             (the screen of control$spurious.*; {} of {} starts)",
+            best.spurious_starts, best.starts_run
+        );
+        message = if message.is_empty() { why } else { format!("{message}; {why}") };
+    }
+    if escaped.is_some() {
+        message = format!("continued from a saddle point (log-likelihood {:.4}) to a maximum", w.fit.loglik - jacobian);
+    }
+    if let Some(Err(why)) = covariance {
+        let sep = if message.is_empty() { "" } else { "; " };
+        message = format!("{message}{sep}no standard errors: {}", why.describe(job.settings.family, t.k));
+    }
+    Fit {
+        n,
+        k: t.k,
+        status,
+        message,
+        params: Some(params),
+        init: Some(init),
+        loglik,
+        iterations: fit.iterations,
+        best_start: Some(w.start),
+        starts_run: best.starts_run,
+        starts_ok: best.starts_ok,
+        // the continued start is the one that reached its maximum
+        starts_at_best: if escaped.is_some() { 1 } else { best.starts_at_best() },
+        spurious,
+        spurious_starts: best.spurious_starts,
+        loglik_spurious,
+        starts,
+        by_k: Vec::new(),
+        other_k: Vec::new(),
+        covariance,
+    }
+}
