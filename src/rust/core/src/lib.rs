@@ -5,8 +5,11 @@
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`,
 //!   `job`;
-//! - mathematics: `mathx`, `linalg`, `family`, `estep`, `mstep`, `dataset`,
-//!   `starts`, `screen`, `information`;
+//! - mathematics: `mathx`, `linalg`; a component family's, behind one trait:
+//!   `family::component` (the trait), `family::invgauss` and
+//!   `family::normal` (one implementation each), `family` (the runtime tag
+//!   meets them); then `estep`, `mstep`, `dataset`, `starts`, `screen`,
+//!   `information`;
 //! - one start's EM: `em`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;

@@ -1,21 +1,38 @@
-//! The component densities of DESIGN §3, written once for every engine (the
-//! CUDA kernels mirror these functions name for name).
-//!
-//! Both families share one shape: log p(x) = c − k·q(x, μ) + h(x), where
-//!   inverse Gaussian: c = ½ log λ − ½ log 2π, k = λ / (2μ²), q = (x − μ)² / x,
-//!                     h = −3/2 log x;
-//!   Normal:           c = −log σ − ½ log 2π,   k = 1 / (2σ²),  q = (x − μ)²,
-//!                     h = 0.
-//! h does not depend on the parameters, so the E-step sums it once per dataset.
-//! Each dataset carries one auxiliary value per observation, `g`: 1/x for the
-//! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
-//! needs Σ r·g for both.
+//! The component families (DESIGN §3, §11: "a family is one thing"): the
+//! trait `ComponentFamily` (component.rs), one implementation per family
+//! (invgauss.rs, normal.rs), and here the one place where the runtime tag
+//! `Family` (params.rs) meets them, `with_family!`, with the functions that
+//! take the tag for code that is not generic over the trait.
 
 use crate::limits::MAX_COMPONENTS;
 use crate::params::{Family, Params};
 
-/// log(2π)
-pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
+pub(crate) mod component;
+pub(crate) mod invgauss;
+pub(crate) mod normal;
+
+pub use component::{ComponentFamily, LN_2PI};
+pub use invgauss::InvGauss;
+pub use normal::Normal;
+
+/// The one place the runtime tag meets the implementations: `$body` with
+/// `$F` naming the family's type, e.g. `with_family!(family, F => F::sd(mu,
+/// shape))`. A new family adds its arm here.
+macro_rules! with_family {
+    ($family:expr, $F:ident => $body:expr) => {
+        match $family {
+            $crate::params::Family::InvGauss => {
+                type $F = $crate::family::invgauss::InvGauss;
+                $body
+            }
+            $crate::params::Family::Normal => {
+                type $F = $crate::family::normal::Normal;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_family;
 
 /// The auxiliary per-observation value `g` of the module docs.
 #[inline(always)]
@@ -104,18 +121,7 @@ pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
 /// as used for random starts. `None` when the estimate is not a valid
 /// component (all values equal, non-finite, λ ≤ 0).
 pub fn ml_estimate(family: Family, xs: &[f64]) -> Option<(f64, f64)> {
-    let n = xs.len() as f64;
-    let mu = xs.iter().sum::<f64>() / n;
-    let shape = match family {
-        Family::InvGauss => {
-            // 1/λ = mean(1/x − 1/μ)
-            let inv_lambda = xs.iter().map(|&x| 1.0 / x - 1.0 / mu).sum::<f64>() / n;
-            1.0 / inv_lambda
-        }
-        Family::Normal => (xs.iter().map(|&x| (x - mu) * (x - mu)).sum::<f64>() / n).sqrt(),
-    };
-    let positive_mu = family == Family::Normal || mu > 0.0;
-    (mu.is_finite() && positive_mu && shape.is_finite() && shape > 0.0).then_some((mu, shape))
+    with_family!(family, F => F::ml_estimate(xs))
 }
 
 /// Standard deviation of one component: √(μ³/λ) or σ.

@@ -1,0 +1,31 @@
+//! The Normal N(μ, σ²) (DESIGN §3): mean μ, shape σ; any finite data.
+
+use crate::family::component::{valid_estimate, ComponentFamily};
+use crate::params::Family;
+
+/// The Normal family; its shape parameter is σ.
+#[derive(Clone, Copy, Debug)]
+pub struct Normal;
+
+impl ComponentFamily for Normal {
+    const FAMILY: Family = Family::Normal;
+
+    #[inline(always)]
+    fn mean_ok(_mu: f64) -> bool {
+        true
+    }
+
+    /// μ = S1/S0 and σ² = S2/S0 − μ² (S2 = Σr·x²).
+    #[inline(always)]
+    fn component_m_step(s0: f64, s1: f64, s2: f64) -> (f64, f64) {
+        let mu = s1 / s0;
+        let shape = (s2 / s0 - mu * mu).sqrt();
+        (mu, shape)
+    }
+
+    fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)> {
+        let n = xs.len() as f64;
+        let mu = xs.iter().sum::<f64>() / n;
+        valid_estimate::<Self>(mu, (xs.iter().map(|&x| (x - mu) * (x - mu)).sum::<f64>() / n).sqrt())
+    }
+}
