@@ -1,7 +1,7 @@
 //! The M-step: new parameters from one E-step's sufficient statistics, in
 //! closed form (DESIGN §3), and the guards that declare a start degenerate.
 
-use crate::family::{self, with_family, ComponentFamily};
+use crate::family::{with_family, ComponentFamily};
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
@@ -18,7 +18,7 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
     if !(mu.is_finite() && shape.is_finite() && shape > 0.0 && mu_ok) {
         return Err(Degenerate::NotFinite);
     }
-    let sd = family::component_sd(F::FAMILY, mu, shape);
+    let sd = F::sd(mu, shape);
     if !(sd >= MIN_RELATIVE_SD * spread) {
         return Err(Degenerate::SpreadCollapsed);
     }
@@ -52,6 +52,7 @@ fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: usize, spread: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family;
 
     /// Weighted ML of one component by brute force: maximise the weighted
     /// log-likelihood directly (μ = weighted mean; then the shape from the

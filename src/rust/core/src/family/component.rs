@@ -39,6 +39,46 @@ pub trait ComponentFamily {
     /// not a valid component (all values equal, non-finite, shape ≤ 0, a
     /// mean `mean_ok` rejects).
     fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)>;
+
+    /// The standard deviation of one component: the quantity of the
+    /// spurious-solution screen (screen.rs: a spike is a component far
+    /// narrower than the widest) and of the M-step's collapse guard.
+    fn sd(mu: f64, shape: f64) -> f64;
+
+    /// Whether the family lives on x > 0 only (its data must be positive).
+    const POSITIVE: bool;
+
+    /// Whether `x` is in the family's support.
+    #[inline(always)]
+    fn in_support(x: f64) -> bool {
+        x.is_finite() && (!Self::POSITIVE || x > 0.0)
+    }
+
+    /// Rescaling (DESIGN §3; dataset.rs): the (shift, scale) with which
+    /// data of mean `mean` and standard deviation `sd` are fitted, as
+    /// x' = (x − shift) / scale, so that the M-step's differences do not
+    /// cancel far from unit scale.
+    fn location_scale(mean: f64, sd: f64) -> (f64, f64);
+
+    /// Σ h(x) over `n` observations in their own units, from `h_sum`, the
+    /// same sum over the rescaled data (rescaled by `scale`).
+    fn log_h_sum_unscaled(h_sum: f64, n: f64, scale: f64) -> f64;
+
+    /// One component's (μ, shape) fitted on the rescaled data, in the
+    /// data's own units. The default is a location-scale family's (both
+    /// families here); a family whose shape is not a scale overrides it,
+    /// `rescale` and the Jacobian of information.rs's `covariance`.
+    #[inline(always)]
+    fn unscale(mu: f64, shape: f64, shift: f64, scale: f64) -> (f64, f64) {
+        (mu * scale + shift, shape * scale)
+    }
+
+    /// The inverse of `unscale`: (μ, shape) in the data's units, on the
+    /// rescaled data.
+    #[inline(always)]
+    fn rescale(mu: f64, shape: f64, shift: f64, scale: f64) -> (f64, f64) {
+        ((mu - shift) / scale, shape / scale)
+    }
 }
 
 /// `(μ, shape)` if it is a valid component of `F`: finite, a mean `F`

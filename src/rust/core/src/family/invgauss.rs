@@ -32,4 +32,25 @@ impl ComponentFamily for InvGauss {
         let inv_lambda = xs.iter().map(|&x| 1.0 / x - 1.0 / mu).sum::<f64>() / n;
         valid_estimate::<Self>(mu, 1.0 / inv_lambda)
     }
+
+    /// √(μ³/λ)
+    #[inline(always)]
+    fn sd(mu: f64, shape: f64) -> f64 {
+        (mu * mu * mu / shape).sqrt()
+    }
+
+    const POSITIVE: bool = true;
+
+    /// Divided by the mean: the inverse Gaussian is closed under scaling
+    /// (cX ~ IG(cμ, cλ)), and its data must stay positive.
+    #[inline(always)]
+    fn location_scale(mean: f64, _sd: f64) -> (f64, f64) {
+        (0.0, mean)
+    }
+
+    /// h = −3/2 log x, so Σ −3/2 log x = Σ −3/2 log x' − 3/2 N log scale.
+    #[inline(always)]
+    fn log_h_sum_unscaled(h_sum: f64, n: f64, scale: f64) -> f64 {
+        h_sum - 1.5 * n * scale.ln()
+    }
 }

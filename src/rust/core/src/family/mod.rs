@@ -126,10 +126,7 @@ pub fn ml_estimate(family: Family, xs: &[f64]) -> Option<(f64, f64)> {
 
 /// Standard deviation of one component: √(μ³/λ) or σ.
 pub fn component_sd(family: Family, mu: f64, shape: f64) -> f64 {
-    match family {
-        Family::InvGauss => (mu * mu * mu / shape).sqrt(),
-        Family::Normal => shape,
-    }
+    with_family!(family, F => F::sd(mu, shape))
 }
 
 #[cfg(test)]

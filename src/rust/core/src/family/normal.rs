@@ -28,4 +28,24 @@ impl ComponentFamily for Normal {
         let mu = xs.iter().sum::<f64>() / n;
         valid_estimate::<Self>(mu, (xs.iter().map(|&x| (x - mu) * (x - mu)).sum::<f64>() / n).sqrt())
     }
+
+    /// σ
+    #[inline(always)]
+    fn sd(_mu: f64, shape: f64) -> f64 {
+        shape
+    }
+
+    const POSITIVE: bool = false;
+
+    /// Standardised.
+    #[inline(always)]
+    fn location_scale(mean: f64, sd: f64) -> (f64, f64) {
+        (mean, sd)
+    }
+
+    /// h = 0.
+    #[inline(always)]
+    fn log_h_sum_unscaled(_h_sum: f64, _n: f64, _scale: f64) -> f64 {
+        0.0
+    }
 }
