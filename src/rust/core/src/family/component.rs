@@ -14,6 +14,9 @@
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
 //! needs Σ r·g for both.
 
+use rand::RngExt;
+use rand_pcg::Pcg64;
+
 use crate::params::Family;
 
 /// log(2π)
@@ -79,10 +82,28 @@ pub trait ComponentFamily {
     fn rescale(mu: f64, shape: f64, shift: f64, scale: f64) -> (f64, f64) {
         ((mu - shift) / scale, shape / scale)
     }
+
+    /// One draw from the component (μ, shape), for the parametric
+    /// bootstrap's replicates (simulate.rs); `rng`'s draws are part of a
+    /// replicate's definition, so their number and order are fixed.
+    fn draw(mu: f64, shape: f64, rng: &mut Pcg64) -> f64;
+
+    /// The means of the two components a component of mean μ is split into
+    /// for a K + 1 start next to a K-component fit (bootstrap.rs), `half`
+    /// (half its sd) either side of μ, both inside the family's range.
+    fn split_means(mu: f64, half: f64) -> (f64, f64);
 }
 
 /// `(μ, shape)` if it is a valid component of `F`: finite, a mean `F`
 /// accepts, a positive shape.
 pub(super) fn valid_estimate<F: ComponentFamily>(mu: f64, shape: f64) -> Option<(f64, f64)> {
     (mu.is_finite() && F::mean_ok(mu) && shape.is_finite() && shape > 0.0).then_some((mu, shape))
+}
+
+/// A standard Normal draw by Box and Muller (one of the pair; 1 − u keeps
+/// the logarithm's argument in (0, 1]).
+pub(crate) fn standard_normal(rng: &mut Pcg64) -> f64 {
+    let u = 1.0 - rng.random::<f64>();
+    let v = rng.random::<f64>();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }

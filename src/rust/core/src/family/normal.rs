@@ -1,6 +1,8 @@
 //! The Normal N(μ, σ²) (DESIGN §3): mean μ, shape σ; any finite data.
 
-use crate::family::component::{valid_estimate, ComponentFamily};
+use rand_pcg::Pcg64;
+
+use crate::family::component::{standard_normal, valid_estimate, ComponentFamily};
 use crate::params::Family;
 
 /// The Normal family; its shape parameter is σ.
@@ -47,5 +49,15 @@ impl ComponentFamily for Normal {
     #[inline(always)]
     fn log_h_sum_unscaled(_h_sum: f64, _n: f64, _scale: f64) -> f64 {
         0.0
+    }
+
+    /// μ + σ·z, z a standard Normal.
+    fn draw(mu: f64, shape: f64, rng: &mut Pcg64) -> f64 {
+        let z = standard_normal(rng);
+        mu + shape * z
+    }
+
+    fn split_means(mu: f64, half: f64) -> (f64, f64) {
+        (mu - half, mu + half)
     }
 }
