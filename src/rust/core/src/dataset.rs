@@ -22,7 +22,7 @@ pub struct Prepared {
     pub family: Family,
     /// Rescaled observations, x' = (x − shift) / scale.
     pub x: Vec<f64>,
-    /// family::aux of each rescaled observation.
+    /// ComponentFamily::aux of each rescaled observation.
     pub g: Vec<f64>,
     /// Σ h(x') over the rescaled data (the parameter-free part of the log-likelihood).
     pub h_sum: f64,
@@ -190,8 +190,8 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
     let sd = (u.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / nf).sqrt();
     let (shift, scale) = F::location_scale(mean, sd);
     let x: Vec<f64> = u.iter().map(|&v| (v - shift) / scale).collect();
-    let g: Vec<f64> = x.iter().map(|&v| family::aux(family, v)).collect();
-    let h_sum: f64 = x.iter().map(|&v| family::log_h(family, v)).sum();
+    let g: Vec<f64> = x.iter().map(|&v| F::aux(v)).collect();
+    let h_sum: f64 = x.iter().map(|&v| F::log_h(v)).sum();
     let (shift, scale) = (shift * unit, scale * unit);
     let spread = sd / (scale / unit);
     let usable = |v: f64| F::in_support(v);

@@ -37,7 +37,7 @@
 //! √V'_aa · scale without ever squaring the scale.
 
 use crate::dataset::Prepared;
-use crate::family;
+use crate::family::{self, ComponentFamily, InvGauss, Normal};
 use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
@@ -81,6 +81,16 @@ fn component_derivatives<const IG: bool>(x: f64, g: f64, mu: f64, c: &[f64; 6]) 
         [c[0] * d, c[1] - d * d * g * c[2], c[3] * (2.0 * mu - 3.0 * x), c[4] * d, c[5]]
     } else {
         [d * c[0], d * d * c[2] - c[1], -c[5], -c[4] * d, c[5] - d * d * c[3]]
+    }
+}
+
+/// q of the family `IG` names (family/: ComponentFamily::q).
+#[inline(always)]
+fn q<const IG: bool>(x: f64, g: f64, mu: f64) -> f64 {
+    if IG {
+        InvGauss::q(x, g, mu)
+    } else {
+        Normal::q(x, g, mu)
     }
 }
 
@@ -164,7 +174,7 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
             for j in 0..len {
-                r[m][j] = c - km * family::q::<IG>(xb[j], gb[j], mu);
+                r[m][j] = c - km * q::<IG>(xb[j], gb[j], mu);
             }
         }
         let mut top = r[0];

@@ -14,10 +14,14 @@
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
 //! needs Σ r·g for both.
 
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{__m256d, __m512d};
+
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
-use crate::params::Family;
+use crate::limits::MAX_COMPONENTS;
+use crate::params::{Family, Params};
 
 /// log(2π)
 pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -28,6 +32,55 @@ pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub trait ComponentFamily {
     /// The runtime tag of this family.
     const FAMILY: Family;
+
+    /// The per-observation value `g` the E-step reads beside x (computed
+    /// once per dataset, Prepared::g) and accumulates: S2 = Σ r·g.
+    fn aux(x: f64) -> f64;
+
+    /// The parameter-free part of the log-density, h(x): the E-step leaves
+    /// it out, and it is summed once per dataset (Prepared::h_sum).
+    fn log_h(x: f64) -> f64;
+
+    /// One component's constants (c, k) of log p(x) = c − k·q(x, μ) + h(x),
+    /// which the E-step computes once per pass (`terms`).
+    fn constants(mu: f64, shape: f64) -> (f64, f64);
+
+    /// q(x, μ) given x and its `aux` value g. The E-step's inner loops call
+    /// it per observation and component; keep it a few flops, inlined.
+    fn q(x: f64, g: f64, mu: f64) -> f64;
+
+    /// `q` of four observations in AVX2 vectors (estep_avx2.rs), the same
+    /// operations in the same order, unfused, so the bits are q's.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn q_avx2(x: __m256d, g: __m256d, mu: __m256d) -> __m256d;
+
+    /// `q` of eight observations in AVX-512 vectors (estep_avx512.rs), as
+    /// `q_avx2`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn q_avx512(x: __m512d, g: __m512d, mu: __m512d) -> __m512d;
+
+    /// The E-step's per-component constants of the mixture `p`: c_m (with
+    /// log α_m) and k_m of `constants`, and μ_m.
+    fn terms(p: &Params) -> Terms {
+        let mut t = Terms { c: [0.0; MAX_COMPONENTS], k: [0.0; MAX_COMPONENTS], mu: p.mu };
+        for m in 0..p.k {
+            let (c, k) = Self::constants(p.mu[m], p.shape[m]);
+            t.c[m] = p.alpha[m].ln() + c;
+            t.k[m] = k;
+        }
+        t
+    }
+
+    /// log p(x | μ, shape) of one component, straight from the formula: the
+    /// reference the fast E-step is tested against, and what predict()'s
+    /// densities are computed with.
+    fn log_density(x: f64, mu: f64, shape: f64) -> f64;
 
     /// Whether μ is a usable mean (the inverse Gaussian's must be positive).
     fn mean_ok(mu: f64) -> bool;
@@ -92,6 +145,15 @@ pub trait ComponentFamily {
     /// for a K + 1 start next to a K-component fit (bootstrap.rs), `half`
     /// (half its sd) either side of μ, both inside the family's range.
     fn split_means(mu: f64, half: f64) -> (f64, f64);
+}
+
+/// Per-component constants of log α_m + log p_m(x) − h(x) = c_m − k_m·q.
+/// (c_m includes log α_m.)
+#[derive(Clone, Copy, Debug)]
+pub struct Terms {
+    pub c: [f64; MAX_COMPONENTS],
+    pub k: [f64; MAX_COMPONENTS],
+    pub mu: [f64; MAX_COMPONENTS],
 }
 
 /// `(μ, shape)` if it is a valid component of `F`: finite, a mean `F`

@@ -1,10 +1,13 @@
 //! The inverse Gaussian IG(μ, λ) (DESIGN §3): mean μ, shape λ, variance
 //! μ³/λ; data must be positive.
 
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
-use crate::family::component::{standard_normal, valid_estimate, ComponentFamily};
+use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
 use crate::params::Family;
 
 /// The inverse Gaussian family; its shape parameter is λ.
@@ -13,6 +16,52 @@ pub struct InvGauss;
 
 impl ComponentFamily for InvGauss {
     const FAMILY: Family = Family::InvGauss;
+
+    /// 1/x, so that q needs no division.
+    #[inline(always)]
+    fn aux(x: f64) -> f64 {
+        1.0 / x
+    }
+
+    /// −3/2 log x
+    #[inline(always)]
+    fn log_h(x: f64) -> f64 {
+        -1.5 * x.ln()
+    }
+
+    /// c = ½ log λ − ½ log 2π, k = λ / (2μ²).
+    #[inline(always)]
+    fn constants(mu: f64, shape: f64) -> (f64, f64) {
+        (0.5 * (shape.ln() - LN_2PI), shape / (2.0 * mu * mu))
+    }
+
+    /// (x − μ)² / x, as (x − μ)² g.
+    #[inline(always)]
+    fn q(x: f64, g: f64, mu: f64) -> f64 {
+        let d = x - mu;
+        d * d * g
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn q_avx2(x: __m256d, g: __m256d, mu: __m256d) -> __m256d {
+        let d = _mm256_sub_pd(x, mu);
+        let dd = _mm256_mul_pd(d, d);
+        _mm256_mul_pd(dd, g)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn q_avx512(x: __m512d, g: __m512d, mu: __m512d) -> __m512d {
+        let d = _mm512_sub_pd(x, mu);
+        let dd = _mm512_mul_pd(d, d);
+        _mm512_mul_pd(dd, g)
+    }
+
+    fn log_density(x: f64, mu: f64, shape: f64) -> f64 {
+        let lambda = shape;
+        0.5 * (lambda.ln() - LN_2PI - 3.0 * x.ln()) - lambda * (x - mu) * (x - mu) / (2.0 * mu * mu * x)
+    }
 
     #[inline(always)]
     fn mean_ok(mu: f64) -> bool {

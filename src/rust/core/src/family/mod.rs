@@ -11,7 +11,7 @@ pub(crate) mod component;
 pub(crate) mod invgauss;
 pub(crate) mod normal;
 
-pub use component::{ComponentFamily, LN_2PI};
+pub use component::{ComponentFamily, Terms, LN_2PI};
 pub use invgauss::InvGauss;
 pub use normal::Normal;
 
@@ -34,72 +34,32 @@ macro_rules! with_family {
 }
 pub(crate) use with_family;
 
-/// The auxiliary per-observation value `g` of the module docs.
+/// The per-observation value `g` (ComponentFamily::aux).
 #[inline(always)]
 pub fn aux(family: Family, x: f64) -> f64 {
-    match family {
-        Family::InvGauss => 1.0 / x,
-        Family::Normal => x * x,
-    }
+    with_family!(family, F => F::aux(x))
 }
 
-/// The parameter-free part of the log-density, h(x).
+/// The parameter-free part of the log-density, h(x) (ComponentFamily::log_h).
 #[inline(always)]
 pub fn log_h(family: Family, x: f64) -> f64 {
-    match family {
-        Family::InvGauss => -1.5 * x.ln(),
-        Family::Normal => 0.0,
-    }
+    with_family!(family, F => F::log_h(x))
 }
 
-/// q(x, μ) given x, its auxiliary value g and the component mean.
-#[inline(always)]
-pub fn q<const IG: bool>(x: f64, g: f64, mu: f64) -> f64 {
-    let d = x - mu;
-    if IG {
-        d * d * g
-    } else {
-        d * d
-    }
+/// Whether `x` is in the family's support (ComponentFamily::in_support).
+pub fn in_support(family: Family, x: f64) -> bool {
+    with_family!(family, F => F::in_support(x))
 }
 
-/// Per-component constants of log α_m + log p_m(x) − h(x) = c_m − k_m·q.
-/// (c_m includes log α_m.)
-#[derive(Clone, Copy, Debug)]
-pub struct Terms {
-    pub c: [f64; MAX_COMPONENTS],
-    pub k: [f64; MAX_COMPONENTS],
-    pub mu: [f64; MAX_COMPONENTS],
-}
-
+/// The E-step's per-component constants of `p` (ComponentFamily::terms).
 pub fn terms(family: Family, p: &Params) -> Terms {
-    let mut t = Terms { c: [0.0; MAX_COMPONENTS], k: [0.0; MAX_COMPONENTS], mu: p.mu };
-    for m in 0..p.k {
-        let (mu, shape) = (p.mu[m], p.shape[m]);
-        let (c, k) = match family {
-            Family::InvGauss => (0.5 * (shape.ln() - LN_2PI), shape / (2.0 * mu * mu)),
-            Family::Normal => (-shape.ln() - 0.5 * LN_2PI, 1.0 / (2.0 * shape * shape)),
-        };
-        t.c[m] = p.alpha[m].ln() + c;
-        t.k[m] = k;
-    }
-    t
+    with_family!(family, F => F::terms(p))
 }
 
-/// log p(x | μ, shape) of one component, straight from the formula: the
-/// reference the fast E-step is tested against, and what the reported
-/// log-likelihood is computed with.
+/// log p(x | μ, shape) of one component, straight from the formula
+/// (ComponentFamily::log_density).
 pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
-    match family {
-        Family::InvGauss => {
-            let lambda = shape;
-            0.5 * (lambda.ln() - LN_2PI - 3.0 * x.ln()) - lambda * (x - mu) * (x - mu) / (2.0 * mu * mu * x)
-        }
-        Family::Normal => {
-            let sigma = shape;
-            -0.5 * LN_2PI - sigma.ln() - (x - mu) * (x - mu) / (2.0 * sigma * sigma)
-        }
-    }
+    with_family!(family, F => F::log_density(x, mu, shape))
 }
 
 /// Log-likelihood of a mixture on data, observation by observation with libm
@@ -172,14 +132,7 @@ mod tests {
             for x in [0.1, 0.9, 2.5] {
                 let g = aux(family, x);
                 for m in 0..2 {
-                    let split = t.c[m]
-                        - t.k[m]
-                            * if family == Family::InvGauss {
-                                q::<true>(x, g, p.mu[m])
-                            } else {
-                                q::<false>(x, g, p.mu[m])
-                            }
-                        + log_h(family, x);
+                    let split = t.c[m] - t.k[m] * with_family!(family, F => F::q(x, g, p.mu[m])) + log_h(family, x);
                     let direct = p.alpha[m].ln() + log_density(family, x, p.mu[m], p.shape[m]);
                     assert!((split - direct).abs() < 1e-13 * (1.0 + direct.abs()), "{family:?} x={x} m={m}");
                 }

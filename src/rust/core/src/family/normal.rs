@@ -1,8 +1,11 @@
 //! The Normal N(μ, σ²) (DESIGN §3): mean μ, shape σ; any finite data.
 
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
 use rand_pcg::Pcg64;
 
-use crate::family::component::{standard_normal, valid_estimate, ComponentFamily};
+use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
 use crate::params::Family;
 
 /// The Normal family; its shape parameter is σ.
@@ -11,6 +14,50 @@ pub struct Normal;
 
 impl ComponentFamily for Normal {
     const FAMILY: Family = Family::Normal;
+
+    /// x², for the M-step's Σ r·x².
+    #[inline(always)]
+    fn aux(x: f64) -> f64 {
+        x * x
+    }
+
+    /// 0
+    #[inline(always)]
+    fn log_h(_x: f64) -> f64 {
+        0.0
+    }
+
+    /// c = −log σ − ½ log 2π, k = 1 / (2σ²).
+    #[inline(always)]
+    fn constants(_mu: f64, shape: f64) -> (f64, f64) {
+        (-shape.ln() - 0.5 * LN_2PI, 1.0 / (2.0 * shape * shape))
+    }
+
+    /// (x − μ)²
+    #[inline(always)]
+    fn q(x: f64, _g: f64, mu: f64) -> f64 {
+        let d = x - mu;
+        d * d
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn q_avx2(x: __m256d, _g: __m256d, mu: __m256d) -> __m256d {
+        let d = _mm256_sub_pd(x, mu);
+        _mm256_mul_pd(d, d)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn q_avx512(x: __m512d, _g: __m512d, mu: __m512d) -> __m512d {
+        let d = _mm512_sub_pd(x, mu);
+        _mm512_mul_pd(d, d)
+    }
+
+    fn log_density(x: f64, mu: f64, shape: f64) -> f64 {
+        let sigma = shape;
+        -0.5 * LN_2PI - sigma.ln() - (x - mu) * (x - mu) / (2.0 * sigma * sigma)
+    }
 
     #[inline(always)]
     fn mean_ok(_mu: f64) -> bool {
