@@ -136,6 +136,16 @@ pub trait ComponentFamily {
         ((mu - shift) / scale, shape / scale)
     }
 
+    /// Per-component constants of `derivatives`, computed once per pass so
+    /// that the pass over the data divides by nothing but its own x.
+    fn derivative_constants(mu: f64, shape: f64) -> [f64; 6];
+
+    /// The information's per-observation pieces (information.rs): the
+    /// gradient u = (u_μ, u_s) and the Hessian (h_μμ, h_μs, h_ss) of
+    /// log p(x) in (μ, shape), at x with its `aux` value g, from
+    /// `derivative_constants` `c`. Called per observation and component.
+    fn derivatives(x: f64, g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5];
+
     /// One draw from the component (μ, shape), for the parametric
     /// bootstrap's replicates (simulate.rs); `rng`'s draws are part of a
     /// replicate's definition, so their number and order are fixed.

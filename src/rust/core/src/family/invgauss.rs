@@ -106,6 +106,21 @@ impl ComponentFamily for InvGauss {
         h_sum - 1.5 * n * scale.ln()
     }
 
+    /// λ/μ³, 1/(2λ), 1/(2μ²), λ/μ⁴, 1/μ³, −1/(2λ²).
+    fn derivative_constants(mu: f64, shape: f64) -> [f64; 6] {
+        let (lambda, mu2) = (shape, mu * mu);
+        let mu3 = mu2 * mu;
+        [lambda / mu3, 0.5 / lambda, 0.5 / mu2, lambda / (mu2 * mu2), 1.0 / mu3, -0.5 / (lambda * lambda)]
+    }
+
+    /// With d = x − μ: u = (λd/μ³, 1/(2λ) − d²/(2μ²x)),
+    /// h = [[λ(2μ − 3x)/μ⁴, d/μ³], [d/μ³, −1/(2λ²)]].
+    #[inline(always)]
+    fn derivatives(x: f64, g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5] {
+        let d = x - mu;
+        [c[0] * d, c[1] - d * d * g * c[2], c[3] * (2.0 * mu - 3.0 * x), c[4] * d, c[5]]
+    }
+
     /// A standard Normal, then a uniform (inverse_gaussian).
     fn draw(mu: f64, shape: f64, rng: &mut Pcg64) -> f64 {
         let z = standard_normal(rng);

@@ -98,6 +98,20 @@ impl ComponentFamily for Normal {
         0.0
     }
 
+    /// 1/σ², 1/σ, 1/σ³, 3/σ⁴, 2/σ³, 1/σ² (h_μμ = −1/σ²).
+    fn derivative_constants(_mu: f64, shape: f64) -> [f64; 6] {
+        let s2 = shape * shape;
+        [1.0 / s2, 1.0 / shape, 1.0 / (s2 * shape), 3.0 / (s2 * s2), 2.0 / (s2 * shape), 1.0 / s2]
+    }
+
+    /// With d = x − μ: u = (d/σ², −1/σ + d²/σ³),
+    /// h = [[−1/σ², −2d/σ³], [−2d/σ³, 1/σ² − 3d²/σ⁴]].
+    #[inline(always)]
+    fn derivatives(x: f64, _g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5] {
+        let d = x - mu;
+        [d * c[0], d * d * c[2] - c[1], -c[5], -c[4] * d, c[5] - d * d * c[3]]
+    }
+
     /// μ + σ·z, z a standard Normal.
     fn draw(mu: f64, shape: f64, rng: &mut Pcg64) -> f64 {
         let z = standard_normal(rng);
