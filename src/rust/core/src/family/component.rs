@@ -1,8 +1,10 @@
 //! What a component family is: the trait `ComponentFamily`, which holds
 //! all of a family's mathematics, implemented once per family
 //! (invgauss.rs, normal.rs). The CPU engine and the host-side finishing use
-//! only the trait (directly where generic, or through the functions of
-//! family/mod.rs that take the runtime tag).
+//! only the trait: directly where generic (the E-step's loops, the
+//! information's pass, the M-step, prepare, posterior, the bootstrap's
+//! draws, all monomorphised per family), or through the functions of
+//! family/mod.rs that take the runtime tag `Family`.
 //!
 //! Both families share one shape: log p(x) = c − k·q(x, μ) + h(x), where
 //!   inverse Gaussian: c = ½ log λ − ½ log 2π, k = λ / (2μ²), q = (x − μ)² / x,
@@ -12,7 +14,44 @@
 //! h does not depend on the parameters, so the E-step sums it once per dataset.
 //! Each dataset carries one auxiliary value per observation, `g`: 1/x for the
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
-//! needs Σ r·g for both.
+//! needs Σ r·g for both. The E-step's loops (CPU and CUDA) compute
+//! l_m = c_m − k_m·q(x, g, μ_m) and accumulate S0 = Σr, S1 = Σr·x,
+//! S2 = Σr·g (params.rs's Stats): a family of that form is one more
+//! implementation; one that needs other sums (Student-t's weights) also
+//! extends Stats and those loops.
+//!
+//! Adding a family: a variant of `Family` with its R names (params.rs), an
+//! implementation of this trait in family/<name>.rs, its arm in
+//! `with_family!` (family/mod.rs), and its CUDA counterpart (below).
+//!
+//! CUDA counterparts. The kernels (kernels/em_common.cuh, em_streams.cu,
+//! em_batched.cu) are written over an int `IG` (em_batched.cu's templates,
+//! instantiated by EM_BATCHED(K, IG, ...) from gpu/kernels.rs's
+//! Kernels::batched) or `invgauss` (em_obs_terms and responsibilities,
+//! set by engine/cuda_streams.rs); a new family adds its case there.
+//! Their constants (LN_2PI, MIN_RELATIVE_SD, MIN_COMPONENT_OBS, ...) come
+//! from the prelude gpu/prelude.rs generates from the Rust values.
+//! - `q`: em_common.cuh `q_invgauss`, `q_normal` (used by em_batched.cu
+//!   `accumulate` and em_common.cuh `responsibilities`); in fp32, inline in
+//!   em_batched.cu `accumulate32` (`IG ? d * d * xg.y : d * d`).
+//! - `constants`, `terms`: em_batched.cu `terms<K, IG>` (called by
+//!   `State::retermed`; LN_2PI from the prelude); cuda-streams uploads the
+//!   host's `terms` (c, k, μ) to em_obs_terms.
+//! - the sums S0, S1, S2: em_batched.cu `add_observation`, em_streams.cu
+//!   `em_obs_terms` + `em_fused_sum`.
+//! - `component_m_step`: em_batched.cu `m_step<K, IG>` (its `new_shape`);
+//!   cuda-streams runs the host's M-step (mstep.rs, through em.rs).
+//! - `mean_ok`, `sd` in the collapse guard: em_batched.cu
+//!   `check_component<IG>`.
+//! - `sd` in the screen: em_batched.cu `spurious<K, IG>`.
+//! - Σ_i r q(x_i, μ) expressed in S0, S1, S2 (no Rust counterpart: mixed
+//!   precision's switch to fp64): em_batched.cu `q_value<K, IG>`.
+//! - host only, no device code: `aux` (the device reads Prepared::g, packed
+//!   by engine/cuda_batched/pack.rs), `log_h` (Prepared::h_sum is added to
+//!   the log-likelihood: em_batched.cu's `ds_hsum`, em.rs on the host),
+//!   `ml_estimate` (starts are drawn on the host), the rescaling,
+//!   `log_density`, the information's derivatives, `draw` and
+//!   `split_means`, and the vector forms `q_avx2`/`q_avx512`.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m256d, __m512d};
@@ -32,6 +71,15 @@ pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub trait ComponentFamily {
     /// The runtime tag of this family.
     const FAMILY: Family;
+
+    /// Whether the family lives on x > 0 only (its data must be positive).
+    const POSITIVE: bool;
+
+    /// Whether `x` is in the family's support.
+    #[inline(always)]
+    fn in_support(x: f64) -> bool {
+        x.is_finite() && (!Self::POSITIVE || x > 0.0)
+    }
 
     /// The per-observation value `g` the E-step reads beside x (computed
     /// once per dataset, Prepared::g) and accumulates: S2 = Σ r·g.
@@ -100,15 +148,6 @@ pub trait ComponentFamily {
     /// spurious-solution screen (screen.rs: a spike is a component far
     /// narrower than the widest) and of the M-step's collapse guard.
     fn sd(mu: f64, shape: f64) -> f64;
-
-    /// Whether the family lives on x > 0 only (its data must be positive).
-    const POSITIVE: bool;
-
-    /// Whether `x` is in the family's support.
-    #[inline(always)]
-    fn in_support(x: f64) -> bool {
-        x.is_finite() && (!Self::POSITIVE || x > 0.0)
-    }
 
     /// Rescaling (DESIGN §3; dataset.rs): the (shift, scale) with which
     /// data of mean `mean` and standard deviation `sd` are fitted, as

@@ -17,6 +17,8 @@ pub struct InvGauss;
 impl ComponentFamily for InvGauss {
     const FAMILY: Family = Family::InvGauss;
 
+    const POSITIVE: bool = true;
+
     /// 1/x, so that q needs no division.
     #[inline(always)]
     fn aux(x: f64) -> f64 {
@@ -90,8 +92,6 @@ impl ComponentFamily for InvGauss {
     fn sd(mu: f64, shape: f64) -> f64 {
         (mu * mu * mu / shape).sqrt()
     }
-
-    const POSITIVE: bool = true;
 
     /// Divided by the mean: the inverse Gaussian is closed under scaling
     /// (cX ~ IG(cμ, cλ)), and its data must stay positive.

@@ -64,7 +64,7 @@ pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
 
 /// Log-likelihood of a mixture on data, observation by observation with libm
 /// and log-sum-exp: the reference the reported log-likelihood (computed by
-/// the E-step, fit.rs) is tested against.
+/// the E-step: Prepared::log_likelihood) is tested against.
 pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
     let mut l = [0.0; MAX_COMPONENTS];
     let mut total = 0.0;

@@ -15,6 +15,8 @@ pub struct Normal;
 impl ComponentFamily for Normal {
     const FAMILY: Family = Family::Normal;
 
+    const POSITIVE: bool = false;
+
     /// x², for the M-step's Σ r·x².
     #[inline(always)]
     fn aux(x: f64) -> f64 {
@@ -83,8 +85,6 @@ impl ComponentFamily for Normal {
     fn sd(_mu: f64, shape: f64) -> f64 {
         shape
     }
-
-    const POSITIVE: bool = false;
 
     /// Standardised.
     #[inline(always)]
