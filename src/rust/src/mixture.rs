@@ -50,8 +50,7 @@ fn weighted_densities(x: &[f64], family: Family, p: &Params) -> Vec<f64> {
     let mut out = vec![0.0; x.len() * p.k];
     for m in 0..p.k {
         for (i, &xi) in x.iter().enumerate() {
-            let inside = xi.is_finite() && (family == Family::Normal || xi > 0.0);
-            if inside {
+            if family::in_support(family, xi) {
                 out[m * x.len() + i] = p.alpha[m] * family::log_density(family, xi, p.mu[m], p.shape[m]).exp();
             }
         }

@@ -13,7 +13,7 @@
 // end-of-pass work (M-step, convergence, taking a new fit) is a rare branch,
 // so the warp stays converged whatever the lanes' dataset sizes, iteration
 // counts or phases. Observations are packed as double2 {x, g} (g = 1/x or
-// x^2, family.rs::aux) so each step is one 16-byte load.
+// x^2, ComponentFamily::aux) so each step is one 16-byte load.
 //
 // The log-likelihood of a pass is sum(max_i) + log(prod_i sum_m exp(l_im - max_i)),
 // with the product renormalised every step by moving its binary exponent into
@@ -65,7 +65,7 @@ template <int IG>
 __device__ __forceinline__ int check_component(double mu, double shape, double spread) {
     const bool mu_ok = !IG || mu > 0.0;
     if (!(isfinite(mu) && isfinite(shape) && shape > 0.0 && mu_ok)) return OUTCOME_NOT_FINITE;
-    const double sd = IG ? sqrt(mu * mu * mu / shape) : shape;  // family.rs::component_sd
+    const double sd = IG ? sqrt(mu * mu * mu / shape) : shape;  // ComponentFamily::sd
     if (!(sd >= MIN_RELATIVE_SD * spread)) return OUTCOME_SPREAD_COLLAPSED;
     return 0;
 }
@@ -91,7 +91,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
     return 0;
 }
 
-// family.rs::terms: c_m = log alpha_m + (IG: (log lambda - log 2pi)/2 ;
+// ComponentFamily::terms: c_m = log alpha_m + (IG: (log lambda - log 2pi)/2 ;
 // Normal: -log sigma - log(2pi)/2), k_m = lambda / (2 mu^2) or 1 / (2 sigma^2).
 template <int K, int IG>
 __device__ __forceinline__ void terms(const double alpha[K], const double mu[K], const double shape[K],
@@ -141,7 +141,7 @@ struct Pass {
 #define PHASE_SECOND 1
 #define PHASE_EXTRAPOLATED 2
 
-// A fit's parameters and the per-component terms of family.rs::terms, and
+// A fit's parameters and the per-component terms of ComponentFamily::terms, and
 // em.rs EmState's SQUAREM scalars. Its kept parameters (θ0 in PHASE_SECOND,
 // θ2 in PHASE_EXTRAPOLATED) live in the fit's row of out_params, unused until
 // the fit is stored: only the end of a pass touches them, so they cost the
@@ -555,7 +555,7 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
     double largest = 0.0;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        sd[m] = IG ? sqrt(st.mu[m] * st.mu[m] * st.mu[m] / st.shape[m]) : st.shape[m];  // family.rs::component_sd
+        sd[m] = IG ? sqrt(st.mu[m] * st.mu[m] * st.mu[m] / st.shape[m]) : st.shape[m];  // ComponentFamily::sd
         largest = fmax(largest, sd[m]);
     }
     int any = 0;

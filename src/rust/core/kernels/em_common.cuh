@@ -1,11 +1,11 @@
-// Device mirror of the Rust reference: src/family.rs (q, the per-component
+// Device mirror of the Rust reference: src/family/ (q, the per-component
 // terms c - k*q) and src/mathx.rs (exp_nonpos). Same names, same formulas;
 // change one, change the other. No #include: NVRTC compiles this text as is,
 // after the prelude of gpu/prelude.rs, which defines every constant used
 // here (MAX_COMPONENTS, the exponential's constants, EXP2_TABLE).
 
-// q(x, mu) of family.rs: (x - mu)^2 / x for the inverse Gaussian (g = 1/x),
-// (x - mu)^2 for the Normal.
+// q(x, mu) of ComponentFamily::q (family/invgauss.rs, family/normal.rs):
+// (x - mu)^2 / x for the inverse Gaussian (g = 1/x), (x - mu)^2 for the Normal.
 __device__ __forceinline__ double q_invgauss(double x, double g, double mu) {
     const double d = x - mu;
     return d * d * g;
@@ -44,7 +44,7 @@ __device__ __forceinline__ double exp_nonpos(double x) {
 // The per-observation E-step of estep.rs for one observation and one start:
 // l_m = c_m - k_m q(x, mu_m), lse = max + log sum exp(l_m - max), and the
 // responsibilities r_m = exp(l_m - max) / sum, left in l[]. `terms` holds
-// c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of family.rs::terms.
+// c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of ComponentFamily::terms.
 __device__ __forceinline__ double responsibilities(double x, double g, int k, int invgauss,
                                                    const double* __restrict__ terms,
                                                    double l[MAX_COMPONENTS]) {

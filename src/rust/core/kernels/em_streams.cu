@@ -6,7 +6,7 @@
 //   of every sum the M-step needs: lse_i, then r_im, r_im x_i, r_im g_i for
 //   each component m. Layout per_obs[a][j][i], j = 0 .. 3k, so that the sum
 //   kernel reads each row with consecutive threads (coalesced).
-//   terms[a] = c[8], k[8], mu[8] (family.rs::terms, computed on the host).
+//   terms[a] = c[8], k[8], mu[8] (ComponentFamily::terms, computed on the host).
 //
 // em_fused_sum: the single-launch fused sum kernel. One block of
 //   SUM_THREADS per active start reduces all 1 + 3k rows of that start in one

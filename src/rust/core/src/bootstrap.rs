@@ -16,7 +16,7 @@ use crate::dataset::{hash_values, Invalid};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, Engine, EngineKind};
 use crate::error::Error;
-use crate::family::component_sd;
+use crate::family::{component_sd, with_family, ComponentFamily};
 use crate::job::{Fit, Job, Settings};
 use crate::limits::{BOOTSTRAP_BLOCK_VALUES, MAX_COMPONENTS};
 use crate::outcome::Status;
@@ -274,10 +274,7 @@ pub fn split_heaviest(family: Family, p: &Params) -> Params {
     }
     let h = (0..p.k).fold(0, |h, m| if p.alpha[m] > p.alpha[h] { m } else { h });
     let half = component_sd(family, p.mu[h], p.shape[h]) / 2.0;
-    let (lo, hi) = match family {
-        Family::Normal => (p.mu[h] - half, p.mu[h] + half),
-        Family::InvGauss => (p.mu[h] * (-half / p.mu[h]).exp(), p.mu[h] * (half / p.mu[h]).exp()),
-    };
+    let (lo, hi) = with_family!(family, F => F::split_means(p.mu[h], half));
     q.k = p.k + 1;
     q.alpha[h] = p.alpha[h] / 2.0;
     q.alpha[p.k] = p.alpha[h] / 2.0;

@@ -6,19 +6,23 @@
 //! (Σr/x − S0²/S1, S2/S0 − μ²) cancel badly far from unit scale. The inverse
 //! Gaussian is closed under scaling (cX ~ IG(cμ, cλ)), so its data is divided
 //! by the mean; Normal data is standardised. Parameters are mapped back after.
+//! How a family rescales is the family's (ComponentFamily::location_scale,
+//! unscale, rescale, log_h_sum_unscaled).
 
 use std::fmt;
 
 use crate::estep::e_step;
-use crate::family;
+use crate::family::{self, with_family, ComponentFamily};
 use crate::limits::OBS_PER_COMPONENT;
 use crate::mathx::mix64;
 use crate::params::{Family, Params};
 
 pub struct Prepared {
+    /// The family the data were checked and rescaled for.
+    pub family: Family,
     /// Rescaled observations, x' = (x − shift) / scale.
     pub x: Vec<f64>,
-    /// family::aux of each rescaled observation.
+    /// ComponentFamily::aux of each rescaled observation.
     pub g: Vec<f64>,
     /// Σ h(x') over the rescaled data (the parameter-free part of the log-likelihood).
     pub h_sum: f64,
@@ -97,10 +101,13 @@ impl fmt::Display for Invalid {
 impl Prepared {
     /// Parameters fitted on the rescaled data, in the original units.
     pub fn unscale(&self, p: &Params) -> Params {
+        with_family!(self.family, F => self.unscale_of::<F>(p))
+    }
+
+    fn unscale_of<F: ComponentFamily>(&self, p: &Params) -> Params {
         let mut out = *p;
         for m in 0..p.k {
-            out.mu[m] = p.mu[m] * self.scale + self.shift;
-            out.shape[m] = p.shape[m] * self.scale;
+            (out.mu[m], out.shape[m]) = F::unscale(p.mu[m], p.shape[m], self.shift, self.scale);
         }
         out
     }
@@ -108,10 +115,13 @@ impl Prepared {
     /// Parameters in the data's units, on the rescaled data (the inverse of
     /// `unscale`).
     pub fn rescale(&self, p: &Params) -> Params {
+        with_family!(self.family, F => self.rescale_of::<F>(p))
+    }
+
+    fn rescale_of<F: ComponentFamily>(&self, p: &Params) -> Params {
         let mut out = *p;
         for m in 0..p.k {
-            out.mu[m] = (p.mu[m] - self.shift) / self.scale;
-            out.shape[m] = p.shape[m] / self.scale;
+            (out.mu[m], out.shape[m]) = F::rescale(p.mu[m], p.shape[m], self.shift, self.scale);
         }
         out
     }
@@ -128,10 +138,7 @@ impl Prepared {
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
             let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
-            let h_sum = match family {
-                Family::InvGauss => self.h_sum - 1.5 * n * self.scale.ln(),
-                Family::Normal => 0.0,
-            };
+            let h_sum = with_family!(family, F => F::log_h_sum_unscaled(self.h_sum, n, self.scale));
             let ll = e_step(family, values, &g, params).ll + h_sum;
             if ll.is_finite() {
                 return ll;
@@ -149,6 +156,12 @@ const MODERATE_SCALE_LOG2: f64 = 300.0;
 /// Checks one dataset and prepares it, or says why it cannot be fitted.
 /// Callers check the length for their K first (`Invalid::too_short`).
 pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
+    with_family!(family, F => prepare_of::<F>(values))
+}
+
+/// `prepare` for the family `F`.
+fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
+    let family = F::FAMILY;
     let n = values.len();
     if let Some(short) = Invalid::too_short(n, 1) {
         return Err(short);
@@ -156,7 +169,7 @@ pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
     if let Some((count, first)) = count_bad(values, |v| !v.is_finite()) {
         return Err(Invalid::NotFinite { count, first });
     }
-    if family == Family::InvGauss {
+    if F::POSITIVE {
         if let Some((count, first)) = count_bad(values, |v| v <= 0.0) {
             return Err(Invalid::NotPositive { count, first });
         }
@@ -175,16 +188,13 @@ pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
     let nf = n as f64;
     let mean = u.iter().sum::<f64>() / nf;
     let sd = (u.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / nf).sqrt();
-    let (shift, scale) = match family {
-        Family::InvGauss => (0.0, mean),
-        Family::Normal => (mean, sd),
-    };
+    let (shift, scale) = F::location_scale(mean, sd);
     let x: Vec<f64> = u.iter().map(|&v| (v - shift) / scale).collect();
-    let g: Vec<f64> = x.iter().map(|&v| family::aux(family, v)).collect();
-    let h_sum: f64 = x.iter().map(|&v| family::log_h(family, v)).sum();
+    let g: Vec<f64> = x.iter().map(|&v| F::aux(v)).collect();
+    let h_sum: f64 = x.iter().map(|&v| F::log_h(v)).sum();
     let (shift, scale) = (shift * unit, scale * unit);
     let spread = sd / (scale / unit);
-    let usable = |v: f64| v.is_finite() && (family == Family::Normal || v > 0.0);
+    let usable = |v: f64| F::in_support(v);
     let ok = scale.is_normal()
         && scale > 0.0
         && shift.is_finite()
@@ -196,7 +206,7 @@ pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
         let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         return Err(Invalid::TooSpread { min, max });
     }
-    Ok(Prepared { x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None })
+    Ok(Prepared { family, x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None })
 }
 
 /// The largest power of two not above `v` (> 0, finite), or 1 for 0.

@@ -5,12 +5,14 @@
 //! Observations are taken in blocks of `BLOCK` so that each stage (component
 //! log-densities, their maximum, the exponentials, the weighted sums) is a
 //! plain loop over a small array that the compiler vectorises. Per
-//! observation: l_m = c_m − k_m q(x, μ_m) (family.rs), lse = max + log Σ
-//! exp(l_m − max), r_m = exp(l_m − max) / Σ. The log of each Σ is not taken
-//! one by one: Σ lies in [1, M], so the product of a block's Σs stays finite
-//! and one logarithm per block serves (the same value up to rounding).
+//! observation: l_m = c_m − k_m q(x, μ_m) (the family's terms and q,
+//! family/component.rs), lse = max + log Σ exp(l_m − max), r_m = exp(l_m −
+//! max) / Σ. The log of each Σ is not taken one by one: Σ lies in [1, M], so
+//! the product of a block's Σs stays finite and one logarithm per block
+//! serves (the same value up to rounding). The loops are generic over the
+//! family (ComponentFamily), monomorphised per family.
 
-use crate::family::{self, q};
+use crate::family::{with_family, ComponentFamily};
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{exp_nonpos, exp_nonpos_all};
 use crate::params::{Family, Params, Stats};
@@ -66,47 +68,43 @@ fn vector_pass(family: Family) -> Option<VectorPass> {
         };
         has.min(cap)
     });
-    let ig = family == Family::InvGauss;
-    match width {
-        512 => Some(if ig { avx512::e_step::<true> } else { avx512::e_step::<false> }),
-        256 => Some(if ig { avx2::e_step::<true> } else { avx2::e_step::<false> }),
+    with_family!(family, F => match width {
+        512 => Some(avx512::e_step::<F> as VectorPass),
+        256 => Some(avx2::e_step::<F> as VectorPass),
         _ => None,
-    }
+    })
 }
 
 /// e_step by the block loops, for any K and CPU (estep_avx512.rs and
 /// estep_avx2.rs give K ≥ 2 the same bits, faster, where the CPU has
 /// AVX-512F or AVX2).
 pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
-    match family {
-        Family::InvGauss => dispatch::<true>(x, g, p),
-        Family::Normal => dispatch::<false>(x, g, p),
-    }
+    with_family!(family, F => dispatch::<F>(x, g, p))
 }
 
-fn dispatch<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+fn dispatch<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { e_step_avx2::<IG>(x, g, p) };
+            return unsafe { e_step_avx2::<F>(x, g, p) };
         }
     }
-    e_step_blocks::<IG>(x, g, p)
+    e_step_blocks::<F>(x, g, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn e_step_avx2<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
-    e_step_blocks::<IG>(x, g, p)
+unsafe fn e_step_avx2<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+    e_step_blocks::<F>(x, g, p)
 }
 
 #[inline(always)]
-fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
     let k = p.k;
-    let t = family::terms(if IG { Family::InvGauss } else { Family::Normal }, p);
+    let t = F::terms(p);
     let mut l = [[0.0f64; BLOCK]; MAX_COMPONENTS];
     // Padding observations (x = g = 1) of the last, short block are
     // computed and then given weight 0; full blocks are read in place.
@@ -131,7 +129,7 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
             for j in 0..BLOCK {
-                l[m][j] = c - km * q::<IG>(xb[j], gb[j], mu);
+                l[m][j] = c - km * F::q(xb[j], gb[j], mu);
             }
         }
         let mut mx = [0.0f64; BLOCK];
@@ -220,20 +218,22 @@ fn e_step_blocks<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Stats {
 /// responsibilities r_m = exp(l_m − max) / Σ exp(l_m' − max). NaN for an
 /// observation outside the family's support or not finite.
 pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
+    with_family!(family, F => posterior_of::<F>(xs, p))
+}
+
+/// `posterior` for the family `F`.
+fn posterior_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> Vec<f64> {
     let k = p.k;
-    let t = family::terms(family, p);
+    let t = F::terms(p);
     let mut out = vec![f64::NAN; xs.len() * k];
     let mut l = [0.0f64; MAX_COMPONENTS];
     for (i, &x) in xs.iter().enumerate() {
-        if !x.is_finite() || (family == Family::InvGauss && x <= 0.0) {
+        if !F::in_support(x) {
             continue;
         }
-        let g = family::aux(family, x);
+        let g = F::aux(x);
         for m in 0..k {
-            let q = match family {
-                Family::InvGauss => q::<true>(x, g, t.mu[m]),
-                Family::Normal => q::<false>(x, g, t.mu[m]),
-            };
+            let q = F::q(x, g, t.mu[m]);
             l[m] = t.c[m] - t.k[m] * q;
         }
         let mx = l[..k].iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -248,6 +248,7 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::family;
     use crate::mathx::{self, log_sum_exp, EXP_FLOOR};
 
     fn same(a: &Stats, b: &Stats) -> bool {

@@ -9,10 +9,10 @@
 
 use std::arch::x86_64::*;
 
-use crate::family;
+use crate::family::ComponentFamily;
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
-use crate::params::{Family, Params, Stats};
+use crate::params::{Params, Stats};
 
 // the sums are 4-wide vectors, lane i being the block loops' lane i
 const _: () = assert!(LANES == 4);
@@ -22,29 +22,29 @@ const _: () = assert!(LANES == 4);
 /// # Safety
 /// The CPU must support AVX-512F, and `x` and `g` must have the same length.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn e_step<const IG: bool>(x: &[f64], g: &[f64], p: &Params) -> Option<Stats> {
+pub unsafe fn e_step<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Option<Stats> {
     // W groups of eight observations in flight, the fastest of 2, 4 and 8
     // on a Zen 5 core (ns per observation, n = 2,000, against estep_avx2.rs:
     // IG K = 2 1.05-1.16 / 1.64, K = 3 2.2 / 3.7, K = 4 2.7 / 5.1, K = 8
     // 5.5 / 10.0; examples/estep_timing.rs). With 32 vector registers,
     // wider than AVX2's.
     Some(match p.k {
-        2 => pass::<IG, 2, 8>(x, g, p),
-        3 => pass::<IG, 3, 8>(x, g, p),
-        4 => pass::<IG, 4, 4>(x, g, p),
-        5 => pass::<IG, 5, 4>(x, g, p),
-        6 => pass::<IG, 6, 4>(x, g, p),
-        7 => pass::<IG, 7, 4>(x, g, p),
-        8 => pass::<IG, 8, 4>(x, g, p),
+        2 => pass::<F, 2, 8>(x, g, p),
+        3 => pass::<F, 3, 8>(x, g, p),
+        4 => pass::<F, 4, 4>(x, g, p),
+        5 => pass::<F, 5, 4>(x, g, p),
+        6 => pass::<F, 6, 4>(x, g, p),
+        7 => pass::<F, 7, 4>(x, g, p),
+        8 => pass::<F, 8, 4>(x, g, p),
         _ => return None,
     })
 }
 
 /// The pass for K components, W groups of eight observations at a time.
 #[inline(always)]
-unsafe fn pass<const IG: bool, const K: usize, const W: usize>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g: &[f64], p: &Params) -> Stats {
     debug_assert_eq!(p.k, K);
-    let t = family::terms(if IG { Family::InvGauss } else { Family::Normal }, p);
+    let t = F::terms(p);
     let c: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.c[m]));
     let k: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.k[m]));
     let mu: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.mu[m]));
@@ -82,7 +82,7 @@ unsafe fn pass<const IG: bool, const K: usize, const W: usize>(x: &[f64], g: &[f
                 xv[w] = _mm512_loadu_pd(xb.as_ptr().add(j + 8 * w));
                 gv[w] = _mm512_loadu_pd(gb.as_ptr().add(j + 8 * w));
                 for m in 0..K {
-                    l[m][w] = term::<IG>(xv[w], gv[w], c[m], k[m], mu[m]);
+                    l[m][w] = term::<F>(xv[w], gv[w], c[m], k[m], mu[m]);
                 }
             }
             if K == 2 {
@@ -177,12 +177,11 @@ unsafe fn high(v: __m512d) -> __m256d {
     _mm512_extractf64x4_pd::<1>(v)
 }
 
-/// c − k·q(x, μ) as family::q and estep.rs compute it.
+/// c − k·q(x, μ) as estep.rs computes it (ComponentFamily::q_avx512 is
+/// the family's q).
 #[inline(always)]
-unsafe fn term<const IG: bool>(x: __m512d, g: __m512d, c: __m512d, k: __m512d, mu: __m512d) -> __m512d {
-    let d = _mm512_sub_pd(x, mu);
-    let dd = _mm512_mul_pd(d, d);
-    let q = if IG { _mm512_mul_pd(dd, g) } else { dd };
+unsafe fn term<F: ComponentFamily>(x: __m512d, g: __m512d, c: __m512d, k: __m512d, mu: __m512d) -> __m512d {
+    let q = F::q_avx512(x, g, mu);
     _mm512_sub_pd(c, _mm512_mul_pd(k, q))
 }
 
@@ -239,11 +238,12 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
 mod tests {
     use super::*;
     use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_pass_is_blocked};
+    use crate::family::{InvGauss, Normal};
 
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            assert_pass_is_blocked(e_step::<true>, e_step::<false>);
+            assert_pass_is_blocked(e_step::<InvGauss>, e_step::<Normal>);
         }
     }
 

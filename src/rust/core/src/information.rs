@@ -20,24 +20,24 @@
 //! h_m + u_m u_mᵀ, with u_m and h_m the gradient and Hessian of log p_m in
 //! (μ_m, s_m). One pass accumulates Σ g gᵀ, Σ g and the K blocks.
 //!
-//! Per component, with d = x − μ:
-//!   inverse Gaussian: u = (λd/μ³, 1/(2λ) − d²/(2μ²x)),
-//!                     h = [[λ(2μ − 3x)/μ⁴, d/μ³], [d/μ³, −1/(2λ²)]];
-//!   Normal:           u = (d/σ², −1/σ + d²/σ³),
-//!                     h = [[−1/σ², −2d/σ³], [−2d/σ³, 1/σ² − 3d²/σ⁴]].
+//! u and h per component are the family's (ComponentFamily::derivatives and
+//! derivative_constants; their formulas are in family/invgauss.rs and
+//! family/normal.rs); the pass is generic over the family.
 //!
 //! Everything is computed on the dataset's rescaled data (x' = (x − shift) /
 //! scale) with the parameters in the same units, where squares and
 //! reciprocals stay inside double precision whatever the data's scale. The
 //! log-likelihood in the original units differs from the rescaled one by a
 //! constant (−N log scale), and θ' = (α, (μ − shift)/scale, s/scale) is
-//! affine in θ with the diagonal Jacobian J = diag(1, 1/scale, 1/scale), so
+//! affine in θ (both families are location-scale: ComponentFamily::rescale;
+//! a family that is not needs its own Jacobian here) with the diagonal
+//! Jacobian J = diag(1, 1/scale, 1/scale), so
 //! I = J I' J and the covariance is V = J⁻¹ V' J⁻¹: entries for μ and s are
 //! multiplied by the scale once per index, and the standard errors are
 //! √V'_aa · scale without ever squaring the scale.
 
 use crate::dataset::Prepared;
-use crate::family;
+use crate::family::{with_family, ComponentFamily};
 use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
@@ -54,36 +54,6 @@ pub(crate) fn shape_at(k: usize, m: usize) -> usize {
     2 * k - 1 + m
 }
 
-/// Per-component constants of the derivatives of the module docs, so that
-/// the pass over the data divides by nothing but its own x:
-///   inverse Gaussian: λ/μ³, 1/(2λ), 1/(2μ²), λ/μ⁴, 1/μ³, −1/(2λ²);
-///   Normal:           1/σ², 1/σ, 1/σ³, 3/σ⁴, 2/σ³, 1/σ² (h_μμ = −1/σ²).
-fn derivative_constants(family: Family, mu: f64, shape: f64) -> [f64; 6] {
-    match family {
-        Family::InvGauss => {
-            let (lambda, mu2) = (shape, mu * mu);
-            let mu3 = mu2 * mu;
-            [lambda / mu3, 0.5 / lambda, 0.5 / mu2, lambda / (mu2 * mu2), 1.0 / mu3, -0.5 / (lambda * lambda)]
-        }
-        Family::Normal => {
-            let s2 = shape * shape;
-            [1.0 / s2, 1.0 / shape, 1.0 / (s2 * shape), 3.0 / (s2 * s2), 2.0 / (s2 * shape), 1.0 / s2]
-        }
-    }
-}
-
-/// (u_μ, u_s, h_μμ, h_μs, h_ss) of one component at x (g = family::aux(x)),
-/// from its `derivative_constants`.
-#[inline(always)]
-fn component_derivatives<const IG: bool>(x: f64, g: f64, mu: f64, c: &[f64; 6]) -> [f64; 5] {
-    let d = x - mu;
-    if IG {
-        [c[0] * d, c[1] - d * d * g * c[2], c[3] * (2.0 * mu - 3.0 * x), c[4] * d, c[5]]
-    } else {
-        [d * c[0], d * d * c[2] - c[1], -c[5], -c[4] * d, c[5] - d * d * c[3]]
-    }
-}
-
 /// The observed information, −∇² ℓ(θ), of the mixture `p` on data `xs` (in
 /// the units of `p`): the 3K − 1 free parameters in the order of the module
 /// docs, a full symmetric matrix, column-major.
@@ -96,10 +66,7 @@ pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> 
 /// about each parameter if every observation's component were known): the
 /// yardstick for "no information left".
 pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
-    match family {
-        Family::InvGauss => information_of::<true>(family, xs, p),
-        Family::Normal => information_of::<false>(family, xs, p),
-    }
+    with_family!(family, F => information_of::<F>(xs, p))
 }
 
 /// Observations per block of the pass: each block's per-observation terms
@@ -108,35 +75,35 @@ pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, 
 /// and the sums run over contiguous memory (as the E-step does).
 const BLOCK: usize = 64;
 
-fn information_of<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+fn information_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { information_avx2::<IG>(family, xs, p) };
+            return unsafe { information_avx2::<F>(xs, p) };
         }
     }
-    information_blocks::<IG>(family, xs, p)
+    information_blocks::<F>(xs, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn information_avx2<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
-    information_blocks::<IG>(family, xs, p)
+unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+    information_blocks::<F>(xs, p)
 }
 
 #[inline(always)]
-fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
     let k = p.k;
     let np = free_parameters(k);
-    let t = family::terms(family, p);
+    let t = F::terms(p);
     let last = k - 1;
     let mut consts = [[0.0; 6]; MAX_COMPONENTS];
     let mut inv_alpha = [0.0; MAX_COMPONENTS];
     for m in 0..k {
-        consts[m] = derivative_constants(family, p.mu[m], p.shape[m]);
+        consts[m] = F::derivative_constants(p.mu[m], p.shape[m]);
         inv_alpha[m] = 1.0 / p.alpha[m];
     }
     // Σ g gᵀ (upper triangle, row a holding columns b ≥ a), Σ g, the (μ, s)
@@ -157,14 +124,14 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
         let len = xc.len();
         xb[..len].copy_from_slice(xc);
         for j in 0..len {
-            gb[j] = family::aux(family, xb[j]);
+            gb[j] = F::aux(xb[j]);
         }
         // responsibilities in the log domain, relative to the largest term:
         // no underflow however far x is from every component
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
             for j in 0..len {
-                r[m][j] = c - km * family::q::<IG>(xb[j], gb[j], mu);
+                r[m][j] = c - km * F::q(xb[j], gb[j], mu);
             }
         }
         let mut top = r[0];
@@ -204,7 +171,7 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
             let (i_mu, i_s) = (mu_at(k, m), shape_at(k, m));
             let (mu, c) = (t.mu[m], &consts[m]);
             for j in 0..len {
-                let [u_mu, u_s, h_mumu, h_mus, h_ss] = component_derivatives::<IG>(xb[j], gb[j], mu, c);
+                let [u_mu, u_s, h_mumu, h_mus, h_ss] = F::derivatives(xb[j], gb[j], mu, c);
                 let rm = r[m][j];
                 g_cols[i_mu][j] = rm * u_mu;
                 g_cols[i_s][j] = rm * u_s;
@@ -268,11 +235,7 @@ fn information_blocks<const IG: bool>(family: Family, xs: &[f64], p: &Params) ->
 pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
     let k = params.k;
     let np = free_parameters(k);
-    let mut rescaled = *params;
-    for m in 0..k {
-        rescaled.mu[m] = (params.mu[m] - ds.shift) / ds.scale;
-        rescaled.shape[m] = params.shape[m] / ds.scale;
-    }
+    let rescaled = ds.rescale(params);
     let (info, complete) = information(family, &ds.x, &rescaled);
     let v = invert(&info, &complete)?;
     // the Jacobian's inverse: 1 for the α's, the scale for μ and s
@@ -302,6 +265,7 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
 pub(crate) mod tests {
     use super::*;
     use crate::dataset::prepare;
+    use crate::family;
     use rand::RngExt;
     use rand_pcg::Pcg64;
 

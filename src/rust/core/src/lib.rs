@@ -3,10 +3,13 @@
 //! the R glue hands it a `Job` and gets one `Fit` per dataset back.
 //!
 //! Layers, each using only those above it in this list:
-//! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`,
-//!   `job`;
-//! - mathematics: `mathx`, `linalg`, `family`, `estep`, `mstep`, `dataset`,
-//!   `starts`, `screen`, `information`;
+//! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`;
+//! - mathematics: `mathx`, `linalg`; a component family's, behind one trait:
+//!   `family::component` (the trait), `family::invgauss` and
+//!   `family::normal` (one implementation each), `family` (the runtime tag
+//!   meets them); then `estep`, `mstep`, `screen`; the job, `job` (its
+//!   settings hold the screen's thresholds); `dataset`, `starts`,
+//!   `information`;
 //! - one start's EM: `em`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;

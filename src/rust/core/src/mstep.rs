@@ -1,7 +1,7 @@
 //! The M-step: new parameters from one E-step's sufficient statistics, in
 //! closed form (DESIGN §3), and the guards that declare a start degenerate.
 
-use crate::family;
+use crate::family::{with_family, ComponentFamily};
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
@@ -9,20 +9,30 @@ use crate::params::{Family, Params, Stats};
 /// Checks one component's (μ, shape) for use: finite, positive where it must
 /// be, and not collapsed relative to `spread` (the data's standard deviation).
 pub fn check_component(family: Family, mu: f64, shape: f64, spread: f64) -> Result<(), Degenerate> {
-    let mu_ok = family == Family::Normal || mu > 0.0;
+    with_family!(family, F => check_component_of::<F>(mu, shape, spread))
+}
+
+/// `check_component` for the family `F`.
+fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> Result<(), Degenerate> {
+    let mu_ok = F::mean_ok(mu);
     if !(mu.is_finite() && shape.is_finite() && shape > 0.0 && mu_ok) {
         return Err(Degenerate::NotFinite);
     }
-    let sd = family::component_sd(family, mu, shape);
+    let sd = F::sd(mu, shape);
     if !(sd >= MIN_RELATIVE_SD * spread) {
         return Err(Degenerate::SpreadCollapsed);
     }
     Ok(())
 }
 
-/// α = S0/N, μ = S1/S0, and λ = S0 / (S2 − S0²/S1) (the exact update with the
-/// new μ) or σ² = S2/S0 − μ².
+/// α = S0/N, and each component's (μ, shape) from the family's M-step
+/// (ComponentFamily::component_m_step).
 pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+    with_family!(family, F => m_step_of::<F>(k, st, n, spread))
+}
+
+/// `m_step` for the family `F`.
+fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
     let nf = n as f64;
     for m in 0..k {
@@ -30,12 +40,8 @@ pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Re
         if !(s0 >= MIN_COMPONENT_OBS) {
             return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
         }
-        let mu = s1 / s0;
-        let shape = match family {
-            Family::InvGauss => s0 / (s2 - s0 * s0 / s1),
-            Family::Normal => (s2 / s0 - mu * mu).sqrt(),
-        };
-        check_component(family, mu, shape, spread)?;
+        let (mu, shape) = F::component_m_step(s0, s1, s2);
+        check_component_of::<F>(mu, shape, spread)?;
         p.alpha[m] = s0 / nf;
         p.mu[m] = mu;
         p.shape[m] = shape;
@@ -46,6 +52,7 @@ pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family;
 
     /// Weighted ML of one component by brute force: maximise the weighted
     /// log-likelihood directly (μ = weighted mean; then the shape from the

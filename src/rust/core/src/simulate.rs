@@ -6,6 +6,7 @@
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
+use crate::family::{with_family, ComponentFamily};
 use crate::mathx::mix64;
 use crate::params::{Family, Params};
 
@@ -21,8 +22,13 @@ pub fn replicate_rng(seed: u64, data_hash: u64, k: usize, replicate: u32) -> Pcg
 }
 
 /// `n` draws from the mixture `p` of `family`: for each, a component by its
-/// weight, then a value from it.
+/// weight, then a value from it (ComponentFamily::draw).
 pub fn draw_mixture(family: Family, p: &Params, n: usize, rng: &mut Pcg64) -> Vec<f64> {
+    with_family!(family, F => draw_mixture_of::<F>(p, n, rng))
+}
+
+/// `draw_mixture` for the family `F`.
+fn draw_mixture_of<F: ComponentFamily>(p: &Params, n: usize, rng: &mut Pcg64) -> Vec<f64> {
     let k = p.k.max(1);
     let total: f64 = p.alpha[..k].iter().sum();
     (0..n)
@@ -33,35 +39,9 @@ pub fn draw_mixture(family: Family, p: &Params, n: usize, rng: &mut Pcg64) -> Ve
                 u -= p.alpha[m];
                 m += 1;
             }
-            let z = standard_normal(rng);
-            match family {
-                Family::Normal => p.mu[m] + p.shape[m] * z,
-                Family::InvGauss => inverse_gaussian(p.mu[m], p.shape[m], z, rng.random::<f64>()),
-            }
+            F::draw(p.mu[m], p.shape[m], rng)
         })
         .collect()
-}
-
-/// A standard Normal draw by Box and Muller (one of the pair; 1 − u keeps
-/// the logarithm's argument in (0, 1]).
-fn standard_normal(rng: &mut Pcg64) -> f64 {
-    let u = 1.0 - rng.random::<f64>();
-    let v = rng.random::<f64>();
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
-
-/// An inverse Gaussian IG(μ, λ) draw by Michael, Schucany & Haas (1976)
-/// from a standard Normal `z` and a uniform `u`. The smaller root is written
-/// μ / (1 + t + √(t(t + 2))), t = μz²/(2λ), which does not cancel when μz²
-/// is far above λ (the textbook μ + μ²y/2λ − ... does).
-fn inverse_gaussian(mu: f64, lambda: f64, z: f64, u: f64) -> f64 {
-    let t = mu * z * z / (2.0 * lambda);
-    let x = mu / (1.0 + t + (t * (t + 2.0)).sqrt());
-    if u * (mu + x) <= mu {
-        x
-    } else {
-        mu * mu / x
-    }
 }
 
 #[cfg(test)]
@@ -119,12 +99,5 @@ mod tests {
                 assert!(x.iter().all(|&v| v > 0.0 && v.is_finite()));
             }
         }
-    }
-
-    #[test]
-    fn inverse_gaussian_root_does_not_cancel() {
-        // μz²/λ = 1e12: the textbook form returns 0 or a negative value
-        let x = inverse_gaussian(1.0, 1e-12, 1.0, 0.0);
-        assert!(x > 0.0 && (x - 1e-12).abs() < 1e-15, "{x}");
     }
 }
