@@ -1,6 +1,6 @@
 # Progress of a call, through progressr: the engine's watcher on R's main
 # thread calls `update(done, total)` about four times a second while the
-# engine works (src/rust/src/fit.rs, run_watched), and this turns the
+# engine works (src/rust/src/watch.rs, run_watched), and this turns the
 # fraction done into progressr steps. progressr shows nothing unless the
 # user asked for it (progressr::with_progress(), or
 # progressr::handlers(global = TRUE)), with the handler the user chose.
