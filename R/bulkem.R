@@ -100,8 +100,10 @@
 #' likelier one of them ends there. So a start is admissible only when no
 #' component is far narrower than the widest (Hathaway's constraint on the
 #' ratio of component scales; the inverse Gaussian's standard deviation is
-#' \eqn{\sqrt{\mu^3/\lambda}}{sqrt(mu^3/lambda)}) and no component is both
-#' small and narrow (`control$spurious.*`). The best admissible start wins; if
+#' \eqn{\sqrt{\mu^3/\lambda}}{sqrt(mu^3/lambda)}), no component is both
+#' small and narrow, and no component is a spike on heaped values: fewer
+#' than three distinct values of the data within two standard deviations of
+#' its mean (`control$spurious.*`, see [bulkem_control()]). The best admissible start wins; if
 #' none is admissible, the best start is returned with `spurious = TRUE`. The
 #' estimates are plain maximum-likelihood EM estimates: the screen chooses
 #' among starts, it does not change any start's EM. Every engine applies the

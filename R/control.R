@@ -86,14 +86,19 @@
 #'   garbage collector moving the covariance matrices. Fits are the
 #'   same, except that fits stuck at a saddle point are not seen there
 #'   and not continued (see "Saddle points").
-#' @param spurious.ratio,spurious.count,spurious.count.ratio The
-#'   spurious-solution screen (see "Spurious solutions" below): a finished
-#'   start is rejected when a component's standard deviation is below
-#'   `spurious.ratio` (default 0.001) times the largest component's, or
-#'   when a component expects fewer than `spurious.count` (default 10)
+#' @param spurious.ratio,spurious.count,spurious.count.ratio,spurious.distinct The
+#'   spurious-solution screen (see "Spurious solutions" in [bulkem()]): a
+#'   finished start is rejected when a component's standard deviation is
+#'   below `spurious.ratio` (default 0.001) times the largest component's,
+#'   or when a component expects fewer than `spurious.count` (default 10)
 #'   observations (`n * alpha`) and its standard deviation is below
-#'   `spurious.count.ratio` (default 0.1) times the largest. 0 turns a
-#'   rule off.
+#'   `spurious.count.ratio` (default 0.1) times the largest, or when fewer
+#'   than `spurious.distinct` (default 3, a whole number up to 8) distinct
+#'   values of the data lie within two standard deviations of a
+#'   component's mean: a spike on heaped values (data recorded to a
+#'   resolution, such as heights to the centimetre), however many
+#'   observations sit on them, is not a component of a continuous
+#'   distribution. 0 turns a rule off.
 #' @param restarts Rounds of `random.inits` more starts for a dataset
 #'   where no start finished admissibly (each collapsed onto a point or
 #'   was rejected by the screen), as mixtools restarts a collapsed fit;
@@ -158,6 +163,7 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
                            spurious.ratio = default_screen("ratio"),
                            spurious.count = default_screen("count"),
                            spurious.count.ratio = default_screen("count.ratio"),
+                           spurious.distinct = default_screen("distinct"),
                            restarts = model_limits()$restarts, devices = NULL,
                            future = FALSE, shards = NULL, tuning = list()) {
   given <- names(match.call())[-1]
@@ -176,6 +182,7 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
     spurious.ratio = check_threshold(spurious.ratio, "control$spurious.ratio", 1),
     spurious.count = check_threshold(spurious.count, "control$spurious.count", Inf),
     spurious.count.ratio = check_threshold(spurious.count.ratio, "control$spurious.count.ratio", 1),
+    spurious.distinct = check_whole(spurious.distinct, "control$spurious.distinct", 0, 8),
     restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
     devices = check_devices(devices),
     future = future, shards = shards,

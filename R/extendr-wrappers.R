@@ -61,7 +61,7 @@ gpu_info_ <- function() .Call(wrap__gpu_info_)
 #' `list(max_components, free_parameters, shape_names, spurious)`: the
 #' largest K, the free parameters of each K = 1 .. max_components, the
 #' shape parameter's name by family, and the spurious-solution screen's
-#' default thresholds (ratio, count, count.ratio), and control$restarts'
+#' default thresholds (ratio, count, count.ratio, distinct), and control$restarts'
 #' default.
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)

@@ -64,7 +64,8 @@ test_that("starts_at_best counts the starts that reached the winning log-likelih
   # start is a candidate and keep.starts shows them all
   f <- bulkem(list(nile), num.components = 3, random.inits = 60, family = "normal", seed = 3,
               use.gpu = FALSE, max.iters = 5000, epsilon = 1e-10,
-              control = list(keep.starts = TRUE, spurious.ratio = 0, spurious.count = 0))[[1]]
+              control = list(keep.starts = TRUE, spurious.ratio = 0, spurious.count = 0,
+                             spurious.distinct = 0))[[1]]
   s <- f$starts
   ok <- s$status %in% c("converged", "max_iters")
   best <- max(s$loglik[ok])
@@ -114,4 +115,32 @@ test_that("BIC chooses only among converged fits that pass the screen", {
                     family = "normal", use.gpu = FALSE, seed = 1)[[1]]
   expect_identical(g$bic, min(g$by_k$bic))
   expect_match(g$message, "no K gave a converged fit that passes the spurious-solution screen")
+})
+
+test_that("a spike on heaped values is spurious: heights to the centimetre (MASS::survey)", {
+  skip_if_not_installed("MASS")
+  h <- as.numeric(stats::na.omit(MASS::survey$Height))
+  # the number of distinct values within two sds of each component's mean, by hand
+  cover <- function(f) {
+    sd <- sqrt(f$mu^3 / f$lambda)
+    vapply(seq_along(f$mu), function(m) length(unique(h[abs(h - f$mu[m]) <= 2 * sd[m]])), 0L)
+  }
+  fit <- function(distinct) {
+    suppressWarnings(bulkem(list(h), num.components = 2, random.inits = 1000, seed = 1, use.gpu = FALSE,
+                            control = list(threads = 2, spurious.distinct = distinct)))[[1]]
+  }
+  # the rule off (as before): the best "admissible" fit is 16.5 people on 165 cm
+  old <- fit(0)
+  expect_false(old$spurious)
+  expect_lt(min(cover(old)), 3)
+  # the default rejects it, and returns the best fit whose components are real
+  new <- fit(3)
+  expect_false(new$spurious)
+  expect_gte(min(cover(new)), 3)
+  expect_gt(new$spurious_starts, old$spurious_starts)
+  expect_lt(new$loglik, old$loglik)
+  expect_identical(bulkem_control()$spurious.distinct, 3)
+  expect_error(bulkem_control(spurious.distinct = 2.5), class = "bulkem_error_argument",
+               regexp = "control\\$spurious.distinct")
+  expect_error(bulkem_control(spurious.distinct = 9), class = "bulkem_error_argument")
 })

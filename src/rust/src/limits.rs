@@ -9,7 +9,7 @@ use extendr_api::prelude::*;
 /// `list(max_components, free_parameters, shape_names, spurious)`: the
 /// largest K, the free parameters of each K = 1 .. max_components, the
 /// shape parameter's name by family, and the spurious-solution screen's
-/// default thresholds (ratio, count, count.ratio), and control$restarts'
+/// default thresholds (ratio, count, count.ratio, distinct), and control$restarts'
 /// default.
 /// @noRd
 #[extendr]
@@ -19,8 +19,8 @@ fn model_limits_() -> List {
     // names() of a character vector cannot fail here; a failure would only lose the names
     let _ = shapes.set_names(Family::ALL.iter().map(|f| f.name()).collect::<Vec<_>>());
     let d = Screen::default();
-    let mut spurious = Robj::from(vec![d.ratio, d.count, d.count_ratio]);
-    let _ = spurious.set_names(["ratio", "count", "count.ratio"]);
+    let mut spurious = Robj::from(vec![d.ratio, d.count, d.count_ratio, d.distinct]);
+    let _ = spurious.set_names(["ratio", "count", "count.ratio", "distinct"]);
     list!(
         max_components = MAX_COMPONENTS as i32,
         free_parameters = df,

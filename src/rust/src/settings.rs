@@ -114,6 +114,7 @@ impl Call {
                 ratio: s.real("spurious.ratio")?,
                 count: s.real("spurious.count")?,
                 count_ratio: s.real("spurious.count.ratio")?,
+                distinct: s.real("spurious.distinct")?,
             },
             restarts: s.count("restarts")?,
             devices: s.counts("devices")?,

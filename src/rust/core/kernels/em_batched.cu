@@ -524,6 +524,7 @@ struct Batch {
     // the fp32 launch's out_params (each fit's row, read before the fit
     // writes it) and each fit goes on from its iterations in out_info
     int finish;
+    int screen_distinct;  // screen.rs Screen::distinct
 };
 
 template <int K, int IG>
@@ -549,8 +550,28 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
 
 // screen.rs Screen::spurious: a component far narrower than the widest, or
 // small (fewer than screen_count expected observations) and narrow.
+// screen.rs Screen::heaped, the same loop: fewer than `need` distinct data
+// values in [lo, hi], looking no further once `need` are seen. The window is
+// made with _rn intrinsics so that no multiply-add is contracted: the same
+// rounding as the host's.
+__device__ __noinline__ int too_few_distinct(const double2* x, int n, double mu, double sd, int need) {
+    const double half = __dmul_rn(SPURIOUS_DISTINCT_SDS, sd);
+    const double lo = __dsub_rn(mu, half);
+    const double hi = __dadd_rn(mu, half);
+    double seen[SPURIOUS_DISTINCT_MAX];
+    int found = 0;
+    for (int i = 0; i < n && found < need; ++i) {
+        const double v = x[i].x;
+        if (v < lo || v > hi) continue;
+        bool dup = false;
+        for (int j = 0; j < found; ++j) dup = dup || seen[j] == v;
+        if (!dup) seen[found++] = v;
+    }
+    return found < need;
+}
+
 template <int K, int IG>
-__device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int n) {
+__device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int n, const double2* x) {
     double sd[K];
     double largest = 0.0;
 #pragma unroll
@@ -565,11 +586,15 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
         const bool small = (double)n * st.alpha[m] < b.screen_count && sd[m] < b.screen_count_ratio * largest;
         any |= narrow || small;
     }
+    // the spike on heaped values, only where the rules above let it pass
+    const int need = b.screen_distinct < SPURIOUS_DISTINCT_MAX ? b.screen_distinct : SPURIOUS_DISTINCT_MAX;
+    for (int m = 0; m < K && !any; ++m) any = too_few_distinct(x, n, st.mu[m], sd[m], need);
     return any;
 }
 
 template <int K, int IG>
-__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n) {
+__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n,
+                                          const double2* x) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         b.out_params[(size_t)f * 3 * K + m] = st.alpha[m];
@@ -579,7 +604,7 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
     b.out_ll[f] = loglik;
     b.out_info[FIT_INFO * f] = st.iterations;
     b.out_info[FIT_INFO * f + 1] = outcome;
-    b.out_info[FIT_INFO * f + 2] = spurious<K, IG>(b, st, n);
+    b.out_info[FIT_INFO * f + 2] = spurious<K, IG>(b, st, n, x);
 }
 
 // One lane per fit, one observation per step (see the top of the file).
@@ -619,7 +644,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         const double loglik = p.loglik() + b.ds_hsum[d];
         const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
         if (outcome >= 0) {
-            store_fit<K, IG>(b, fit, st, loglik, outcome, n);
+            store_fit<K, IG>(b, fit, st, loglik, outcome, n, x);
             fit = (int)atomicAdd(b.next, 1u);
             if (fit >= b.n_fits) return;
             d = b.fit_ds[fit];
@@ -704,7 +729,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
             }
             const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
             if (outcome >= 0) {
-                if (sub == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n);
+                if (sub == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n, x);
                 unsigned int next = 0;
                 if (sub == 0) next = atomicAdd(b.next, 1u);
                 fit = (int)__shfl_sync(mask, next, 0, width);

@@ -54,6 +54,16 @@ pub const fn free_parameters(k: usize) -> usize {
 pub const SPURIOUS_RATIO: f64 = 1e-3;
 pub const SPURIOUS_COUNT: f64 = 10.0;
 pub const SPURIOUS_COUNT_RATIO: f64 = 0.1;
+/// And a spike on heaped values (issue 31): a component whose mean ±
+/// `SPURIOUS_DISTINCT_SDS` standard deviations holds fewer than
+/// `SPURIOUS_DISTINCT` distinct values of the data is not a component of a
+/// continuous distribution, however many observations sit on those values
+/// (heights recorded to the centimetre: 16.5 people on 165 cm in a component
+/// of sd 0.04 cm passed the two rules above). At most
+/// `SPURIOUS_DISTINCT_MAX` (the kernels keep that many values seen).
+pub const SPURIOUS_DISTINCT: f64 = 3.0;
+pub const SPURIOUS_DISTINCT_SDS: f64 = 2.0;
+pub const SPURIOUS_DISTINCT_MAX: usize = 8;
 
 /// Rounds of `random.inits` fresh starts a dataset gets when no start of
 /// the rounds before finished admissibly (each collapsed, or was rejected by

@@ -32,7 +32,7 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
         for sign in [1.0, -1.0] {
             let Some(init) = moved(t.family, &at.params, &d, sign * step, ds.spread) else { continue };
             let f = run_em(t.family, ds, init, t.max_iters, t.epsilon, t.accelerate, cancel);
-            let sound = f.outcome == Outcome::Converged && !t.screen.spurious(t.family, &f.params, ds.x.len());
+            let sound = f.outcome == Outcome::Converged && !t.screen.spurious_on(t.family, &f.params, &ds.x);
             if sound && f.loglik > floor && best.is_none_or(|b| f.loglik > b.loglik) {
                 best = Some(f);
             }

@@ -5,7 +5,10 @@
 //! start's final parameters (the CUDA kernel mirrors `spurious`).
 
 use crate::family::component_sd;
-use crate::limits::{SPURIOUS_COUNT, SPURIOUS_COUNT_RATIO, SPURIOUS_RATIO};
+use crate::limits::{
+    SPURIOUS_COUNT, SPURIOUS_COUNT_RATIO, SPURIOUS_DISTINCT, SPURIOUS_DISTINCT_MAX, SPURIOUS_DISTINCT_SDS,
+    SPURIOUS_RATIO,
+};
 use crate::params::{Family, Params};
 
 /// The screen's thresholds; a threshold of 0 turns its rule off.
@@ -19,11 +22,20 @@ pub struct Screen {
     /// largest.
     pub count: f64,
     pub count_ratio: f64,
+    /// A spike on heaped values: spurious if some component's mean ±
+    /// SPURIOUS_DISTINCT_SDS sds holds fewer than `distinct` distinct values
+    /// of the data (a whole number up to SPURIOUS_DISTINCT_MAX).
+    pub distinct: f64,
 }
 
 impl Default for Screen {
     fn default() -> Screen {
-        Screen { ratio: SPURIOUS_RATIO, count: SPURIOUS_COUNT, count_ratio: SPURIOUS_COUNT_RATIO }
+        Screen {
+            ratio: SPURIOUS_RATIO,
+            count: SPURIOUS_COUNT,
+            count_ratio: SPURIOUS_COUNT_RATIO,
+            distinct: SPURIOUS_DISTINCT,
+        }
     }
 }
 
@@ -41,10 +53,47 @@ impl Screen {
         if !ok(self.count_ratio, 1.0) {
             return Some(("control$spurious.count.ratio", "must be a number from 0 to 1"));
         }
+        if !ok(self.distinct, SPURIOUS_DISTINCT_MAX as f64) || self.distinct.fract() != 0.0 {
+            return Some(("control$spurious.distinct", "must be a whole number from 0 to 8"));
+        }
         None
     }
 
-    /// Whether a start that ended at `p` on `n` observations is spurious.
+    /// Whether a start that ended at `p` on the (rescaled) data `x` is
+    /// spurious: the rules on its parameters, then the spike on heaped
+    /// values. What every engine applies (the CUDA kernel mirrors it).
+    pub fn spurious_on(&self, family: Family, p: &Params, x: &[f64]) -> bool {
+        self.spurious(family, p, x.len()) || self.heaped(family, p, x)
+    }
+
+    /// Some component's window, mean ± SPURIOUS_DISTINCT_SDS sds, holds
+    /// fewer than `distinct` distinct values of `x` (in the units of `p`).
+    /// One pass at most, stopping once enough values are seen: em_batched.cu's
+    /// `too_few_distinct` is the same loop.
+    pub fn heaped(&self, family: Family, p: &Params, x: &[f64]) -> bool {
+        let need = (self.distinct as usize).min(SPURIOUS_DISTINCT_MAX);
+        (0..p.k).any(|m| {
+            let sd = component_sd(family, p.mu[m], p.shape[m]);
+            let half = SPURIOUS_DISTINCT_SDS * sd;
+            let (lo, hi) = (p.mu[m] - half, p.mu[m] + half);
+            let mut seen = [0.0; SPURIOUS_DISTINCT_MAX];
+            let mut found = 0;
+            for &v in x {
+                if found >= need {
+                    break;
+                }
+                if v < lo || v > hi || seen[..found].contains(&v) {
+                    continue;
+                }
+                seen[found] = v;
+                found += 1;
+            }
+            found < need
+        })
+    }
+
+    /// Whether a start that ended at `p` on `n` observations is spurious by
+    /// the rules on its parameters alone.
     /// Ratios of sds and expected counts do not change with the data's
     /// scale, so `p` may be in rescaled or original units.
     pub fn spurious(&self, family: Family, p: &Params, n: usize) -> bool {
@@ -97,7 +146,7 @@ mod tests {
     #[test]
     fn a_zero_threshold_turns_its_rule_off_and_bad_ones_are_named() {
         let spike = normal(&[0.966, 0.034], &[900.0, 1100.0], &[130.0, 0.1]);
-        let off = Screen { ratio: 0.0, count: 0.0, count_ratio: 0.0 };
+        let off = Screen { ratio: 0.0, count: 0.0, count_ratio: 0.0, distinct: 0.0 };
         assert!(!off.spurious(Family::Normal, &spike, 100));
         assert!(Screen { ratio: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
         assert!(Screen { count: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
@@ -108,5 +157,40 @@ mod tests {
             Screen { count: f64::NAN, ..Screen::default() }.check().map(|e| e.0),
             Some("control$spurious.count")
         );
+        for bad in [2.5, 9.0, -1.0] {
+            assert_eq!(
+                Screen { distinct: bad, ..Screen::default() }.check().map(|e| e.0),
+                Some("control$spurious.distinct")
+            );
+        }
+    }
+
+    #[test]
+    fn a_spike_on_heaped_values_is_spurious_however_many_sit_there() {
+        // heights to the centimetre: 209 values on a grid of 1, 16 of them 165
+        let mut x: Vec<f64> = (0..193).map(|i| 150.0 + (i % 40) as f64).collect();
+        x.extend(std::iter::repeat_n(165.0, 16));
+        let s = Screen::default();
+        // a component of sd 0.04 at 165: its ±2 sd window holds one value
+        let spike = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, 0.04]);
+        assert!(!s.spurious(Family::Normal, &spike, x.len()), "the old rules let it pass");
+        assert!(s.heaped(Family::Normal, &spike, &x) && s.spurious_on(Family::Normal, &spike, &x));
+        // the same component as wide as 1 cm holds 5 values: kept
+        let wide = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, 1.0]);
+        assert!(!s.spurious_on(Family::Normal, &wide, &x));
+        // brute force: the count of distinct values in each window, by sorting
+        for sd in [0.04, 0.3, 0.5, 0.6, 1.0, 2.0] {
+            let p = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, sd]);
+            let mut inside: Vec<f64> =
+                x.iter().copied().filter(|&v| (v - 165.0).abs() <= SPURIOUS_DISTINCT_SDS * sd).collect();
+            inside.sort_by(f64::total_cmp);
+            inside.dedup();
+            assert_eq!(s.heaped(Family::Normal, &p, &x), inside.len() < 3, "sd {sd}");
+        }
+        // 0 turns the rule off; on continuous data it never bites
+        assert!(!Screen { distinct: 0.0, ..s }.heaped(Family::Normal, &spike, &x));
+        let smooth: Vec<f64> = (0..200).map(|i| 150.0 + i as f64 * 0.1037).collect();
+        let narrow = normal(&[0.9, 0.1], &[160.0, 165.0], &[5.0, 0.2]);
+        assert!(!s.heaped(Family::Normal, &narrow, &smooth));
     }
 }

@@ -6,7 +6,10 @@
 use std::fmt::Write;
 
 use crate::family::LN_2PI;
-use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SQUAREM_STEP_GROWTH};
+use crate::limits::{
+    FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SPURIOUS_DISTINCT_MAX, SPURIOUS_DISTINCT_SDS,
+    SQUAREM_STEP_GROWTH,
+};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::outcome::Outcome;
 
@@ -32,6 +35,8 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("MIN_RELATIVE_SD", real(MIN_RELATIVE_SD)),
         ("FALL_TOLERANCE", real(FALL_TOLERANCE)),
         ("SQUAREM_STEP_GROWTH", real(SQUAREM_STEP_GROWTH)),
+        ("SPURIOUS_DISTINCT_SDS", real(SPURIOUS_DISTINCT_SDS)),
+        ("SPURIOUS_DISTINCT_MAX", SPURIOUS_DISTINCT_MAX.to_string()),
         ("LN_2PI", real(LN_2PI)),
         ("LN_2", real(std::f64::consts::LN_2)),
         ("LOG2E_32", real(LOG2E_32)),

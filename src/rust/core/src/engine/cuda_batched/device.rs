@@ -59,6 +59,7 @@ struct BatchArgs {
     stop: u64,
     group: i32,
     finish: i32,
+    screen_distinct: i32,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -212,6 +213,8 @@ pub fn run(
             stop: ptr(stop.device_ptr(stream)),
             group: per_unit as i32,
             finish: 0,
+            // a whole number from 0 to SPURIOUS_DISTINCT_MAX (Screen::check)
+            screen_distinct: t.screen.distinct as i32,
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);
