@@ -145,6 +145,20 @@
 #'   ends; `"reserve"`, `"ahead"`). A knob not given here is read from the
 #'   environment variable `BULKEM_` and its name in capitals, if set.
 #'   Default: none.
+#' @param starts How each random start's initial parameters are made:
+#'   `"random"` (default: the 2015 "subset" scheme, each component the ML
+#'   estimate of 3 distinct random observations, equal weights),
+#'   `"partition"` (each component the ML estimate of a contiguous block of
+#'   the sorted data, weights the blocks' shares: start 0 cuts at the
+#'   quantiles, then in turn a start with a small block at one edge or
+#'   both (0.5% of the data, at least 3 observations, up to half an equal
+#'   share, of log-uniform size), one with a small block anywhere among
+#'   uniformly cut ones, and one cut uniformly at random) or `"mixed"`
+#'   (even start indices partition starts, odd ones random starts). Partition
+#'   starts seed small groups at the edges of the data, whose optima few
+#'   random starts find. Every scheme's start depends only on the seed, its
+#'   index, K and the dataset's values, so fits stay reproducible on any
+#'   engine. See `inst/bench/results-starts.md` for how they compare.
 #' @returns A list of class `bulkem_control` holding every setting (the
 #'   defaults filled in, `threads` counted), with attribute `given`: the
 #'   names of the settings the caller gave.
@@ -165,7 +179,8 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
                            spurious.count.ratio = default_screen("count.ratio"),
                            spurious.distinct = default_screen("distinct"),
                            restarts = model_limits()$restarts, devices = NULL,
-                           future = FALSE, shards = NULL, tuning = list()) {
+                           future = FALSE, shards = NULL, tuning = list(),
+                           starts = "random") {
   given <- names(match.call())[-1]
   out <- list(
     threads = if (is.null(threads)) {
@@ -186,10 +201,14 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
     restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
     devices = check_devices(devices),
     future = future, shards = shards,
-    tuning = check_tuning(tuning))
+    tuning = check_tuning(tuning),
+    starts = check_choice(starts, "control$starts", start_schemes))
   out <- check_future_control(out)
   structure(out, class = "bulkem_control", given = given)
 }
+
+# control$starts: the start schemes of the compiled core (starts.rs)
+start_schemes <- c("random", "partition", "mixed")
 
 # bulkem()'s and bulkem_bootstrap()'s `control`: a bulkem_control() value
 # as it is, or a named list of its arguments, checked by it.

@@ -83,3 +83,33 @@ test_that("bulkem_bootstrap() takes bulkem_control() as bulkem() does", {
   expect_identical(same(b1), same(b2))
   expect_false(anyNA(b1$std.error))
 })
+
+test_that("control$starts: checked, \"random\" the default and today's fits, the others reproducible", {
+  expect_identical(bulkem_control()$starts, "random")
+  expect_error(bulkem_control(starts = "kmeans"), class = "bulkem_error_argument", regexp = "control\\$starts")
+  expect_error(bulkem(list(rnorm(50)), control = list(starts = NA)), class = "bulkem_error_argument",
+               regexp = "control\\$starts")
+  expect_error(bulkem_control(starts = c("random", "mixed")), class = "bulkem_error_argument",
+               regexp = "control\\$starts")
+  set.seed(4)
+  d <- list(a = c(rnorm(190), rnorm(10, 6)), b = c(rnorm(60), rnorm(60, 3)))
+  strip <- function(f) {
+    attributes(f)[c("elapsed", "timings", "threads")] <- NULL
+    f
+  }
+  fit <- function(..., threads = 2) strip(bulkem(d, family = "normal", random.inits = 6, seed = 5, use.gpu = FALSE,
+                                    control = list(threads = threads, keep.starts = TRUE, ...)))
+  base <- fit()
+  expect_identical(fit(starts = "random"), base)
+  for (scheme in c("partition", "mixed")) {
+    f <- fit(starts = scheme)
+    expect_identical(fit(starts = scheme, threads = 1), f)
+    expect_true(all(vapply(f, function(x) isTRUE(x$fit_success), NA)))
+    # start 0 of a partition scheme: the halves of the sorted data, weights 1/2
+    expect_equal(unlist(f$b$starts[1, c("init_alpha_1", "init_alpha_2")], use.names = FALSE), c(0.5, 0.5))
+    # mixed: the odd starts are the random scheme's
+    if (scheme == "mixed") {
+      expect_identical(f$a$starts[c(2, 4, 6), ], base$a$starts[c(2, 4, 6), ], ignore_attr = TRUE)
+    }
+  }
+})

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{EngineKind, Error, Family, Settings, Tuning};
+use bulkem_core::{EngineKind, Error, Family, Settings, StartScheme, Tuning};
 use extendr_api::prelude::*;
 
 use crate::error::Stop;
@@ -100,6 +100,9 @@ impl Call {
         let family = Family::from_name(family).ok_or_else(|| internal(format!("unknown family \"{family}\"")))?;
         let engine = s.text("engine")?;
         let engine = EngineKind::from_name(engine).ok_or_else(|| internal(format!("unknown engine \"{engine}\"")))?;
+        let scheme = s.text("starts")?;
+        let start_scheme =
+            StartScheme::from_name(scheme).ok_or_else(|| internal(format!("unknown start scheme \"{scheme}\"")))?;
         let settings = Settings {
             family,
             components: s.counts("num.components")?,
@@ -107,6 +110,7 @@ impl Call {
             epsilon: s.real("epsilon")?,
             starts: s.count("random.inits")?,
             seed: s.real("seed")? as u64,
+            start_scheme,
             mixed_precision: s.text("precision")? == "mixed",
             accelerate: s.flag("accelerate")?,
             keep_starts: s.flag("keep.starts")?,

@@ -34,6 +34,7 @@ fn main() {
             epsilon: 1e-6,
             starts: 10,
             seed: 1,
+            start_scheme: Default::default(),
             mixed_precision: false,
             accelerate: false,
             keep_starts: false,

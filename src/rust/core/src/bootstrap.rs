@@ -306,6 +306,7 @@ mod tests {
                 epsilon: 1e-8,
                 starts: 3,
                 seed: 5,
+                start_scheme: Default::default(),
                 mixed_precision: false,
                 accelerate: true,
                 keep_starts: false,

@@ -4,7 +4,7 @@
 use crate::error::Error;
 use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::outcome::{StartRecord, Status};
-use crate::params::{Covariance, Family, Params, Singular};
+use crate::params::{Covariance, Family, Params, Singular, StartScheme};
 use crate::screen::Screen;
 use crate::tuning::Tuning;
 
@@ -42,6 +42,9 @@ pub struct Settings {
     pub starts: u32,
     /// `seed`.
     pub seed: u64,
+    /// `control$starts`: how each start's initial parameters are made
+    /// (starts.rs).
+    pub start_scheme: StartScheme,
     /// `control$precision == "mixed"`: cuda-batched only, fp32 exponentials
     /// until a fit looks converged, then fp64 to its end (other engines are
     /// always fp64).
@@ -76,6 +79,8 @@ pub struct Task {
     pub max_iters: u32,
     pub epsilon: f64,
     pub seed: u64,
+    /// Settings::start_scheme: what starts::initial_params draws.
+    pub start_scheme: StartScheme,
     pub mixed_precision: bool,
     pub accelerate: bool,
     pub keep_starts: bool,
@@ -127,6 +132,8 @@ impl Settings {
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
         }
+        // start_scheme (control$starts) is an enum: every value is valid; the
+        // glue turns an unknown name into an internal error (R checked it).
         if let Some((arg, message)) = self.screen.check() {
             return bad(arg, message.into());
         }
@@ -144,6 +151,7 @@ impl Settings {
             max_iters: self.max_iters,
             epsilon: self.epsilon,
             seed: self.seed,
+            start_scheme: self.start_scheme,
             mixed_precision: self.mixed_precision,
             accelerate: self.accelerate,
             keep_starts: self.keep_starts,

@@ -67,5 +67,5 @@ pub use finals::Finals;
 pub use job::{Fit, Job, KSummary, Settings};
 pub use limits::MAX_COMPONENTS;
 pub use outcome::{Outcome, StartRecord, Status};
-pub use params::{parameter_names, Covariance, Family, Params, Singular};
+pub use params::{parameter_names, Covariance, Family, Params, Singular, StartScheme};
 pub use tuning::{ResultDuring, Tuning};

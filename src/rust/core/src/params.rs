@@ -34,6 +34,39 @@ impl Family {
     }
 }
 
+/// How each start's initial parameters are made (`control$starts`,
+/// starts.rs): every scheme is a pure function of (seed, data, start index,
+/// K).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StartScheme {
+    /// Each component the ML estimate of 3 distinct random observations,
+    /// equal weights (the 2015 "subset" scheme).
+    #[default]
+    Random,
+    /// Each component the ML estimate of a contiguous block of the sorted
+    /// data, weights the blocks' shares.
+    Partition,
+    /// Even start indices partition starts, odd ones random starts.
+    Mixed,
+}
+
+impl StartScheme {
+    pub const ALL: [StartScheme; 3] = [StartScheme::Random, StartScheme::Partition, StartScheme::Mixed];
+
+    /// The name R uses (`bulkem_control(starts = )`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StartScheme::Random => "random",
+            StartScheme::Partition => "partition",
+            StartScheme::Mixed => "mixed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<StartScheme> {
+        StartScheme::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
 /// Mixture parameters. `shape` is λ for the inverse Gaussian and σ for the
 /// Normal; only the first `k` entries of each array are meaningful.
 #[derive(Clone, Copy, Debug, PartialEq)]

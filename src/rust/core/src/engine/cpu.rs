@@ -27,7 +27,7 @@ impl Engine for Cpu {
             let d = valid[item / starts];
             let start = t.first_start + (item % starts) as u32;
             let Some(ds) = work.datasets[d] else { return };
-            let init = initial_params(t.family, ds, t.k, t.seed, start);
+            let init = initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start);
             let fit = init.map(|p| run_em(t.family, ds, p, t.max_iters, t.epsilon, t.accelerate, cancel));
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);

@@ -129,7 +129,7 @@ fn fit_dataset(
 
     let mut active: Vec<(u32, Params, EmState)> = Vec::with_capacity(t.starts as usize);
     for s in t.first_start..t.first_start + t.starts {
-        match crate::starts::initial_params(t.family, ds, k, t.seed, s) {
+        match crate::starts::initial_params(t.family, t.start_scheme, ds, k, t.seed, s) {
             Some(init) => active.push((s, init, EmState::new(init, t.accelerate))),
             None => {
                 best.record(s, None, None, false);

@@ -218,6 +218,7 @@ mod tests {
             max_iters,
             epsilon: 1e-6,
             seed: 1,
+            start_scheme: Default::default(),
             mixed_precision: false,
             accelerate: false,
             keep_starts: false,

@@ -115,7 +115,7 @@ pub fn pack(
         }
         for s in 0..starts {
             fit_ds[s] = j as i32;
-            if let Some(start) = initial_params(t.family, ds, k, t.seed, t.first_start + s as u32) {
+            if let Some(start) = initial_params(t.family, t.start_scheme, ds, k, t.seed, t.first_start + s as u32) {
                 let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
                 row[..k].copy_from_slice(&start.alpha[..k]);
                 row[k..2 * k].copy_from_slice(&start.mu[..k]);
