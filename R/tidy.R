@@ -25,9 +25,13 @@ generics::augment
 #' Parameters: `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian
 #' shape, in statmod's mean/shape parameterisation: dispersion
 #' `1 / lambda`, variance `mu^3 / lambda`) or `sigma` (Normal standard
-#' deviation). Standard errors come from the observed information and the
-#' intervals are Wald intervals (see [confint.bulkem_fit()]); both are `NA`
-#' where the information is singular or the dataset has no fit.
+#' deviation). Standard errors come from the observed information, on the
+#' parameters' own scale, and the intervals are Wald intervals (see
+#' [confint.bulkem_fit()]): they are computed on the log scale for `lambda`,
+#' `sigma` and the inverse Gaussian's `mu`, and the logit scale for the
+#' weights `alpha`, so they stay inside the parameter space (the Normal's
+#' `mu` on its own scale). Both are `NA` where the information is singular
+#' or the dataset has no fit.
 #'
 #' @param x A `bulkem` result or a `bulkem_fit`.
 #' @param conf.int If `TRUE` (default), add `conf.low` and `conf.high`.
@@ -137,9 +141,10 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],
                     estimate = est[o], std.error = se[o], stringsAsFactors = FALSE)
   if (conf.int) {
-    z <- stats::qnorm((1 + conf.level) / 2)
-    out$conf.low <- out$estimate - z * out$std.error
-    out$conf.high <- out$estimate + z * out$std.error
+    family <- vapply(fits, function(f) as.character(f$family), "", USE.NAMES = FALSE)[out$dataset]
+    ci <- wald(out$estimate, out$std.error, conf.level, out$term, family)
+    out$conf.low <- unname(ci[, 1])
+    out$conf.high <- unname(ci[, 2])
   }
   out
 }

@@ -48,8 +48,21 @@ for (family in c("normal", "invgauss")) {
         key <- paste0(r$term, r$component)
         expect_equal(r$conf.low, unname(ci[key, 1]), tolerance = 1e-12)
         expect_equal(r$conf.high, unname(ci[key, 2]), tolerance = 1e-12)
-        # and by hand
-        expect_equal(r$conf.high - r$conf.low, 2 * qnorm(0.95) * r$std.error, tolerance = 1e-12)
+        # and by hand, by the delta method: weights on the logit scale,
+        # positive parameters (lambda, sigma, the inverse Gaussian's mu) on
+        # the log scale, the Normal's mu on its own
+        z <- qnorm(0.95)
+        est <- r$estimate
+        se <- r$std.error
+        w <- r$term == "alpha"
+        l <- r$term == shape | (r$term == "mu" & family == "invgauss")
+        nat <- !w & !l
+        expect_equal(r$conf.low[w], plogis(qlogis(est[w]) - z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+        expect_equal(r$conf.high[w], plogis(qlogis(est[w]) + z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+        expect_equal(r$conf.low[l], exp(log(est[l]) - z * se[l] / est[l]), tolerance = 1e-12)
+        expect_equal(r$conf.high[l], exp(log(est[l]) + z * se[l] / est[l]), tolerance = 1e-12)
+        expect_equal(r$conf.low[nat], est[nat] - z * se[nat], tolerance = 1e-12)
+        expect_equal(r$conf.high[nat], est[nat] + z * se[nat], tolerance = 1e-12)
       }
     }
     expect_true(all(is.na(t$estimate[t$dataset == "bad"])))
