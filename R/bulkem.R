@@ -112,6 +112,17 @@
 #' `max_iters`, `failed`, `spurious`, `invalid` and `saddle`, the fits that
 #' converged to a saddle point rather than a maximum and could not be moved
 #' off it; their message says so and more starts usually find the maximum).
+#' The warning also comes, and says so, when with several `num.components`
+#' a fit kept its K only because a K of lower (or no) BIC was spurious,
+#' failed, stopped at `max.iters` or was invalid (its field `chosen_over`
+#' counts them; see [bulkem_compare()]); it names, for the first spurious
+#' fit or K, the observations its suspect component sits on (with
+#' `control = list(keep.data = TRUE)`; without, it says to keep them). For
+#' the inverse Gaussian it counts the datasets that are invalid because
+#' they hold values <= 0 (field `not_positive`) and suggests the `subset`
+#' that drops them. [print()][print.bulkem] and [summary()][summary.bulkem]
+#' of the result count the same fits, and fragile ones (reached by one
+#' start only).
 #'
 #' @section Saddle points:
 #' EM can stop at a saddle point of the likelihood, typically two components
@@ -431,7 +442,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
   timings <- c(check = checked - started, res$timings, after = finished - returned, total = elapsed)
-  warn_convergence(res$outcomes, length(fits))
+  warn_convergence(res$outcomes, length(fits), fits, datasets, input$response, length(num.components) > 1)
   new_bulkem(fits, engine = engine, threads = res$threads,
              elapsed = elapsed, seed = seed, family = family,
              num.components = as.integer(num.components),

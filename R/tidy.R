@@ -61,8 +61,10 @@ generics::augment
 #' `glance()`: one row per fit, with columns (`dataset`,) `family`, `k`
 #' (number of components), `logLik`, `AIC`, `BIC`, `deviance` (`-2
 #' logLik`), `df` (`3k - 1`), `nobs`, `status`, `converged`, `iterations`,
-#' `starts_ok`, `starts_at_best`, `spurious` and `spurious_starts` (see
-#' [bulkem()] for what these fields mean).
+#' `starts_ok`, `starts_at_best`, `spurious`, `spurious_starts` (see
+#' [bulkem()] for what these fields mean) and `fragile` (`TRUE` when the
+#' best log-likelihood was reached by one start only, of several run: more
+#' starts may find a better fit).
 #'
 #' `augment()`: one row per observation, with columns (`dataset`,) `x` (the
 #' value), `.component` (the most likely component, an integer),
@@ -182,6 +184,7 @@ glance_fits <- function(fits) {
              starts_at_best = get(function(f) as.integer(f$starts_at_best), 0L),
              spurious = get(function(f) isTRUE(f$spurious), NA),
              spurious_starts = get(function(f) as.integer(f$spurious_starts), 0L),
+             fragile = fits_fragile(fits),
              stringsAsFactors = FALSE)
 }
 
