@@ -252,8 +252,21 @@
 #'       `"failed"` (every start degenerated) or `"invalid"` (the data cannot
 #'       be fitted: too few observations, `Inf`, `NA`/`NaN` kept by
 #'       `na.action = na.pass`, values <= 0 for the inverse Gaussian, all
-#'       values equal).}
-#'     \item{`message`}{why, for anything but `"converged"`; otherwise `""`.}
+#'       values equal, values too many orders of magnitude apart, or values
+#'       so small that their scale is below the smallest normal double,
+#'       2.2e-308).}
+#'     \item{`message`}{why, for anything but `"converged"`. A converged fit
+#'       has `""` unless something about it needs saying, then it says so
+#'       (several such parts are separated by "; "): `"spurious: ..."` (no
+#'       start passed the spurious-solution screen; `spurious` is `TRUE`),
+#'       `"continued from a saddle point (log-likelihood ...) to a
+#'       maximum"` or `"... to a point ... higher (log-likelihood ...) that
+#'       is not a local maximum either"` (see "Saddle points"), `"no
+#'       standard errors: ..."` (the
+#'       observed information is singular or not positive definite; see
+#'       [vcov.bulkem_fit()]), or, with several `num.components`, `"no K gave
+#'       a converged fit that passes the spurious-solution screen; ..."`. So
+#'       test `status`, not `message`, for convergence.}
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`starts_run`}{how many starts were run: `random.inits`, times
