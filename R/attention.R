@@ -164,15 +164,15 @@ spurious_culprit <- function(f, x = f$data, rows = f$rows) {
           brief_values(x[on[1]]), brief_values(x[on[length(on)]]), brief_values(x[surest]), where(surest))
 }
 
-# What the Ks passed over in `fits` (those chosen_over()) were, in words:
-# "spurious or failed", from the reasons that occur.
+# What the Ks passed over in `fits` (those chosen_over()) did, in words
+# after "another K": "was spurious or failed", from the reasons that occur.
 over_reasons <- function(fits) {
   why <- unique(unlist(lapply(fits, function(f) {
     w <- k_why_not(f)
     w[k_flagged(f, w)]
   }), use.names = FALSE))
-  words <- c(spurious = "spurious", failed = "failed", max_iters = "stopped at max.iters",
-             invalid = "invalid")
+  words <- c(spurious = "was spurious", failed = "failed", max_iters = "stopped at max.iters",
+             invalid = "was invalid")
   words <- words[names(words) %in% why]
   if (length(words) <= 1) return(unname(words))
   paste(paste(words[-length(words)], collapse = ", "), "or", words[length(words)])

@@ -151,7 +151,7 @@ warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response
   if (any(over)) {
     first <- which(over)[1]
     parts <- c(parts, paste0(count(sum(over)), if (sum(over) == 1) " chose its K" else " chose their K",
-                             " because another K was ", over_reasons(fits[over]),
+                             " because another K ", over_reasons(fits[over]),
                              " (see bulkem_compare(); e.g. ", label(first), ": ",
                              result_notes(fits[first], "")[[1]], ")"))
   }
