@@ -114,6 +114,17 @@
 #' `max_iters`, `failed`, `spurious`, `invalid` and `saddle`, the fits that
 #' converged to a saddle point rather than a maximum and could not be moved
 #' off it; their message says so and more starts usually find the maximum).
+#' The warning also comes, and says so, when with several `num.components`
+#' a fit kept its K only because a K of lower (or no) BIC was spurious,
+#' failed, stopped at `max.iters` or was invalid (its field `chosen_over`
+#' counts them; see [bulkem_compare()]); it names, for the first spurious
+#' fit or K, the observations its suspect component sits on (with
+#' `control = list(keep.data = TRUE)`; without, it says to keep them). For
+#' the inverse Gaussian it counts the datasets that are invalid because
+#' they hold values <= 0 (field `not_positive`) and suggests the `subset`
+#' that drops them. [print()][print.bulkem] and [summary()][summary.bulkem]
+#' of the result count the same fits, and fragile ones (reached by one
+#' start only).
 #'
 #' @section Saddle points:
 #' EM can stop at a saddle point of the likelihood, typically two components
@@ -243,8 +254,21 @@
 #'       `"failed"` (every start degenerated) or `"invalid"` (the data cannot
 #'       be fitted: too few observations, `Inf`, `NA`/`NaN` kept by
 #'       `na.action = na.pass`, values <= 0 for the inverse Gaussian, all
-#'       values equal).}
-#'     \item{`message`}{why, for anything but `"converged"`; otherwise `""`.}
+#'       values equal, values too many orders of magnitude apart, or values
+#'       so small that their scale is below the smallest normal double,
+#'       2.2e-308).}
+#'     \item{`message`}{why, for anything but `"converged"`. A converged fit
+#'       has `""` unless something about it needs saying, then it says so
+#'       (several such parts are separated by "; "): `"spurious: ..."` (no
+#'       start passed the spurious-solution screen; `spurious` is `TRUE`),
+#'       `"continued from a saddle point (log-likelihood ...) to a
+#'       maximum"` or `"... to a point ... higher (log-likelihood ...) that
+#'       is not a local maximum either"` (see "Saddle points"), `"no
+#'       standard errors: ..."` (the
+#'       observed information is singular or not positive definite; see
+#'       [vcov.bulkem_fit()]), or, with several `num.components`, `"no K gave
+#'       a converged fit that passes the spurious-solution screen; ..."`. So
+#'       test `status`, not `message`, for convergence.}
 #'     \item{`best_start`}{index (from 1) of the winning start.}
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`starts_run`}{how many starts were run: `random.inits`, times
@@ -433,7 +457,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   }
   timings <- c(check = checked - started, res$timings, after = finished - returned, total = elapsed)
-  warn_convergence(res$outcomes, length(fits))
+  warn_convergence(res$outcomes, length(fits), fits, datasets, input$response, length(num.components) > 1)
   new_bulkem(fits, engine = engine, threads = res$threads,
              elapsed = elapsed, seed = seed, family = family,
              num.components = as.integer(num.components),

@@ -108,18 +108,72 @@ stop_arg <- function(...) raise(bulkem_condition("argument", paste0(...)))
 # at max.iters, failed, were marked spurious, were invalid or converged to a
 # saddle point (`outcomes`, counted by the glue), of class
 # bulkem_warning_convergence; the condition carries the counts as `counts`.
-warn_convergence <- function(outcomes, n) {
+# With the call's `fits` (names and kept data attached), `datasets` and
+# `several` (whether several Ks were fitted), it also says how many fits
+# kept their K because another K was not sound (`chosen_over`, naming the
+# first), names the observations the first spurious fit's suspect
+# component sits on, and counts the inverse Gaussian datasets invalid for
+# values <= 0 (`not_positive`), with the `subset` that drops them
+# (`response`: the values' expression of a formula or data frame).
+warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response = NULL, several = TRUE) {
   what <- c(max_iters = "stopped at max.iters before the log-likelihood settled (raise max.iters)",
             failed = "failed (every start degenerated)",
             spurious = "are marked spurious (no start passed the spurious-solution screen; try more starts)",
             invalid = "were invalid (the data cannot be fitted)",
             saddle = "converged to a saddle point, not a maximum (no standard errors; try more starts)")
-  counts <- outcomes[names(what)]
-  if (!any(counts > 0)) return(invisible(NULL))
+  counts <- stats::setNames(rep(0, length(what)), names(what))
+  have <- intersect(names(outcomes), names(what))
+  counts[have] <- outcomes[have]
+  fits <- unclass(fits)
+  over <- if (several && length(fits) > 0) chosen_over(fits) else logical()
+  not_positive <- if (counts[["invalid"]] > 0) not_positive_datasets(fits, datasets) else 0L
+  if (!any(counts > 0) && !any(over)) return(invisible(NULL))
   # counts arrive as doubles, which format() would write as 2e+05
   count <- function(x) formatC(x, format = "d", big.mark = ",")
+  label <- function(i) {
+    nm <- names(fits)[i]
+    if (is.null(nm) || !nzchar(nm)) paste("dataset", i) else paste("dataset", nm)
+  }
+  if (counts[["spurious"]] > 0 && length(fits) > 0) {
+    first <- Position(function(f) isTRUE(f$spurious) && has_fit(f), fits)
+    if (!is.na(first)) {
+      what[["spurious"]] <- paste0(what[["spurious"]], " (e.g. ", label(first), ": ",
+                                   spurious_culprit(fits[[first]]), ")")
+    }
+  }
+  if (not_positive > 0) {
+    what[["invalid"]] <- paste0(
+      "were invalid (the data cannot be fitted; ", count(not_positive), " of them because of values <= 0, ",
+      "which the inverse Gaussian cannot fit: drop them with ",
+      if (!is.null(response)) paste0("subset = ", response, " > 0") else "x[x > 0] on each dataset", ")")
+  }
   parts <- paste(count(counts[counts > 0]), what[counts > 0])
+  if (any(over)) {
+    first <- which(over)[1]
+    parts <- c(parts, paste0(count(sum(over)), if (sum(over) == 1) " chose its K" else " chose their K",
+                             " because another K ", over_reasons(fits[over]),
+                             " (see bulkem_compare(); e.g. ", label(first), ": ",
+                             result_notes(fits[first], "")[[1]], ")"))
+  }
   warning(bulkem_condition("warning_convergence", paste0(
     "of ", count(n), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
-    "; see each fit's status and message, or summary()"), counts = counts))
+    "; see each fit's status and message, or summary()"), counts = counts,
+    chosen_over = sum(over), not_positive = not_positive))
+}
+
+# How many of `fits` are invalid inverse Gaussian fits of `datasets` that
+# are long enough and finite but hold a value <= 0 (the core's order of
+# checks: length, then missing and infinite values, then the sign).
+not_positive_datasets <- function(fits, datasets) {
+  if (length(fits) == 0 || length(datasets) != length(fits) || !identical(fits[[1]]$family, "invgauss")) {
+    return(0L)
+  }
+  per <- model_limits()$obs_per_component
+  bad <- vapply(seq_along(fits), function(i) {
+    f <- fits[[i]]
+    if (!identical(f$status, "invalid") || !identical(f$family, "invgauss")) return(FALSE)
+    x <- datasets[[i]]
+    length(x) >= per * length(f$mu) && all(is.finite(x)) && any(x <= 0)
+  }, NA)
+  sum(bad)
 }

@@ -183,7 +183,8 @@ fit_future <- function(input, args, control, verbose, started) {
   timings <- c(check = checked - started, shards = computed - checked,
                result = proc.time()[["elapsed"]] - computed, total = elapsed)
   counts <- Filter(Negate(is.null), lapply(out, `[[`, "counts"))
-  if (length(counts) > 0) warn_convergence(Reduce(`+`, counts), length(fits))
+  warn_convergence(if (length(counts) > 0) Reduce(`+`, counts), length(fits), fits, datasets, input$response,
+                   length(args$num.components) > 1)
   new_bulkem(fits, engine = paste(engines, collapse = ", "),
              threads = as.integer(sum(threads[!duplicated(workers)])),
              elapsed = elapsed, seed = args$seed, family = args$family,

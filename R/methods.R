@@ -21,10 +21,25 @@ dataset_names <- function(x) {
 #' @param row.names,optional Ignored (for the generic).
 #' @param i Which fits to keep.
 #' @param ... Not used.
-#' @returns `summary()`: a data frame with `dataset`, `n`, `k` (the number of
-#'   components of the fit, the one chosen when several were fitted), `status`,
-#'   `converged`, `iterations`, `loglik`, `aic`, `bic`, `starts_ok`,
-#'   `best_start`. `as.data.frame()`: a data frame as described under `what`.
+#' @returns `summary()`: a data frame (of class `summary.bulkem`, whose print
+#'   method first counts the fits to mistrust, see below) with `dataset`,
+#'   `n`, `k` (the number of components of the fit, the one chosen when
+#'   several were fitted), `status`, `converged`, `iterations`, `loglik`,
+#'   `aic`, `bic`, `starts_ok`, `best_start`, `starts_at_best` (how many
+#'   starts reached the best log-likelihood), `fragile` (`TRUE` when only
+#'   one of several starts did: more starts may find a better fit),
+#'   `spurious` (no start passed the spurious-solution screen) and, when
+#'   several Ks were fitted, `why`: why the fit has its K, `"lowest BIC"`,
+#'   or the Ks of lower (or no) BIC that were not sound, e.g. `"K = 2
+#'   spurious"` or `"K = 3 failed"` (see [bulkem_compare()]), `"no sound
+#'   K"` (the lowest BIC of all, none converged and passed the screen) or
+#'   `"no K fitted"`. Its attribute `notes` gives, for each spurious fit and
+#'   each fit whose K was chosen because another was not sound, what went
+#'   wrong in words, named by dataset, e.g. `"K = 1 chosen because K = 2 was
+#'   spurious: a component of 1 observation at 1e+06 (observation 137)"`
+#'   (the observations the suspect component sits on, when the data were
+#'   kept with `control = list(keep.data = TRUE)`); its print method shows
+#'   the first 10. `as.data.frame()`: a data frame as described under `what`.
 #'   `coef()`: for one fit, a matrix with one row per component and columns
 #'   `alpha`, `mu`, `lambda` (or `sigma`); for a `bulkem` result, the long
 #'   table of `as.data.frame()`.
@@ -42,14 +57,58 @@ NULL
 #' @rdname bulkem-methods
 #' @export
 summary.bulkem <- function(object, ...) {
-  get <- function(field, type) vapply(object, function(f) f[[field]], type, USE.NAMES = FALSE)
-  data.frame(
+  fits <- unclass(object)
+  get <- function(field, type) vapply(fits, function(f) f[[field]], type, USE.NAMES = FALSE)
+  out <- data.frame(
     dataset = dataset_names(object), n = get("n", 0L),
-    k = vapply(object, function(f) length(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
+    k = vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
     converged = get("converged", NA), iterations = get("num_iterations", 0L),
     loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0),
     starts_ok = get("starts_ok", 0L), best_start = get("best_start", 0L),
+    starts_at_best = vapply(fits, function(f) as.integer(f$starts_at_best)[1], 0L, USE.NAMES = FALSE),
+    fragile = fits_fragile(fits),
+    spurious = vapply(fits, function(f) isTRUE(f$spurious), NA, USE.NAMES = FALSE),
     stringsAsFactors = FALSE)
+  maybe <- k_maybe_over(fits)
+  if (any(vapply(fits, function(f) !is.null(f$by_k), NA, USE.NAMES = FALSE))) {
+    out$why <- as.character(unlist(Map(k_chosen_why, fits, maybe), use.names = FALSE))
+  }
+  attr(out, "notes") <- result_notes(fits, out$dataset, over = chosen_over(fits, maybe))
+  class(out) <- c("summary.bulkem", "data.frame")
+  out
+}
+
+#' @rdname bulkem-methods
+#' @export
+print.summary.bulkem <- function(x, ...) {
+  notes <- attr(x, "notes")
+  cat(attention_line(summary_counts(x)), "\n")
+  if (length(notes) > 0) {
+    cat(paste0("  ", names(notes)[seq_len(min(10, length(notes)))], ": ",
+               utils::head(notes, 10), "\n"), sep = "")
+    if (length(notes) > 10) cat(sprintf("  ... and %d more (attr(, \"notes\"))\n", length(notes) - 10))
+  }
+  cat("\n")
+  print(plain_frame(x), ...)
+  invisible(x)
+}
+
+# How many fits of a result to mistrust, and why, from its summary's
+# columns: spurious, fragile, max_iters, failed, invalid and (NA with one
+# K) chosen_over, those whose K was chosen because another K was not sound.
+summary_counts <- function(s) {
+  col <- function(name) if (is.null(s[[name]])) logical(nrow(s)) else s[[name]]
+  c(spurious = sum(col("spurious"), na.rm = TRUE), fragile = sum(col("fragile"), na.rm = TRUE),
+    max_iters = sum(s$status == "max_iters"), failed = sum(s$status == "failed"),
+    invalid = sum(s$status == "invalid"),
+    chosen_over = if (is.null(s$why)) NA else sum(grepl("^K = ", s$why)))
+}
+
+# A summary as a plain data frame, for printing its rows.
+plain_frame <- function(x) {
+  attr(x, "notes") <- NULL
+  class(x) <- "data.frame"
+  x
 }
 
 #' @rdname bulkem-methods
@@ -133,12 +192,20 @@ nobs.bulkem_fit <- function(object, ...) object$n
 #' `print()` of a `bulkem` result shows one header line (the number of
 #' datasets, the family and the number of components, with "(chosen by BIC)"
 #' when several were fitted), the engine, its threads and the time taken,
-#' the count of fits by `status`, and the first `n` rows of [summary()][summary.bulkem]
-#' (its column `k` is each dataset's number of components, the one chosen
-#' when several were fitted). `print()` of one `bulkem_fit` shows its family,
-#' number of components, `n` and `status`, any `message`, the
-#' log-likelihood, AIC, BIC, EM iterations and good starts, and the
-#' parameters as [coef()][coef.bulkem_fit] gives them: one row per component
+#' the count of fits by `status`, a line counting the fits to mistrust
+#' (spurious; fragile, whose best log-likelihood one start alone reached;
+#' stopped at `max.iters`; failed; invalid; and, when several Ks were
+#' fitted, those whose K was chosen because another K was spurious,
+#' failed, stopped at `max.iters` or was invalid), what went wrong with the
+#' first three of the spurious fits and of those whose K was so chosen (the
+#' `notes` of [summary()][summary.bulkem]), and the first `n` rows of
+#' [summary()][summary.bulkem] (its column `k` is each dataset's number of
+#' components, the one chosen when several were fitted). `print()` of one
+#' `bulkem_fit` shows its family, number of components, `n` and `status`,
+#' any `message`, what to mistrust about it (spurious, and the observations
+#' its suspect component sits on; fragile; its K chosen because another K
+#' was not sound, and why), the log-likelihood, AIC, BIC, EM iterations and
+#' good starts, and the parameters as [coef()][coef.bulkem_fit] gives them: one row per component
 #' with `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian shape,
 #' statmod's mean/shape parameterisation: dispersion `1 / lambda`) or
 #' `sigma` (Normal standard deviation).
@@ -185,8 +252,16 @@ print.bulkem <- function(x, n = 5, ...) {
     status <- table(vapply(fits, function(f) as.character(f$status)[1], "", USE.NAMES = FALSE))
     cat("status:", paste(names(status), status, sep = ": ", collapse = ", "), "\n")
     s <- summary.bulkem(x)
+    cat(attention_line(summary_counts(s)), "\n")
+    notes <- attr(s, "notes")
+    if (length(notes) > 0) {
+      cat(paste0("  ", names(notes)[seq_len(min(3, length(notes)))], ": ", utils::head(notes, 3), "\n"), sep = "")
+      if (length(notes) > 3) {
+        cat(sprintf("  ... and %d more (summary() lists them in its attribute \"notes\")\n", length(notes) - 3))
+      }
+    }
     cat("\n")
-    print(utils::head(s, n), row.names = FALSE)
+    print(utils::head(plain_frame(s), n), row.names = FALSE)
     if (length(x) > n) cat(sprintf("... and %d more (summary() lists all)\n", length(x) - n))
   }
   invisible(x)
@@ -199,6 +274,8 @@ print.bulkem_fit <- function(x, ...) {
   cat(sprintf("bulkem fit: %s mixture of %d component%s, n = %d, status %s\n", x$family, k,
               if (k == 1) "" else "s", x$n, x$status))
   if (nzchar(x$message)) cat(x$message, "\n")
+  notes <- fit_notes(x)
+  if (length(notes) > 0) cat(paste0(notes, "\n"), sep = "")
   if (isTRUE(x$fit_success)) {
     cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",
                 x$loglik, x$aic, x$bic, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))

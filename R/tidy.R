@@ -25,9 +25,13 @@ generics::augment
 #' Parameters: `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian
 #' shape, in statmod's mean/shape parameterisation: dispersion
 #' `1 / lambda`, variance `mu^3 / lambda`) or `sigma` (Normal standard
-#' deviation). Standard errors come from the observed information and the
-#' intervals are Wald intervals (see [confint.bulkem_fit()]); both are `NA`
-#' where the information is singular or the dataset has no fit.
+#' deviation). Standard errors come from the observed information, on the
+#' parameters' own scale, and the intervals are Wald intervals (see
+#' [confint.bulkem_fit()]): they are computed on the log scale for `lambda`,
+#' `sigma` and the inverse Gaussian's `mu`, and the logit scale for the
+#' weights `alpha`, so they stay inside the parameter space (the Normal's
+#' `mu` on its own scale). Both are `NA` where the information is singular
+#' or the dataset has no fit.
 #'
 #' @param x A `bulkem` result or a `bulkem_fit`.
 #' @param conf.int If `TRUE` (default), add `conf.low` and `conf.high`.
@@ -57,8 +61,10 @@ generics::augment
 #' `glance()`: one row per fit, with columns (`dataset`,) `family`, `k`
 #' (number of components), `logLik`, `AIC`, `BIC`, `deviance` (`-2
 #' logLik`), `df` (`3k - 1`), `nobs`, `status`, `converged`, `iterations`,
-#' `starts_ok`, `starts_at_best`, `spurious` and `spurious_starts` (see
-#' [bulkem()] for what these fields mean).
+#' `starts_ok`, `starts_at_best`, `spurious`, `spurious_starts` (see
+#' [bulkem()] for what these fields mean) and `fragile` (`TRUE` when the
+#' best log-likelihood was reached by one start only, of several run: more
+#' starts may find a better fit).
 #'
 #' `augment()`: one row per observation, with columns (`dataset`,) `x` (the
 #' value), `.component` (the most likely component, an integer),
@@ -137,9 +143,10 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],
                     estimate = est[o], std.error = se[o], stringsAsFactors = FALSE)
   if (conf.int) {
-    z <- stats::qnorm((1 + conf.level) / 2)
-    out$conf.low <- out$estimate - z * out$std.error
-    out$conf.high <- out$estimate + z * out$std.error
+    family <- vapply(fits, function(f) as.character(f$family), "", USE.NAMES = FALSE)[out$dataset]
+    ci <- wald(out$estimate, out$std.error, conf.level, out$term, family)
+    out$conf.low <- unname(ci[, 1])
+    out$conf.high <- unname(ci[, 2])
   }
   out
 }
@@ -177,6 +184,7 @@ glance_fits <- function(fits) {
              starts_at_best = get(function(f) as.integer(f$starts_at_best), 0L),
              spurious = get(function(f) isTRUE(f$spurious), NA),
              spurious_starts = get(function(f) as.integer(f$spurious_starts), 0L),
+             fragile = fits_fragile(fits),
              stringsAsFactors = FALSE)
 }
 

@@ -3,7 +3,10 @@
 #' Every fit carries standard errors (field `se`) and a covariance matrix
 #' (field `vcov`) from the observed information of the mixture
 #' log-likelihood at the fitted parameters. `vcov()` returns the matrix,
-#' `confint()` Wald confidence intervals.
+#' `confint()` Wald confidence intervals, computed on the log scale for the
+#' shapes `lambda`, the standard deviations `sigma` and the inverse
+#' Gaussian's means `mu`, and on the logit scale for the weights `alpha`,
+#' so that they stay inside the parameter space.
 #'
 #' @section What the standard errors are:
 #' The observed information is the negative Hessian of the log-likelihood
@@ -22,13 +25,26 @@
 #' standard error 0). `vcov` is the inverse of the observed information and
 #' `se` the square roots of its diagonal.
 #'
-#' `confint()` gives Wald intervals, estimate \eqn{\pm z_{(1+level)/2}}{+/-
-#' qnorm((1 + level) / 2)} times the standard error, for all \eqn{3K}{3K}
-#' parameters. They rest on the estimate being approximately normal: good
-#' for well-separated components and a few hundred observations per
-#' component, poor for small or heavily overlapping components. They ignore
-#' the uncertainty of which start won and, with several `num.components`, of
-#' the choice of K; intervals for weights can extend below 0 or above 1.
+#' `confint()` gives Wald intervals for all \eqn{3K}{3K} parameters, on a
+#' scale that keeps them inside the parameter space: the log scale for the
+#' positive parameters (the shapes `lambda`, the standard deviations
+#' `sigma`, and the inverse Gaussian's means `mu`) and the logit scale for
+#' the weights `alpha`, with the end points transformed back. With \eqn{z =
+#' z_{(1+level)/2}}{z = qnorm((1 + level) / 2)}, estimate \eqn{\theta}{theta}
+#' and standard error \eqn{s}{s} (the delta method gives the standard
+#' error on the transformed scale), a positive parameter's interval is
+#' \eqn{\exp(\log\theta \pm z s / \theta)}{exp(log(theta) +/- z * s / theta)}
+#' and a weight's \eqn{\mathrm{plogis}(\mathrm{qlogis}(\alpha) \pm z s /
+#' (\alpha (1 - \alpha)))}{plogis(qlogis(alpha) +/- z * s / (alpha * (1 -
+#' alpha)))}; the Normal's means, which may be any number, get \eqn{\theta
+#' \pm z s}{theta +/- z * s}. A standard error of 0 (the weight of a
+#' one-component fit) gives the estimate as both ends. The standard errors
+#' themselves (`se`, `tidy()`'s `std.error`) stay on the parameters' own
+#' scale. The intervals rest on the estimate being approximately normal on
+#' that scale: good for well-separated components and a few hundred
+#' observations per component, poor for small or heavily overlapping
+#' components. They ignore the uncertainty of which start won and, with
+#' several `num.components`, of the choice of K.
 #'
 #' When the information is singular (e.g. two identical components, whose
 #' weights cannot be told apart), not positive definite (EM stopped short
@@ -100,14 +116,39 @@ pick_parm <- function(parm, est) {
   if (is.character(parm)) match(parm, names(est)) else as.integer(parm)
 }
 
-# Wald intervals of the estimates `est` with standard errors `se`.
-wald <- function(est, se, level) {
+# Wald intervals of the estimates `est` with standard errors `se`, each of
+# parameter `term` ("alpha", "mu", "lambda" or "sigma") of a fit of
+# `family` (recycled): on the logit scale for weights, the log scale for
+# the positive parameters (lambda, sigma, the inverse Gaussian's mu), the
+# natural scale for the Normal's mu, by the delta method; end points
+# transformed back. A matrix of the lower and upper ends.
+wald <- function(est, se, level, term, family) {
   a <- (1 - level) / 2
   a <- c(a, 1 - a)
-  ci <- est + outer(se, stats::qnorm(a))
+  z <- stats::qnorm(a[2])
+  family <- rep_len(family, length(est))
+  logit <- term == "alpha"
+  positive <- term %in% c("lambda", "sigma") | (term == "mu" & family == "invgauss")
+  lo <- est - z * se
+  hi <- est + z * se
+  l <- positive & !is.na(se)
+  lo[l] <- exp(log(est[l]) - z * se[l] / est[l])
+  hi[l] <- exp(log(est[l]) + z * se[l] / est[l])
+  w <- logit & !is.na(se)
+  d <- z * se[w] / (est[w] * (1 - est[w]))
+  lo[w] <- stats::plogis(stats::qlogis(est[w]) - d)
+  hi[w] <- stats::plogis(stats::qlogis(est[w]) + d)
+  # no uncertainty (the weight of K = 1): the estimate itself, not NaN
+  fixed <- !is.na(se) & se == 0
+  lo[fixed] <- est[fixed]
+  hi[fixed] <- est[fixed]
+  ci <- cbind(lo, hi)
   dimnames(ci) <- list(names(est), paste(format(100 * a, trim = TRUE, scientific = FALSE, digits = 3), "%"))
   ci
 }
+
+# "alpha", "mu", "lambda" or "sigma" of parameter names such as "alpha2".
+term_of <- function(names) sub("[0-9]+$", "", names)
 
 #' @rdname bulkem-vcov
 #' @importFrom stats vcov
@@ -133,7 +174,7 @@ confint.bulkem_fit <- function(object, parm, level = 0.95, ...) {
   check_unit(level, "level")
   est <- fit_estimates(object)
   i <- pick_parm(if (missing(parm)) NULL else parm, est)
-  wald(est[i], unname(object$se)[i], level)
+  wald(est[i], unname(object$se)[i], level, term_of(names(est)[i]), object$family)
 }
 
 #' @rdname bulkem-vcov
@@ -148,6 +189,7 @@ confint.bulkem <- function(object, parm, level = 0.95, ...) {
   term <- unlist(lapply(est, names), use.names = FALSE)
   est <- unlist(est, use.names = FALSE)
   se <- unlist(lapply(fits, function(f) unname(f$se)), use.names = FALSE)
+  family <- rep(vapply(fits, function(f) as.character(f$family), "", USE.NAMES = FALSE), n)
   keep <- if (missing(parm) || length(fits) == 0) {
     rep(TRUE, length(est))
   } else {
@@ -155,7 +197,7 @@ confint.bulkem <- function(object, parm, level = 0.95, ...) {
     i <- pick_parm(parm, fit_estimates(fits[[which.max(n)]]))
     if (is.character(parm)) term %in% parm else sequence(n) %in% i
   }
-  ci <- wald(est[keep], se[keep], level)
+  ci <- wald(est[keep], se[keep], level, term_of(term[keep]), family[keep])
   data.frame(dataset = rep(dataset_names(object), n)[keep], term = term[keep],
              estimate = est[keep], std.error = se[keep], conf.low = unname(ci[, 1]),
              conf.high = unname(ci[, 2]), stringsAsFactors = FALSE)

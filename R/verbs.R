@@ -165,8 +165,14 @@ sigma.bulkem_fit <- no_sigma
 #'   `alpha`, `alpha.se`, `mu`, `mu.se`, `lambda` or `sigma` and its `.se`),
 #'   `family`, `k`, `n`, `df`, `loglik`, `aic`, `bic`, `status`,
 #'   `converged`, `message`, `iterations`, `starts_ok`, `starts_at_best`,
-#'   `spurious`, `spurious_starts` and `by_k` (when several Ks were fitted,
-#'   else `NULL`). Its print method shows them as a table.
+#'   `fragile` (`TRUE` when only one of several starts reached the best
+#'   log-likelihood), `spurious`, `spurious_starts`, `by_k` (when several
+#'   Ks were fitted, else `NULL`; with a column `why_not` as in
+#'   [bulkem_compare()]) and `notes`: what to mistrust about the fit in
+#'   words (spurious, and the observations its suspect component sits on
+#'   when the data were kept; fragile; its K chosen because a K of lower or
+#'   no BIC was spurious or failed, and why that K was). Its print method
+#'   shows them as a table.
 #' @examples
 #' set.seed(8)
 #' fits <- bulkem(list(c(rnorm(200), rnorm(200, 4))), family = "normal",
@@ -184,13 +190,16 @@ summary.bulkem_fit <- function(object, ...) {
                       mu = object$mu, mu.se = se[k + seq_len(k)],
                       shape = object[[shape]], shape.se = se[2 * k + seq_len(k)])
   names(coefs)[6:7] <- c(shape, paste0(shape, ".se"))
+  by_k <- object$by_k
+  if (!is.null(by_k)) by_k$why_not <- k_why_not(object)
   structure(list(
     coefficients = coefs, family = object$family, k = k, n = object$n, df = fit_df(object),
     loglik = fit_loglik(object), aic = object$aic, bic = object$bic, status = object$status,
     converged = object$converged, message = object$message, iterations = object$num_iterations,
     starts_ok = object$starts_ok, starts_at_best = object$starts_at_best,
+    fragile = fits_fragile(list(object)),
     spurious = object$spurious, spurious_starts = object$spurious_starts,
-    by_k = object$by_k), class = "summary.bulkem_fit")
+    by_k = by_k, notes = fit_notes(object)), class = "summary.bulkem_fit")
 }
 
 #' @rdname summary.bulkem_fit
@@ -203,6 +212,7 @@ print.summary.bulkem_fit <- function(x, digits = max(3L, getOption("digits") - 3
               x$starts_ok, if (identical(x$starts_ok, 1L)) "" else "s", x$starts_at_best,
               if (isTRUE(x$spurious)) "; SPURIOUS (no start passed the screen)" else ""))
   if (nzchar(x$message)) cat(x$message, "\n")
+  if (length(x$notes) > 0) cat(paste0(x$notes, "\n"), sep = "")
   cf <- x$coefficients
   est <- function(v, s) {
     paste0(format(signif(v, digits)), " (", format(signif(s, 2)), ")")
@@ -293,8 +303,15 @@ c.bulkem <- function(...) {
 #' @returns A data frame with one row per dataset and K: `dataset`, `K`,
 #'   `df` (`3K - 1`), `loglik`, `aic`, `bic`, `status` (of that K's fit),
 #'   `delta_bic` (its BIC minus the lowest BIC of the dataset's Ks, `NA`
-#'   where it has none) and `chosen` (`TRUE` for the K the returned fit has).
-#'   A result fitted with one K gives one row per dataset, that K's.
+#'   where it has none), `chosen` (`TRUE` for the K the returned fit has)
+#'   and `why_not`: why that K was not chosen, `NA` for the K chosen;
+#'   `"failed"`, `"invalid"` or `"max_iters"` (its status), `"spurious"`
+#'   (it converged, but no start passed the spurious-solution screen),
+#'   `"higher BIC"` or `"equal BIC"` (the smaller K wins a tie). A K that
+#'   is not sound and has a lower BIC than the one chosen (or none) is why
+#'   the chosen K was chosen: `summary()`'s column `why` says so per
+#'   dataset. A result fitted with one K gives one row per dataset, that
+#'   K's (`why_not` is its status where it has no fit).
 #' @examples
 #' set.seed(10)
 #' d <- list(one = rnorm(300), two = c(rnorm(150), rnorm(150, 5)))
@@ -323,9 +340,10 @@ bulkem_compare <- function(object) {
   }, 0, USE.NAMES = FALSE)
   chosen_k <- vapply(fits, function(f) if (has_fit(f)) length(f$mu) else NA_integer_, 0L,
                      USE.NAMES = FALSE)
+  why_not <- as.character(unlist(lapply(fits, k_why_not), use.names = FALSE))
   data.frame(dataset = rep(dataset_names(object), n), K = k, df = as.integer(free_parameters(k)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
              status = as.character(col("status")), delta_bic = bic - rep(best, n),
-             chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n),
+             chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n), why_not = why_not,
              stringsAsFactors = FALSE)
 }

@@ -32,7 +32,10 @@ test_that("BIC picks the simulated number of components", {
 test_that("a dataset too short for the larger Ks keeps a smaller K", {
   set.seed(22)
   d <- list(short = rnorm(7, 1), long = c(rnorm(200), rnorm(200, 5)))
-  fits <- bulkem(d, num.components = 1:3, random.inits = 5, family = "normal", use.gpu = FALSE)
+  # BIC could not weigh K = 3 for `short`: the call says so
+  expect_warning(fits <- bulkem(d, num.components = 1:3, random.inits = 5, family = "normal", use.gpu = FALSE),
+                 "dataset short: K = [12] chosen because K = 3 was invalid: dataset has 7 observations",
+                 class = "bulkem_warning_convergence")
   expect_identical(fits$short$by_k$status[3], "invalid")
   expect_true(fits$short$num_components %in% 1:2)
   expect_true(fits$short$fit_success)
@@ -65,8 +68,8 @@ test_that("several Ks: one pass, progress never goes back, the same shape as one
 test_that("choosing K among many datasets costs next to nothing after the fits", {
   set.seed(24)
   d <- replicate(20000, rnorm(10), simplify = FALSE)
-  fits <- bulkem(d, num.components = 1:3, random.inits = 1, max.iters = 5,
-                 family = "normal", use.gpu = FALSE, seed = 1)
+  fits <- quiet_bulkem(d, num.components = 1:3, random.inits = 1, max.iters = 5,
+                       family = "normal", use.gpu = FALSE, seed = 1)
   tm <- attr(fits, "timings")
   # elapsed covers all the work R does after the engine too
   expect_gte(attr(fits, "elapsed"), sum(tm[setdiff(names(tm), "total")]) - 0.05)
@@ -103,4 +106,92 @@ test_that("every K's fit is kept, the chosen one first, each the fit a call with
       expect_identical(kept, unclass(one[[nm]])[names(kept)])
     }
   }
+})
+
+# 300 reaction times of 0.3-2 s (simulated), and two absurd ones: 1e6 and
+# 2e6 s at positions 50 and 100 of `outlier`; or one, 1e6 s, at position 37
+# of `single`.
+outlier_data <- function() {
+  set.seed(5)
+  x <- pmin(pmax(exp(rnorm(300, log(0.7), 0.4)), 0.3), 2)
+  outlier <- x
+  outlier[c(50, 100)] <- c(1e6, 2e6)
+  set.seed(3)
+  single <- runif(200, 0.3, 2)
+  single[37] <- 1e6
+  list(clean = x, outlier = outlier, single = single)
+}
+
+test_that("a K chosen because a K of lower BIC was spurious or failed is said so everywhere, with the outlier", {
+  d <- outlier_data()
+  w <- NULL
+  fits <- withCallingHandlers(
+    bulkem(d, num.components = 1:2, use.gpu = FALSE, seed = 1, control = list(keep.data = TRUE)),
+    bulkem_warning_convergence = function(c) {
+      w <<- c
+      invokeRestart("muffleWarning")
+    })
+  k_fit <- function(f, k) f$all_k[[which(vapply(f$all_k, `[[`, 0L, "k") == k)]]
+  # the situation, from the fits' own fields: for `outlier`, K = 2 has the
+  # lower BIC but is spurious, and K = 1 (mu in the thousands) is returned;
+  # for `single`, K = 2 failed; `clean` chose K = 1 on BIC alone
+  o2 <- k_fit(fits$outlier, 2)
+  expect_true(o2$spurious)
+  expect_identical(o2$status, "converged")
+  expect_lt(o2$bic, fits$outlier$bic)
+  expect_identical(fits$outlier$k, 1L)
+  expect_gt(fits$outlier$mu, 1000)
+  expect_identical(k_fit(fits$single, 2)$status, "failed")
+  expect_identical(fits$single$k, 1L)
+  expect_false(k_fit(fits$clean, 2)$spurious)
+  expect_gt(k_fit(fits$clean, 2)$bic, fits$clean$bic)
+  # the component K = 2 of `outlier` is blamed on holds the two absurd values
+  post <- predict(o2, d$outlier)
+  held <- which(post$component == which.min(o2$alpha))
+  expect_identical(held, c(50L, 100L))
+  said <- "K = 2 was spurious: a component of 2 observations at 1e+06 and 2e+06 (observations 50 and 100)"
+
+  # bulkem_compare(): why each K was not chosen
+  cmp <- bulkem_compare(fits)
+  expect_identical(cmp$why_not, c(NA, "higher BIC", NA, "spurious", NA, "failed"))
+  # summary(): the counts' columns and why each K was chosen
+  s <- summary(fits)
+  expect_s3_class(s, "data.frame")
+  expect_identical(s$why, c("lowest BIC", "K = 2 spurious", "K = 2 failed"))
+  expect_identical(s$spurious, c(FALSE, FALSE, FALSE))
+  expect_identical(s$starts_at_best, vapply(fits, `[[`, 0L, "starts_at_best", USE.NAMES = FALSE))
+  notes <- attr(s, "notes")
+  expect_identical(names(notes), c("outlier", "single"))
+  expect_identical(notes[["outlier"]], paste("K = 1 chosen because", said))
+  expect_match(notes[["single"]], "^K = 1 chosen because K = 2 failed: all [0-9]+ random starts failed")
+  out <- capture.output(print(s))
+  expect_match(out[1], "0 spurious, 0 fragile .*0 invalid; 2 chose its K because another K was not sound")
+  expect_true(any(grepl(said, out, fixed = TRUE)))
+  # print(): the counts, and the notes
+  out <- capture.output(print(fits))
+  expect_true(any(grepl("attention: 0 spurious, 0 fragile", out)))
+  expect_true(any(grepl(paste0("outlier: K = 1 chosen because ", said), out, fixed = TRUE)))
+  expect_output(print(fits$outlier), said, fixed = TRUE)
+  expect_output(print(summary(fits$outlier)), said, fixed = TRUE)
+  expect_identical(summary(fits$outlier)$by_k$why_not, c(NA, "spurious"))
+  # the warning: counted, and the first named
+  expect_s3_class(w, "bulkem_warning_convergence")
+  expect_identical(w$chosen_over, 2L)
+  expect_identical(w$counts, c(max_iters = 0, failed = 0, spurious = 0, invalid = 0, saddle = 0))
+  expect_match(conditionMessage(w), paste0("^of 3 fits, 2 chose their K because another K was spurious or failed ",
+                                           "\\(see bulkem_compare\\(\\); e.g. dataset outlier: K = 1 chosen because"))
+  expect_match(conditionMessage(w), said, fixed = TRUE)
+
+  # without the data kept, how to get them; from a data frame, the rows
+  bare <- quiet_bulkem(d["outlier"], num.components = 1:2, use.gpu = FALSE, seed = 1)
+  expect_match(capture.output(print(bare$outlier))[2],
+               "K = 2 was spurious: a component of weight 0.0067 \\(2 expected observations\\) at mu = .*control = list\\(keep.data = TRUE\\)")
+  df <- data.frame(rt = c(d$clean, d$outlier), subject = rep(c("clean", "outlier"), each = 300))
+  long <- quiet_bulkem(rt ~ subject, data = df, num.components = 1:2, use.gpu = FALSE, seed = 1,
+                       control = list(keep.data = TRUE))
+  expect_output(print(long$outlier), "(observations 50 and 100, rows 350 and 400 of the data)", fixed = TRUE)
+  # one K: no `why`, nothing chosen over
+  one <- bulkem(d["clean"], num.components = 1, use.gpu = FALSE)
+  expect_false("why" %in% names(summary(one)))
+  expect_identical(bulkem_compare(one)$why_not, NA_character_)
 })

@@ -65,6 +65,7 @@ test_that("several Ks, keep.data, keep.starts, dropped values and the convergenc
   d <- future_data(7)
   d$d03[5:7] <- NA # dropped by na.omit, counted in n_dropped
   d$d05 <- c(1, 2) # too few: invalid
+  d$d07 <- d$d07[1:8] # too few for K = 3: K = 1 or 2 chosen without it, and said so
   args <- list(d, num.components = 1:3, family = "normal", random.inits = 3, max.iters = 20,
                use.gpu = FALSE, seed = 99)
   ctl <- list(keep.data = TRUE, keep.starts = TRUE)
@@ -86,9 +87,11 @@ test_that("several Ks, keep.data, keep.starts, dropped values and the convergenc
   expect_identical(sharded$d03$n_dropped, 3L)
   expect_false(is.null(sharded$d01$starts))
   expect_identical(sharded$d02$data, d$d02)
-  # one warning for the whole call, with the same counts as without future
+  # one warning for the whole call, with the same counts as without future,
+  # and the same fits named as chosen because another K was not sound
   expect_length(w_local, 1)
   expect_identical(w_sharded, w_local)
+  expect_match(w_local, "chose (its|their) K because another K was")
 })
 
 test_that("a sharded call under plan(multisession, workers = 2) is identical to the local call", {

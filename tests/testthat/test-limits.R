@@ -26,3 +26,14 @@ test_that("R's largest K, degrees of freedom and shape names are the core's", {
   expect_identical(attr(logLik(f2), "df"), 5L)
   expect_equal(f2$bic, BIC(logLik(f2)), tolerance = 1e-12)
 })
+
+test_that("R's observations per component are the core's: a dataset with fewer is invalid", {
+  per <- bulkem:::model_limits()$obs_per_component
+  expect_true(is.integer(per) && per >= 1)
+  set.seed(52)
+  f <- quiet_bulkem(list(short = rnorm(2 * per - 1), enough = rnorm(2 * per)), num.components = 2,
+                    family = "normal", random.inits = 2, use.gpu = FALSE, seed = 1)
+  expect_identical(f$short$status, "invalid")
+  expect_match(f$short$message, paste0("at least ", 2 * per, " \\(", per, " per component\\)"))
+  expect_false(identical(f$enough$status, "invalid"))
+})

@@ -16,6 +16,14 @@ test_that("summary and as.data.frame tabulate every fit", {
   expect_identical(s$status, vapply(m$fits, `[[`, "", "status", USE.NAMES = FALSE))
   expect_identical(s$loglik, vapply(m$fits, `[[`, 0, "loglik", USE.NAMES = FALSE))
   expect_identical(s$n, c(300L, 300L, 2L))
+  # what to mistrust, from the fits' own fields; one K: no `why`
+  expect_named(s, c("dataset", "n", "k", "status", "converged", "iterations", "loglik", "aic", "bic",
+                    "starts_ok", "best_start", "starts_at_best", "fragile", "spurious"))
+  expect_identical(s$starts_at_best, vapply(m$fits, `[[`, 0L, "starts_at_best", USE.NAMES = FALSE))
+  expect_identical(s$fragile, vapply(m$fits, function(f) f$starts_at_best == 1L && f$starts_run > 1L, NA,
+                                     USE.NAMES = FALSE))
+  expect_identical(s$spurious, vapply(m$fits, `[[`, NA, "spurious", USE.NAMES = FALSE))
+  expect_output(print(s), sprintf("^attention: 0 spurious, %d fragile \\(best log-likelihood reached by one start only\\), 0 stopped at max.iters, 0 failed, 1 invalid", sum(s$fragile)))
   long <- as.data.frame(m$fits)
   expect_named(long, c("dataset", "component", "alpha", "mu", "sigma"))
   expect_identical(nrow(long), 6L)
@@ -81,6 +89,7 @@ test_that("predict gives the posterior probabilities of a direct R computation",
 test_that("print and plot methods run", {
   m <- method_fits()
   expect_output(print(m$fits), "3 datasets, normal mixtures of 2 components")
+  expect_output(print(m$fits), "attention: 0 spurious, [0-9]+ fragile .*, 0 stopped at max.iters, 0 failed, 1 invalid")
   expect_output(print(m$fits$a), "normal mixture of 2 components, n = 300")
   expect_output(print(m$fits$bad), "invalid")
   pdf(NULL)

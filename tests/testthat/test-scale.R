@@ -63,3 +63,19 @@ test_that("keep.starts lists every start of a failed dataset", {
   expect_true(g$fit_success)
   expect_identical(g$starts$start, 1:5)
 })
+
+test_that("subnormal data are invalid because they are too small, and say so; scaled up they fit", {
+  tiny <- 5e-324 * rep(1:5, 2)
+  for (family in c("invgauss", "normal")) {
+    f <- quiet_bulkem(list(tiny), num.components = 1, family = family, use.gpu = FALSE)[[1]]
+    expect_identical(f$status, "invalid")
+    what <- if (family == "invgauss") "mean" else "standard deviation"
+    expect_match(f$message, paste0("^dataset has values from 5e-324 to 2.5e-323, whose ", what,
+                                   " \\([0-9.e-]+\\) is below the smallest normal double \\(2.2e-308\\)"))
+    expect_no_match(f$message, "orders of magnitude")
+    expect_match(f$message, "multiply the data by a constant such as 1e300")
+    # as the message says
+    up <- bulkem(list(tiny * 1e300), num.components = 1, family = family, use.gpu = FALSE)[[1]]
+    expect_identical(up$status, "converged")
+  }
+})

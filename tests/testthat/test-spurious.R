@@ -36,6 +36,21 @@ test_that("if every start fails the screen, the best is returned and marked spur
   expect_warning(f <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
                              control = list(spurious.ratio = 0.99))[[1]],
                  "1 are marked spurious", class = "bulkem_warning_convergence")
+  # the warning and the fit say which component, and without the data kept
+  # how to see its observations
+  w <- tryCatch(bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
+                       control = list(spurious.ratio = 0.99)), warning = function(w) w)
+  expect_match(conditionMessage(w), "(e.g. dataset 1: a component of weight ", fixed = TRUE)
+  expect_match(conditionMessage(w), "control = list(keep.data = TRUE) to see which observations", fixed = TRUE)
+  kept <- quiet_bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
+                       control = list(spurious.ratio = 0.99, keep.data = TRUE))[[1]]
+  # the narrower component (the screen's culprit with two equal-sized ones is
+  # the smaller), and the observations it is the most likely component of
+  small <- which.min(kept$alpha)
+  mine <- which(predict(kept, x)$component == small)
+  expect_output(print(kept), sprintf("spurious: a component of %d observations from %s to %s", length(mine),
+                                     format(min(x[mine]), digits = 4), format(max(x[mine]), digits = 4)))
+  expect_identical(summary(bulkem:::new_bulkem(list(kept)))$spurious, TRUE)
   # every start rejected: control$restarts ran its rounds of 6 more
   expect_identical(f$starts_run, 6L * (1L + bulkem:::model_limits()$restarts))
   plain <- bulkem(list(x), random.inits = f$starts_run, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
@@ -99,6 +114,34 @@ test_that("one warning per call counts what did not end well, and none when all 
                 warning = function(w) w)
   expect_match(conditionMessage(w), "^of 1,000,000 fits, 200,000 stopped at max.iters.*, 1,234 failed")
   expect_silent(bulkem(list(good), random.inits = 3, family = "normal", use.gpu = FALSE, seed = 1))
+})
+
+test_that("inverse Gaussian datasets invalid for values <= 0: the warning counts them and gives the subset", {
+  set.seed(65)
+  good <- rinvgauss_msh(200, 1, 3)
+  # two with a value <= 0; one also too short to fit, which dropping values
+  # would not cure; one with a missing value kept (na.pass): not counted
+  d <- list(a = good, neg = c(good, -1), zero = c(0, good), short = c(-1, 2), na = c(good, NA, -2))
+  w <- tryCatch(bulkem(d, random.inits = 3, use.gpu = FALSE, seed = 1, na.action = na.pass),
+                warning = function(w) w)
+  expect_s3_class(w, "bulkem_warning_convergence")
+  expect_identical(w$counts[["invalid"]], 4)
+  bad <- vapply(d, function(x) length(x) >= 6 && all(is.finite(x)) && any(x <= 0), NA)
+  expect_identical(w$not_positive, sum(bad))
+  expect_identical(w$not_positive, 2L)
+  expect_match(conditionMessage(w), paste0("4 were invalid (the data cannot be fitted; 2 of them because of values ",
+                                           "<= 0, which the inverse Gaussian cannot fit: drop them with ",
+                                           "x[x > 0] on each dataset)"), fixed = TRUE)
+  # from a formula: the subset, named by the response, that cures them
+  df <- data.frame(rt = c(d$a, d$neg, d$zero), subject = rep(c("a", "neg", "zero"), c(200, 201, 201)))
+  w <- tryCatch(bulkem(rt ~ subject, data = df, random.inits = 3, use.gpu = FALSE, seed = 1),
+                warning = function(w) w)
+  expect_match(conditionMessage(w), "2 of them because of values <= 0, which the inverse Gaussian cannot fit: drop them with subset = rt > 0",
+               fixed = TRUE)
+  expect_silent(ok <- bulkem(rt ~ subject, data = df, subset = rt > 0, random.inits = 3, use.gpu = FALSE, seed = 1))
+  expect_true(all(vapply(ok, `[[`, "", "status") == "converged"))
+  # the Normal fits such data: nothing to say
+  expect_silent(bulkem(d[c("a", "neg")], random.inits = 3, family = "normal", use.gpu = FALSE, seed = 1))
 })
 
 test_that("BIC chooses only among converged fits that pass the screen", {

@@ -48,8 +48,21 @@ for (family in c("normal", "invgauss")) {
         key <- paste0(r$term, r$component)
         expect_equal(r$conf.low, unname(ci[key, 1]), tolerance = 1e-12)
         expect_equal(r$conf.high, unname(ci[key, 2]), tolerance = 1e-12)
-        # and by hand
-        expect_equal(r$conf.high - r$conf.low, 2 * qnorm(0.95) * r$std.error, tolerance = 1e-12)
+        # and by hand, by the delta method: weights on the logit scale,
+        # positive parameters (lambda, sigma, the inverse Gaussian's mu) on
+        # the log scale, the Normal's mu on its own
+        z <- qnorm(0.95)
+        est <- r$estimate
+        se <- r$std.error
+        w <- r$term == "alpha"
+        l <- r$term == shape | (r$term == "mu" & family == "invgauss")
+        nat <- !w & !l
+        expect_equal(r$conf.low[w], plogis(qlogis(est[w]) - z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+        expect_equal(r$conf.high[w], plogis(qlogis(est[w]) + z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+        expect_equal(r$conf.low[l], exp(log(est[l]) - z * se[l] / est[l]), tolerance = 1e-12)
+        expect_equal(r$conf.high[l], exp(log(est[l]) + z * se[l] / est[l]), tolerance = 1e-12)
+        expect_equal(r$conf.low[nat], est[nat] - z * se[nat], tolerance = 1e-12)
+        expect_equal(r$conf.high[nat], est[nat] + z * se[nat], tolerance = 1e-12)
       }
     }
     expect_true(all(is.na(t$estimate[t$dataset == "bad"])))
@@ -72,6 +85,10 @@ for (family in c("normal", "invgauss")) {
                   "starts_at_best", "deviance", "iterations", "starts_ok", "spurious_starts", "family")) {
       expect_true(col %in% names(g), label = col)
     }
+    # every column kept where it was, `fragile` added last
+    expect_identical(names(g), c("dataset", "family", "k", "logLik", "AIC", "BIC", "deviance", "df", "nobs",
+                                 "status", "converged", "iterations", "starts_ok", "starts_at_best",
+                                 "spurious", "spurious_starts", "fragile"))
     k <- vapply(m$fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
     ref <- c(reference_loglik(m$d$a, m$fits$a), reference_loglik(m$d$b, m$fits$b), NA)
     n <- unname(lengths(m$d))
@@ -85,6 +102,9 @@ for (family in c("normal", "invgauss")) {
     expect_identical(g$status, vapply(m$fits, `[[`, "", "status", USE.NAMES = FALSE))
     expect_identical(g$starts_at_best, vapply(m$fits, `[[`, 0L, "starts_at_best", USE.NAMES = FALSE))
     expect_identical(g$spurious, vapply(m$fits, `[[`, NA, "spurious", USE.NAMES = FALSE))
+    # fragile: reached by one start only, of several
+    expect_identical(g$fragile, vapply(m$fits, function(f) f$starts_at_best == 1L && f$starts_run > 1L, NA,
+                                       USE.NAMES = FALSE))
     expect_identical(g$converged, c(TRUE, TRUE, FALSE))
     one <- glance(m$fits$a)
     expect_identical(nrow(one), 1L)
@@ -153,4 +173,26 @@ test_that("augment() takes data or newdata, and says what to do without either",
   expect_error(augment(m$fits, data = m$d[1:2]), class = "bulkem_error_argument")
   expect_error(augment(m$fits$a, data = "x"), class = "bulkem_error_argument")
   expect_error(augment(m$fits$a, m$d$a, extra = 1), class = "bulkem_error_argument")
+})
+
+test_that("glance()'s fragile: the best log-likelihood reached by one start, counted from every start's", {
+  # Nile as three Normals has several optima, each reached by few of 8
+  # starts; keep.starts gives every start's log-likelihood
+  nile <- as.numeric(datasets::Nile)
+  d <- list(a = nile, b = nile + 1, c = 2 * nile, d = nile[-1], e = nile[-(1:2)], f = nile[-(1:3)])
+  fits <- bulkem(d, num.components = 3, random.inits = 8, family = "normal", seed = 2,
+                 use.gpu = FALSE, control = list(keep.starts = TRUE, threads = 1))
+  by_hand <- vapply(fits, function(f) {
+    s <- f$starts
+    ok <- s$status %in% c("converged", "max_iters")
+    best <- f$loglik
+    sum(ok & abs(s$loglik - best) <= 1e-6 * (1 + abs(best))) == 1 && nrow(s) > 1
+  }, NA, USE.NAMES = FALSE)
+  g <- glance(fits)
+  expect_identical(g$fragile, by_hand)
+  expect_true(any(by_hand))
+  expect_identical(summary(fits)$fragile, by_hand)
+  expect_output(print(fits), sprintf("%d fragile", sum(by_hand)))
+  # K = 1 has one start (a closed form): never fragile
+  expect_false(glance(bulkem(list(nile), num.components = 1, family = "normal", use.gpu = FALSE))$fragile)
 })

@@ -152,8 +152,9 @@ test_that("standard errors scale with the data, from 1e-200 to 1e200", {
       scaled <- fit(c)
       want <- unit$se * c(1, 1, c, c, c, c)
       expect_equal(scaled$se, want, tolerance = 1e-6, label = paste(family, c))
-      lo <- confint(scaled)
-      expect_equal(unname(lo[, 2] - lo[, 1]), unname(2 * qnorm(0.975) * want), tolerance = 1e-6)
+      # every interval scales with the data (the weights' not at all), on
+      # the log scale as on the natural one
+      expect_equal(unname(confint(scaled)), unname(confint(unit) * c(1, 1, c, c, c, c)), tolerance = 1e-6)
     }
   }
 })
@@ -168,11 +169,24 @@ test_that("vcov and confint follow stats' conventions, for a fit and a whole res
   ci <- confint(f)
   expect_identical(colnames(ci), c("2.5 %", "97.5 %"))
   expect_identical(rownames(ci), names(f$se))
-  expect_equal(unname(ci[, 1]), est - qnorm(0.975) * unname(f$se), tolerance = 1e-14)
-  expect_equal(unname(ci[, 2]), est + qnorm(0.975) * unname(f$se), tolerance = 1e-14)
+  # by hand: the Normal's means on their own scale, the sigmas on the log
+  # scale, the weights on the logit scale (delta method)
+  z <- qnorm(0.975)
+  se <- unname(f$se)
+  expect_equal(unname(ci[3:4, 1]), est[3:4] - z * se[3:4], tolerance = 1e-14)
+  expect_equal(unname(ci[3:4, 2]), est[3:4] + z * se[3:4], tolerance = 1e-14)
+  expect_equal(unname(ci[5:6, 1]), exp(log(est[5:6]) - z * se[5:6] / est[5:6]), tolerance = 1e-14)
+  expect_equal(unname(ci[5:6, 2]), exp(log(est[5:6]) + z * se[5:6] / est[5:6]), tolerance = 1e-14)
+  expect_equal(unname(ci[1:2, 1]), plogis(qlogis(est[1:2]) - z * se[1:2] / (est[1:2] * (1 - est[1:2]))),
+               tolerance = 1e-14)
+  expect_equal(unname(ci[1:2, 2]), plogis(qlogis(est[1:2]) + z * se[1:2] / (est[1:2] * (1 - est[1:2]))),
+               tolerance = 1e-14)
   ci90 <- confint(f, c("mu2", "alpha1"), level = 0.9)
   expect_identical(dimnames(ci90), list(c("mu2", "alpha1"), c("5 %", "95 %")))
   expect_equal(unname(ci90[1, ]), f$mu[2] + qnorm(c(0.05, 0.95)) * f$se[["mu2"]], tolerance = 1e-14)
+  a <- f$alpha[1]
+  expect_equal(unname(ci90[2, ]), plogis(qlogis(a) + qnorm(c(0.05, 0.95)) * f$se[["alpha1"]] / (a * (1 - a))),
+               tolerance = 1e-14)
   expect_identical(confint(f, 3:4), ci[3:4, ])
   expect_error(confint(f, "nu1"), class = "bulkem_error_argument")
   expect_error(confint(f, 7), class = "bulkem_error_argument")
@@ -193,6 +207,9 @@ test_that("vcov and confint follow stats' conventions, for a fit and a whole res
   sub <- confint(fits, "mu1", level = 0.8)
   expect_identical(sub$dataset, c("a", "b", "bad"))
   expect_equal(sub$conf.high[2], fits$b$mu[1] + qnorm(0.9) * fits$b$se[["mu1"]], tolerance = 1e-14)
+  s1 <- confint(fits, "sigma1", level = 0.8)
+  b <- fits$b
+  expect_equal(s1$conf.low[2], exp(log(b$sigma[1]) - qnorm(0.9) * b$se[["sigma1"]] / b$sigma[1]), tolerance = 1e-14)
   # with several Ks, each fit's own parameters
   several <- bulkem(d[1:2], num.components = 1:3, family = "normal", random.inits = 3, use.gpu = FALSE)
   k <- vapply(several, function(f) length(f$mu), 0L)
@@ -250,4 +267,47 @@ test_that("a fit stuck at a saddle point is continued to the maximum, unless sta
   expect_identical(stuck$status, "converged")
   expect_equal(stuck$loglik, at_saddle, tolerance = 1e-6)
   expect_lt(stuck$num_iterations, one$num_iterations)
+})
+
+test_that("intervals stay inside the parameter space: log scale for positive parameters, logit for weights", {
+  # a small component: Wald intervals on the parameters' own scale leave the
+  # parameter space (a weight below 0, a shape below 0); these do not
+  set.seed(7)
+  x <- c(rnorm(400), rnorm(4, 8))
+  f <- bulkem(list(x), family = "normal", random.inits = 10, seed = 1, use.gpu = FALSE)[[1]]
+  set.seed(8)
+  y <- c(rinvgauss_msh(300, 1, 2), rinvgauss_msh(6, 6, 4))
+  g <- bulkem(list(y), random.inits = 10, seed = 1, use.gpu = FALSE)[[1]]
+  z <- qnorm(0.995)
+  for (fit in list(f, g)) {
+    k <- length(fit$mu)
+    shape <- if (fit$family == "normal") "sigma" else "lambda"
+    est <- c(fit$alpha, fit$mu, fit[[shape]])
+    term <- rep(c("alpha", "mu", shape), each = k)
+    se <- unname(fit$se)
+    expect_false(anyNA(se))
+    # the case: estimate - z se is outside for some weight or positive parameter
+    positive <- term != "mu" | fit$family == "invgauss"
+    expect_true(any((est - z * se)[positive] < 0))
+    ci <- confint(fit, level = 0.99)
+    td <- tidy(fit, conf.level = 0.99)
+    td <- td[order(match(td$term, c("alpha", "mu", "lambda", "sigma")), td$component), ]
+    expect_equal(unname(ci[, 1]), td$conf.low, tolerance = 1e-14)
+    expect_equal(unname(ci[, 2]), td$conf.high, tolerance = 1e-14)
+    # std.error stays the observed-information SE on the natural scale
+    expect_identical(td$std.error, se)
+    w <- term == "alpha"
+    l <- term %in% c("lambda", "sigma") | (term == "mu" & fit$family == "invgauss")
+    expect_equal(unname(ci[w, 1]), plogis(qlogis(est[w]) - z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+    expect_equal(unname(ci[w, 2]), plogis(qlogis(est[w]) + z * se[w] / (est[w] * (1 - est[w]))), tolerance = 1e-12)
+    expect_equal(unname(ci[l, 1]), exp(log(est[l]) - z * se[l] / est[l]), tolerance = 1e-12)
+    expect_equal(unname(ci[l, 2]), exp(log(est[l]) + z * se[l] / est[l]), tolerance = 1e-12)
+    expect_true(all(ci[w, ] > 0 & ci[w, ] < 1))
+    expect_true(all(ci[l, ] > 0))
+    expect_true(all(ci[, 1] < est & est < ci[, 2]))
+  }
+  # one component: its weight is 1 with standard error 0, and so its interval
+  one <- bulkem(list(y), num.components = 1, use.gpu = FALSE)[[1]]
+  expect_identical(unname(confint(one)["alpha1", ]), c(1, 1))
+  expect_identical(tidy(one)$conf.low[1], 1)
 })

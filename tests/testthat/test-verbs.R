@@ -90,9 +90,15 @@ for (family in c("normal", "invgauss")) {
     expect_identical(cf$alpha.se, unname(f$se[c("alpha1", "alpha2")]))
     expect_identical(cf$mu.se, unname(f$se[c("mu1", "mu2")]))
     expect_identical(cf[[paste0(shape, ".se")]], unname(f$se[paste0(shape, 1:2)]))
-    # the se agree with the Wald interval's half width
+    # the se is the one of the Wald interval (on the log scale for the
+    # inverse Gaussian's mean, by the delta method)
     ci <- confint(f, "mu2", level = 0.95)
-    expect_equal(cf$mu.se[2], unname(ci[1, 2] - ci[1, 1]) / (2 * qnorm(0.975)), tolerance = 1e-12)
+    width <- if (family == "normal") {
+      2 * qnorm(0.975) * cf$mu.se[2]
+    } else {
+      cf$mu[2] * (exp(qnorm(0.975) * cf$mu.se[2] / cf$mu[2]) - exp(-qnorm(0.975) * cf$mu.se[2] / cf$mu[2]))
+    }
+    expect_equal(unname(ci[1, 2] - ci[1, 1]), width, tolerance = 1e-12)
     expect_equal(s$loglik, reference_loglik(m$d$a, f), tolerance = 1e-10)
     expect_identical(s$df, 5)
     expect_identical(s$n, length(m$d$a))
@@ -162,7 +168,8 @@ test_that("bulkem_compare() tabulates every dataset and K against the closed for
   fits <- quiet_bulkem(d, num.components = 1:3, family = "normal", random.inits = 5, seed = 4,
                        use.gpu = FALSE)
   cmp <- bulkem_compare(fits)
-  expect_named(cmp, c("dataset", "K", "df", "loglik", "aic", "bic", "status", "delta_bic", "chosen"))
+  expect_named(cmp, c("dataset", "K", "df", "loglik", "aic", "bic", "status", "delta_bic", "chosen",
+                      "why_not"))
   expect_identical(cmp$dataset, rep(c("one", "two", "bad"), each = 3))
   expect_identical(cmp$K, rep(1:3, 3))
   expect_identical(cmp$df, rep(c(2L, 5L, 8L), 3))
@@ -185,6 +192,21 @@ test_that("bulkem_compare() tabulates every dataset and K against the closed for
   }
   expect_true(all(is.na(cmp$delta_bic[cmp$dataset == "bad"])))
   expect_true(all(cmp$status[cmp$dataset == "bad"] == "invalid"))
+  # why each K was not chosen: NA for the chosen K, else its status, or
+  # "spurious" or "higher BIC" for one that converged (each K's fit's own
+  # flag and BIC, against the chosen fit's)
+  for (ds in names(d)) {
+    r <- cmp[cmp$dataset == ds, ]
+    ak <- fits[[ds]]$all_k
+    spurious <- vapply(ak, `[[`, NA, "spurious")[match(r$K, vapply(ak, `[[`, 0L, "k"))]
+    want <- r$status
+    for (i in which(r$status == "converged")) {
+      want[i] <- if (spurious[i]) "spurious" else if (r$bic[i] > r$bic[r$chosen]) "higher BIC" else "equal BIC"
+    }
+    want[r$chosen] <- NA
+    expect_identical(r$why_not, want, label = ds)
+  }
+  expect_identical(cmp$why_not[cmp$dataset == "bad"], rep("invalid", 3))
   # a result with one K: one row per dataset
   single <- bulkem_compare(quiet_bulkem(d[1:2], family = "normal", random.inits = 3, use.gpu = FALSE))
   expect_identical(single$K, c(2L, 2L))

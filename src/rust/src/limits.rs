@@ -1,16 +1,17 @@
 //! The core's limits and names that R shows users or checks against, so R
 //! never keeps a copy of its own.
 
-use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, RESTARTS};
+use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, OBS_PER_COMPONENT, RESTARTS};
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
-/// `list(max_components, free_parameters, shape_names, spurious)`: the
-/// largest K, the free parameters of each K = 1 .. max_components, the
-/// shape parameter's name by family, and the spurious-solution screen's
-/// default thresholds (ratio, count, count.ratio, distinct), and control$restarts'
-/// default.
+/// `list(max_components, free_parameters, shape_names, spurious, restarts,
+/// obs_per_component)`: the largest K, the free parameters of each K = 1 ..
+/// max_components, the shape parameter's name by family, the
+/// spurious-solution screen's default thresholds (ratio, count,
+/// count.ratio, distinct), control$restarts' default, and the observations
+/// a dataset needs per component.
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
@@ -26,7 +27,8 @@ fn model_limits_() -> List {
         free_parameters = df,
         shape_names = shapes,
         spurious = spurious,
-        restarts = RESTARTS as i32
+        restarts = RESTARTS as i32,
+        obs_per_component = OBS_PER_COMPONENT as i32
     )
 }
 

@@ -62,6 +62,16 @@ pub enum Invalid {
         min: f64,
         max: f64,
     },
+    /// The data's scale (the inverse Gaussian's mean, the Normal's standard
+    /// deviation) is below the smallest normal double (f64::MIN_POSITIVE,
+    /// 2.2e-308): subnormal, with too few significant bits left to fit on,
+    /// and the fitted means and shapes would be subnormal too.
+    TooSmall {
+        family: Family,
+        min: f64,
+        max: f64,
+        scale: f64,
+    },
 }
 
 impl Invalid {
@@ -94,6 +104,20 @@ impl fmt::Display for Invalid {
                 f,
                 "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
             ),
+            Invalid::TooSmall { family, min, max, scale } => {
+                let (what, shape) = match family {
+                    Family::InvGauss => ("mean", "lambda"),
+                    Family::Normal => ("standard deviation", "sigma"),
+                };
+                let size = if scale > 0.0 { format!("{scale:e}") } else { "0 once rounded".to_string() };
+                write!(
+                    f,
+                    "has values from {min:e} to {max:e}, whose {what} ({size}) is below the smallest normal double \
+                     ({:.1e}), where double precision keeps too few digits to fit them; multiply the data by a \
+                     constant such as 1e300 (mu and {shape} scale with it)",
+                    f64::MIN_POSITIVE
+                )
+            }
         }
     }
 }
@@ -204,6 +228,12 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         && g.iter().all(|&v| v.is_finite());
     if !ok {
         let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        // the scale is at most the largest magnitude (unit), so one that is
+        // not a normal double is subnormal or zero: the data are too small
+        // (all subnormal, or spread by less than 2.2e-308), not too spread
+        if !scale.is_normal() {
+            return Err(Invalid::TooSmall { family, min, max, scale });
+        }
         return Err(Invalid::TooSpread { min, max });
     }
     Ok(Prepared { family, x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None })
@@ -213,6 +243,13 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
 fn pow2_at_most(v: f64) -> f64 {
     if !(v > 0.0 && v.is_finite()) {
         return 1.0;
+    }
+    if v < f64::MIN_POSITIVE {
+        // subnormal: powi(e) of e < −1022 computes 1 / 2^−e, which
+        // overflows, and gives 0. Found 2^64 times higher instead, where v is
+        // normal; both scalings are exact (2^−1074 is a double).
+        const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+        return pow2_at_most(v * TWO_64) / TWO_64;
     }
     let e = v.log2().floor();
     let p = 2f64.powi(e as i32);
@@ -268,6 +305,45 @@ mod tests {
         // values too far apart: the smallest underflows once rescaled
         let spread = why(&[1e-300, 1e300, 1.0], Family::InvGauss);
         assert!(spread.starts_with("dataset has values from 1e-300 to 1e300, too many orders"), "{spread}");
+    }
+
+    #[test]
+    fn powers_of_two_down_to_the_smallest_subnormal() {
+        for e in -1074..=1023 {
+            let p = 2f64.powf(e as f64);
+            assert_eq!(pow2_at_most(p), p, "2^{e}");
+            if e > -1074 {
+                assert_eq!(pow2_at_most(p * 1.5), p, "1.5 * 2^{e}");
+            }
+        }
+        assert_eq!(pow2_at_most(5e-324 * 5.0), 5e-324 * 4.0);
+        assert_eq!(pow2_at_most(0.0), 1.0);
+    }
+
+    #[test]
+    fn subnormal_data_are_too_small_not_too_spread() {
+        // 1 to 5 times the smallest subnormal, 0.7 orders of magnitude apart:
+        // rescaled they are exact (k/4), but their scale is subnormal
+        let tiny: Vec<f64> = [1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 2.0, 3.0, 4.0, 5.0].iter().map(|k| 5e-324 * k).collect();
+        for (family, what) in [(Family::InvGauss, "mean (1.5e-323)"), (Family::Normal, "standard deviation (5e-324)")] {
+            let m = why(&tiny, family);
+            assert!(
+                m.starts_with(&format!("dataset has values from 5e-324 to 2.5e-323, whose {what} is below the smallest normal double (2.2e-308)")),
+                "{m}"
+            );
+            assert!(!m.contains("orders of magnitude"), "{m}");
+            assert!(matches!(prepare(&tiny, family), Err(Invalid::TooSmall { .. })));
+            // what the message advises works
+            let scaled: Vec<f64> = tiny.iter().map(|v| v * 1e300).collect();
+            assert!(prepare(&scaled, family).is_ok(), "{family:?}");
+        }
+        // values of normal size spread by less than 2.2e-308: the Normal's sd is subnormal
+        let close: Vec<f64> = (0..10).map(|i| 1e-300 * (1.0 + f64::EPSILON * i as f64)).collect();
+        let m = why(&close, Family::Normal);
+        assert!(m.contains("whose standard deviation (") && m.contains("below the smallest normal double"), "{m}");
+        // data just above the smallest normal double fit
+        let small: Vec<f64> = (1..=10).map(|i| 1e-307 * i as f64).collect();
+        assert!(prepare(&small, Family::InvGauss).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::engine::best::Best;
 use crate::information;
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartFit, StartRecord, Status};
-use crate::params::Singular;
+use crate::params::{Covariance, Family, Singular};
 use crate::saddle;
 
 /// One dataset's result for task `t` from its best start.
@@ -96,13 +96,8 @@ pub(crate) fn finish(
         );
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
-    if escaped.is_some() {
-        message = format!("continued from a saddle point (log-likelihood {:.4}) to a maximum", w.fit.loglik - jacobian);
-    }
-    if let Some(Err(why)) = covariance {
-        let sep = if message.is_empty() { "" } else { "; " };
-        message = format!("{message}{sep}no standard errors: {}", why.describe(job.settings.family, t.k));
-    }
+    let saddle = escaped.is_some().then_some(w.fit.loglik - jacobian);
+    message = with_information(message, saddle, loglik, covariance.as_ref(), job.settings.family, t.k);
     Fit {
         n,
         k: t.k,
@@ -124,5 +119,81 @@ pub(crate) fn finish(
         by_k: Vec::new(),
         other_k: Vec::new(),
         covariance,
+    }
+}
+
+/// A fit's message `message` with what the observed information says
+/// added: for a fit continued from a saddle point at log-likelihood
+/// `saddle` (data units) to `loglik`, where it went; and why there are no
+/// standard errors, if there are none. A continued fit whose information
+/// is again not positive definite is said to be so once, not also "at a
+/// maximum".
+fn with_information(
+    message: String,
+    saddle: Option<f64>,
+    loglik: f64,
+    covariance: Option<&Result<Covariance, Singular>>,
+    family: Family,
+    k: usize,
+) -> String {
+    let no_se = |why: &Singular| format!("no standard errors: {}", why.describe(family, k));
+    match (saddle, covariance) {
+        (Some(from), Some(Err(why @ Singular::Indefinite { .. }))) => format!(
+            "continued from a saddle point (log-likelihood {from:.4}) to a point {:.1e} higher (log-likelihood \
+             {loglik:.4}) that is not a local maximum either; no standard errors: {}",
+            loglik - from,
+            why.what(family, k)
+        ),
+        (Some(from), Some(Err(why))) => {
+            format!("continued from a saddle point (log-likelihood {from:.4}) to a maximum; {}", no_se(why))
+        }
+        (Some(from), _) => format!("continued from a saddle point (log-likelihood {from:.4}) to a maximum"),
+        (None, Some(Err(why))) if message.is_empty() => no_se(why),
+        (None, Some(Err(why))) => format!("{message}; {}", no_se(why)),
+        (None, _) => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_continued_fit_says_where_it_went_and_only_that() {
+        let (nf, k) = (Family::Normal, 2);
+        let singular: Result<Covariance, Singular> = Err(Singular::Collinear { at: 0 });
+        let indefinite: Result<Covariance, Singular> = Err(Singular::Indefinite { at: 2 });
+        // continued to a maximum: said so, standard errors or not
+        assert_eq!(
+            with_information(String::new(), Some(-1234.5), -1200.25, None, nf, k),
+            "continued from a saddle point (log-likelihood -1234.5000) to a maximum"
+        );
+        assert_eq!(
+            with_information(String::new(), Some(-1234.5), -1200.25, Some(&singular), nf, k),
+            "continued from a saddle point (log-likelihood -1234.5000) to a maximum; \
+             no standard errors: the observed information is singular (first at alpha1)"
+        );
+        // continued only 3e-5 higher, to a point that is again not a maximum:
+        // no "to a maximum", and "not a local maximum" once
+        let m = with_information(String::new(), Some(-1234.5), -1234.5 + 3e-5, Some(&indefinite), nf, k);
+        assert_eq!(
+            m,
+            "continued from a saddle point (log-likelihood -1234.5000) to a point 3.0e-5 higher \
+             (log-likelihood -1234.5000) that is not a local maximum either; no standard errors: the \
+             observed information is not positive definite (first at mu2)"
+        );
+        assert!(!m.contains("to a maximum"));
+        assert_eq!(m.matches("maximum").count(), 1);
+        // not continued: the message as before, the information's after it
+        assert_eq!(
+            with_information(String::new(), None, -5.0, Some(&indefinite), nf, k),
+            "no standard errors: the observed information is not positive definite (first at mu2): \
+             the fit is not at a local maximum"
+        );
+        assert_eq!(
+            with_information("stopped".into(), None, -5.0, Some(&singular), nf, k),
+            "stopped; no standard errors: the observed information is singular (first at alpha1)"
+        );
+        assert_eq!(with_information("stopped".into(), None, -5.0, None, nf, k), "stopped");
     }
 }

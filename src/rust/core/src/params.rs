@@ -173,6 +173,15 @@ pub enum Singular {
 impl Singular {
     /// Reads after "no standard errors: ". `family` and `k` name the parameter.
     pub fn describe(self, family: Family, k: usize) -> String {
+        match self {
+            Singular::Indefinite { .. } => format!("{}: the fit is not at a local maximum", self.what(family, k)),
+            _ => self.what(family, k),
+        }
+    }
+
+    /// What is wrong with the information, without what it means for the
+    /// fit (`describe` adds that): for a message that says it already.
+    pub fn what(self, family: Family, k: usize) -> String {
         let name = |at: usize| {
             // the free parameters are all but alphaK
             let alpha_k = k.checked_sub(1);
@@ -182,10 +191,9 @@ impl Singular {
         match self {
             Singular::NotFinite => "the observed information is not finite".to_string(),
             Singular::Collinear { at } => format!("the observed information is singular (first at {})", name(at)),
-            Singular::Indefinite { at } => format!(
-                "the observed information is not positive definite (first at {}): the fit is not at a local maximum",
-                name(at)
-            ),
+            Singular::Indefinite { at } => {
+                format!("the observed information is not positive definite (first at {})", name(at))
+            }
         }
     }
 }
