@@ -69,8 +69,9 @@
 #'   tip on the last bits, so a GPU engine may return another start of the
 #'   same optimum, or the same start stopped at a slightly different point,
 #'   than the CPU (on an H100, 2% samples of B2 and B4, the same seed: 11 of
-#'   200 and 10 of 100 datasets, log-likelihoods within 1e-6 relative,
-#'   parameters within about 2e-6; with plain EM none differed by more than
+#'   200 and 10 of 100 datasets, log-likelihoods within 1e-6 relative; the
+#'   same start's parameters within about 2e-6, another start's can stop
+#'   farther from the maximum; with plain EM none differed by more than
 #'   1e-8; `inst/bench/agreement-classes.R`,
 #'   `inst/bench/results-agreement.md`).
 #' @param keep.data `TRUE` keeps each dataset in its fit (field
