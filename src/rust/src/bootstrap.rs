@@ -6,7 +6,7 @@ use extendr_api::prelude::*;
 
 use crate::datasets::borrow_doubles;
 use crate::error::{or_condition, Stop};
-use crate::settings::Call;
+use crate::settings::{Call, Named};
 use crate::watch::{run_watched, timings};
 
 /// Draws `plan$replicates` replicates of every dataset from its null fit
@@ -26,15 +26,16 @@ use crate::watch::{run_watched, timings};
 fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj {
     or_condition((|| {
         let Call { settings, engine, threads, tuning } = Call::from_r(&settings)?;
-        let plan = Plan::of(&plan)?;
+        let plan = Named::of(&plan);
         let b = Bootstrap {
-            null: nulls(&plan.null_k, &plan.null_alpha, &plan.null_mu, &plan.null_shape)?,
-            replicates: u32::try_from(plan.replicates).map_err(|_| Error::Other("B out of range".into()))?,
-            extra: plan
-                .extra
-                .iter()
-                .map(|&e| usize::try_from(e).map_err(|_| Error::Other("extra out of range".into())))
-                .collect::<Result<_, _>>()?,
+            null: nulls(
+                &plan.counts("null_k")?,
+                &plan.reals("null_alpha")?,
+                &plan.reals("null_mu")?,
+                &plan.reals("null_shape")?,
+            )?,
+            replicates: plan.count("replicates")?,
+            extra: plan.counts("extra")?,
             job: Job { datasets: borrow_doubles(&datasets)?, settings, inits: Vec::new(), tuning },
         };
         let counters = Counters::default();
@@ -62,49 +63,14 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
     })())
 }
 
-/// The bootstrap's own arguments, from R's list.
-struct Plan {
-    null_k: Vec<i32>,
-    null_alpha: Vec<f64>,
-    null_mu: Vec<f64>,
-    null_shape: Vec<f64>,
-    replicates: i32,
-    extra: Vec<i32>,
-}
-
-impl Plan {
-    fn of(plan: &List) -> Result<Plan, Stop> {
-        let get = |name: &str| {
-            plan.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v)
-                .ok_or_else(|| Error::Other(format!("plan lacks {name}")))
-        };
-        let ints =
-            |name: &str| get(name)?.as_integer_vector().ok_or_else(|| Error::Other(format!("{name} not integers")));
-        let reals = |name: &str| get(name)?.as_real_vector().ok_or_else(|| Error::Other(format!("{name} not doubles")));
-        Ok(Plan {
-            null_k: ints("null_k")?,
-            null_alpha: reals("null_alpha")?,
-            null_mu: reals("null_mu")?,
-            null_shape: reals("null_shape")?,
-            replicates: get("replicates")?
-                .as_integer()
-                .ok_or_else(|| Error::Other("replicates not an integer".into()))?,
-            extra: ints("extra")?,
-        })
-    }
-}
-
 /// The nulls from their flat R form.
-fn nulls<'a>(k: &[i32], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> Result<Vec<Option<Params>>, Stop> {
+fn nulls<'a>(k: &[usize], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> Result<Vec<Option<Params>>, Stop> {
     let mut at = 0;
     k.iter()
         .map(|&k| {
-            let k = usize::try_from(k)
-                .ok()
-                .filter(|&k| k <= MAX_COMPONENTS)
-                .ok_or_else(|| Error::Other("null_k out of range".into()))?;
+            if k > MAX_COMPONENTS {
+                return Err(Error::Other("null_k out of range".into()).into());
+            }
             if k == 0 {
                 return Ok(None);
             }

@@ -23,16 +23,22 @@ pub(crate) struct Call {
     pub tuning: Tuning,
 }
 
-/// The list's elements by name.
-struct Named(HashMap<String, Robj>);
+/// A list R made for the glue (settings, the bootstrap's plan), its
+/// elements by name; a missing or mistyped element is a bug of the R side.
+pub(crate) struct Named(HashMap<String, Robj>);
+
+/// `x` as a whole number that fits a u32 (R checked the range).
+fn whole(x: f64) -> Option<u32> {
+    (x.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&x)).then_some(x as u32)
+}
 
 impl Named {
-    fn of(list: &List) -> Named {
+    pub(crate) fn of(list: &List) -> Named {
         Named(list.iter().map(|(name, value)| (name.to_string(), value)).collect())
     }
 
     fn get(&self, name: &str) -> Result<&Robj, Stop> {
-        self.0.get(name).ok_or_else(|| internal(format!("the settings lack `{name}`")))
+        self.0.get(name).ok_or_else(|| internal(format!("the list from R lacks `{name}`")))
     }
 
     fn real(&self, name: &str) -> Result<f64, Stop> {
@@ -40,7 +46,7 @@ impl Named {
         v.as_real().or_else(|| v.as_integer().map(f64::from)).ok_or_else(|| mistyped(name, "a number"))
     }
 
-    fn reals(&self, name: &str) -> Result<Vec<f64>, Stop> {
+    pub(crate) fn reals(&self, name: &str) -> Result<Vec<f64>, Stop> {
         let v = self.get(name)?;
         if v.is_null() {
             return Ok(Vec::new());
@@ -50,26 +56,14 @@ impl Named {
             .ok_or_else(|| mistyped(name, "numbers"))
     }
 
-    /// A whole number that fits a u32 (R checked the range).
-    fn count(&self, name: &str) -> Result<u32, Stop> {
-        let x = self.real(name)?;
-        if x.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&x) {
-            Ok(x as u32)
-        } else {
-            Err(mistyped(name, "a whole number"))
-        }
+    pub(crate) fn count(&self, name: &str) -> Result<u32, Stop> {
+        whole(self.real(name)?).ok_or_else(|| mistyped(name, "a whole number"))
     }
 
-    fn counts(&self, name: &str) -> Result<Vec<usize>, Stop> {
+    pub(crate) fn counts(&self, name: &str) -> Result<Vec<usize>, Stop> {
         self.reals(name)?
             .into_iter()
-            .map(|x| {
-                if x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 {
-                    Ok(x as usize)
-                } else {
-                    Err(mistyped(name, "whole numbers"))
-                }
-            })
+            .map(|x| whole(x).map(|c| c as usize).ok_or_else(|| mistyped(name, "whole numbers")))
             .collect()
     }
 
