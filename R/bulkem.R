@@ -39,7 +39,11 @@
 #' less than `epsilon` or after `max.iters` updates. A start fails, and cannot
 #' win, when a component's weight falls below two observations, a component
 #' collapses onto a point, a value becomes non-finite, or the log-likelihood
-#' falls by more than rounding.
+#' falls by more than rounding. The winning start, where it converged, is
+#' then taken to the maximum itself by Newton steps on the observed
+#' information (each kept only if the log-likelihood does not fall), so the
+#' parameters returned do not depend on where `epsilon` stopped EM, nor on
+#' the engine or `control$accelerate`.
 #'
 #' Start `s` of a dataset begins at the maximum-likelihood estimates of three
 #' distinct observations drawn per component (equal weights), from a random
@@ -195,7 +199,8 @@
 #'   is reported in one message and the call runs on the CPU. See
 #'   [bulkem_gpu_info()] for what bulkem sees.
 #' @param epsilon Convergence threshold: a start stops when an update raises
-#'   the log-likelihood by less than this.
+#'   the log-likelihood by less than this. The winner is then
+#'   polished to the maximum (see Details).
 #' @param verbose If `TRUE`, reports the engine, threads and timing with
 #'   [message()] (one line before the fit and one after). It does not turn
 #'   on a progress bar: progress goes through progressr (see "Progress").

@@ -63,3 +63,31 @@ test_that("bulkem_bootstrap() refits with SQUAREM by default and with plain EM w
   expect_equal(acc$loglik, plain$loglik, tolerance = 1e-9)
   expect_equal(acc$loglik_alt, plain$loglik_alt, tolerance = 1e-4)
 })
+
+test_that("the fit returned is at the maximum itself, whichever path EM took there", {
+  # at the defaults (epsilon = 1e-6) the stop rule leaves SQUAREM and plain
+  # EM at different points 1e-3 apart; both are returned at the maximum
+  set.seed(34)
+  cases <- list(list(x = rmix(800, c(0.4, 0.6), c(0, 1.6), c(1, 1), "normal"), k = 2, family = "normal"),
+                list(x = rmix(600, c(0.3, 0.4, 0.3), c(1, 3, 8), c(30, 5, 20)), k = 3, family = "invgauss"))
+  for (cs in cases) {
+    fit <- function(acc) bulkem(list(cs$x), cs$k, family = cs$family, seed = 5, use.gpu = FALSE,
+                                control = list(accelerate = acc))[[1]]
+    theta <- function(f) c(f$alpha[-cs$k], f$mu, if (cs$family == "invgauss") f$lambda else f$sigma)
+    acc <- fit(TRUE)
+    plain <- fit(FALSE)
+    expect_lt(abs(acc$loglik - plain$loglik), 1e-10 * abs(plain$loglik))
+    expect_lt(max(abs(theta(acc) - theta(plain)) / abs(theta(plain))), 1e-7)
+    # R's own log-likelihood (statmod, dnorm) is flat there: a step of one
+    # standard error along any parameter changes it by less than 1e-4 to
+    # first order (numerical gradient times numerical standard error)
+    th <- theta(acc)
+    h <- 1e-5 * abs(th)
+    grad <- vapply(seq_along(th), function(a) {
+      e <- replace(numeric(length(th)), a, h[a])
+      (theta_loglik(th + e, cs$x, cs$k, cs$family) - theta_loglik(th - e, cs$x, cs$k, cs$family)) / (2 * h[a])
+    }, 0)
+    se <- sqrt(diag(solve(numerical_information(th, cs$x, cs$k, cs$family))))
+    expect_lt(max(abs(grad * se)), 1e-4)
+  }
+})

@@ -11,7 +11,7 @@ use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 
 /// How far the log-likelihood may fall before it is more than rounding.
-fn fall_tolerance(loglik: f64, n: usize) -> f64 {
+pub(crate) fn fall_tolerance(loglik: f64, n: usize) -> f64 {
     FALL_TOLERANCE * (loglik.abs() + n as f64)
 }
 

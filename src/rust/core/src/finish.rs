@@ -12,6 +12,7 @@ use crate::information;
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartFit, StartRecord, Status};
 use crate::params::{Covariance, Family, Singular};
+use crate::polish::polish;
 use crate::saddle;
 
 /// One dataset's result for task `t` from its best start.
@@ -59,7 +60,9 @@ pub(crate) fn finish(
         let order = p.order_by_mu();
         (p.permuted(&order), order)
     };
-    let mut fit = w.fit;
+    // a converged winner at the maximum itself, not where the stop rule
+    // left it (polish.rs)
+    let mut fit = polish(job.settings.family, ds, &w.fit);
     let (mut params, mut order) = in_units(&fit);
     let mut covariance =
         job.settings.standard_errors.then(|| information::covariance(job.settings.family, ds, &params));
@@ -68,7 +71,7 @@ pub(crate) fn finish(
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
     let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
     if let Some(f) = escaped {
-        fit = f;
+        fit = polish(job.settings.family, ds, &f);
         (params, order) = in_units(&fit);
         covariance = Some(information::covariance(job.settings.family, ds, &params));
     }

@@ -54,18 +54,50 @@ pub(crate) fn shape_at(k: usize, m: usize) -> usize {
     2 * k - 1 + m
 }
 
+/// `p` moved by `t` along `d` (a direction in the free parameters θ), α_K
+/// following; `None` unless every weight stays in (0, 1) and every
+/// component stays usable (mstep::check_component) on data of spread
+/// `spread`.
+pub fn moved(family: Family, p: &Params, d: &[f64], t: f64, spread: f64) -> Option<Params> {
+    let k = p.k;
+    let mut q = *p;
+    for j in 0..k - 1 {
+        q.alpha[j] += t * d[alpha_at(j)];
+    }
+    q.alpha[k - 1] = 1.0 - q.alpha[..k - 1].iter().sum::<f64>();
+    for m in 0..k {
+        q.mu[m] += t * d[mu_at(k, m)];
+        q.shape[m] += t * d[shape_at(k, m)];
+    }
+    let weights_ok = q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || k == 1;
+    let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
+    (weights_ok && usable).then_some(q)
+}
+
 /// The observed information, −∇² ℓ(θ), of the mixture `p` on data `xs` (in
 /// the units of `p`): the 3K − 1 free parameters in the order of the module
 /// docs, a full symmetric matrix, column-major.
 pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
-    information(family, xs, p).0
+    information(family, xs, p).observed
 }
 
-/// The observed information and, beside it, the diagonal of the
-/// complete-data information Σ_i Σ_m r_m g_m g_mᵀ (what the data would tell
-/// about each parameter if every observation's component were known): the
-/// yardstick for "no information left".
-pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+/// What one pass over the data gives at a point θ, each in the order of
+/// the module docs.
+pub(crate) struct Information {
+    /// The observed information −∇² ℓ(θ), full, column-major.
+    pub observed: Vec<f64>,
+    /// The diagonal of the complete-data information Σ_i Σ_m r_m g_m g_mᵀ
+    /// (what the data would tell about each parameter if every
+    /// observation's component were known): the yardstick for "no
+    /// information left".
+    pub complete: Vec<f64>,
+    /// The score ∇ ℓ(θ).
+    pub score: Vec<f64>,
+}
+
+/// The observed information, the complete-data diagonal and the score of
+/// the mixture `p` on data `xs` (in the units of `p`).
+pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> Information {
     with_family!(family, F => information_of::<F>(xs, p))
 }
 
@@ -75,7 +107,7 @@ pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> (Vec<f64>, 
 /// and the sums run over contiguous memory (as the E-step does).
 const BLOCK: usize = 64;
 
-fn information_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+fn information_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -90,12 +122,12 @@ fn information_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
     information_blocks::<F>(xs, p)
 }
 
 #[inline(always)]
-fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, Vec<f64>) {
+fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
     let k = p.k;
     let np = free_parameters(k);
     let t = F::terms(p);
@@ -226,7 +258,7 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> (Vec<f64>, 
             info[a + np * b] = info[b + np * a];
         }
     }
-    (info, complete)
+    Information { observed: info, complete, score: g_sum }
 }
 
 /// The covariance of a fit's parameters `params` (in the data's own units)
@@ -236,8 +268,8 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
     let k = params.k;
     let np = free_parameters(k);
     let rescaled = ds.rescale(params);
-    let (info, complete) = information(family, &ds.x, &rescaled);
-    let v = invert(&info, &complete)?;
+    let Information { observed, complete, .. } = information(family, &ds.x, &rescaled);
+    let v = invert(&observed, &complete)?;
     // the Jacobian's inverse: 1 for the α's, the scale for μ and s
     let unit = |a: usize| if a < k - 1 { 1.0 } else { ds.scale };
     let mut vcov = vec![0.0; np * np];

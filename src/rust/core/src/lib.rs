@@ -10,7 +10,8 @@
 //!   meets them); then `estep`, `mstep`, `screen`; the job, `job` (its
 //!   settings hold the screen's thresholds); `dataset`, `starts`,
 //!   `information`;
-//! - one start's EM: `em`; continuing a fit stuck at a saddle point:
+//! - one start's EM: `em`; a converged winner taken to the maximum itself
+//!   by Newton steps: `polish`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
@@ -50,6 +51,7 @@ pub mod mathx;
 pub mod mstep;
 mod outcome;
 mod params;
+mod polish;
 mod restarts;
 mod saddle;
 pub mod screen;

@@ -97,3 +97,15 @@ pub const SADDLE_STEPS: [f64; 2] = [0.5, 4.0];
 /// that for the datasets bulkem is for, and means standard errors at least
 /// 10⁵ times those the data would give if the components were known.
 pub const MIN_INFORMATION_LEFT: f64 = 1e-10;
+
+/// A converged winner is polished by at most this many Newton steps on the
+/// observed information (polish.rs); from where the stop rule leaves EM
+/// they converge quadratically, in two or three.
+pub const POLISH_STEPS: u32 = 8;
+
+/// A Newton step shorter than this in every parameter, measured in
+/// complete-data standard errors, means the point is at the maximum: the
+/// next would be of the order of its square, far below the 1e-6 relative
+/// agreement the engines are held to, and far above the rounding of the
+/// score (√N·ε relative).
+pub const POLISH_SETTLED: f64 = 1e-8;

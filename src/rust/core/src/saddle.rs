@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::dataset::Prepared;
 use crate::em::run_em;
-use crate::information::{alpha_at, information, mu_at, shape_at};
+use crate::information::{information, moved, Information};
 use crate::job::Task;
 use crate::limits::{MIN_INFORMATION_LEFT, SADDLE_STEPS, SAME_OPTIMUM};
 use crate::linalg::symmetric_eigen;
@@ -50,7 +50,7 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
 /// where the information is not finite or has no eigenvalue below
 /// −MIN_INFORMATION_LEFT. On the rescaled data of a prepared dataset.
 pub fn ascent_direction(family: Family, xs: &[f64], p: &Params) -> Option<Vec<f64>> {
-    let (info, complete) = information(family, xs, p);
+    let Information { observed: info, complete, .. } = information(family, xs, p);
     let np = complete.len();
     if info.iter().chain(&complete).any(|v| !v.is_finite()) || complete.iter().any(|&c| c <= 0.0) {
         return None;
@@ -63,26 +63,6 @@ pub fn ascent_direction(family: Family, xs: &[f64], p: &Params) -> Option<Vec<f6
         return None;
     }
     Some((0..np).map(|a| vectors[a + np * j] / root[a]).collect())
-}
-
-/// `p` moved by `t` along `d` (a direction in the free parameters θ), α_K
-/// following; `None` unless every weight stays in (0, 1) and every
-/// component stays usable (mstep::check_component) on data of spread
-/// `spread`.
-pub fn moved(family: Family, p: &Params, d: &[f64], t: f64, spread: f64) -> Option<Params> {
-    let k = p.k;
-    let mut q = *p;
-    for j in 0..k - 1 {
-        q.alpha[j] += t * d[alpha_at(j)];
-    }
-    q.alpha[k - 1] = 1.0 - q.alpha[..k - 1].iter().sum::<f64>();
-    for m in 0..k {
-        q.mu[m] += t * d[mu_at(k, m)];
-        q.shape[m] += t * d[shape_at(k, m)];
-    }
-    let weights_ok = q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || k == 1;
-    let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
-    (weights_ok && usable).then_some(q)
 }
 
 #[cfg(test)]

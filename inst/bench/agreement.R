@@ -1,0 +1,96 @@
+# Engine agreement at bulkem()'s defaults (issue 31, goal 2): every engine
+# named against the CPU engine, same seed, on an agreement corpus like the
+# issue's 715 datasets: inverse Gaussian K = 3 (B4's truth, ragged n
+# 30..5,000), Normal K = 2 (overlapping, n 50..2,000) and K = 5 (n 200..3,000),
+# and the real datasets of the defaults corpus as IG and Normal K = 2 and 3.
+#   Rscript inst/bench/agreement.R [engines=cuda-batched,cuda-streams] [starts=20]
+#                                   [epsilon=1e-6] [max.iters=1000] [accelerate=TRUE]
+# Per engine: datasets whose fit is the same optimum as the CPU engine's
+# (log-likelihood within 1e-8 relative, every parameter within 1e-6
+# relative, same status), those that differ in status, the converged fits
+# whose log-likelihoods differ by more than 1e-6 relative, the worst
+# parameter and log-likelihood differences, and the fits' E-step passes.
+suppressPackageStartupMessages(library(bulkem))
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
+source(file.path(here, "corpus-defaults.R"))
+opt <- list(engines = "cuda-batched,cuda-streams", starts = "20", epsilon = "1e-6", max.iters = "1000",
+            accelerate = "TRUE")
+for (a in commandArgs(TRUE)) {
+  kv <- strsplit(a, "=", fixed = TRUE)[[1]]
+  if (length(kv) != 2 || !kv[1] %in% names(opt)) stop("unknown argument ", a)
+  opt[[kv[1]]] <- kv[2]
+}
+engines <- strsplit(opt$engines, ",", fixed = TRUE)[[1]]
+
+set.seed(715)
+groups <- list(
+  `IG K=3` = list(family = "invgauss", k = 3, d = lapply(round(exp(runif(300, log(30), log(5000)))), function(n)
+    rmixture(n, c(0.3, 0.4, 0.3), c(1, 3, 8), c(30, 5, 20), "invgauss"))),
+  `N K=2` = list(family = "normal", k = 2, d = lapply(round(exp(runif(200, log(50), log(2000)))), function(n)
+    rmixture(n, c(0.6, 0.4), c(0, runif(1, 1, 3)), c(1, 1.3), "normal"))),
+  `N K=5` = list(family = "normal", k = 5, d = lapply(round(exp(runif(200, log(200), log(3000)))), function(n)
+    rmixture(n, rep(0.2, 5), c(0, 2, 4, 7, 10), c(0.8, 1, 0.7, 1.2, 1), "normal")))
+)
+for (fam in c("normal", "invgauss")) for (k in 2:3)
+  groups[[sprintf("real %s K=%d", fam, k)]] <- list(family = fam, k = k, d = unname(real))
+
+fit <- function(g, engine) {
+  ctl <- list(accelerate = as.logical(opt$accelerate))
+  if (engine != "cpu") ctl$engine <- engine
+  t0 <- proc.time()[["elapsed"]]
+  f <- suppressWarnings(bulkem(g$d, g$k, family = g$family, random.inits = as.integer(opt$starts),
+                               epsilon = as.numeric(opt$epsilon), max.iters = as.integer(opt$max.iters),
+                               seed = 7, use.gpu = engine != "cpu", control = ctl))
+  attr(f, "wall") <- proc.time()[["elapsed"]] - t0
+  f
+}
+compare <- function(cpu, other) {
+  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
+  same <- 0
+  status <- 0
+  far <- 0
+  worst_par <- 0
+  worst_ll <- 0
+  for (i in seq_along(cpu)) {
+    a <- cpu[[i]]
+    b <- other[[i]]
+    if (!identical(a$status, b$status)) { status <- status + 1; next }
+    if (!isTRUE(a$fit_success)) { same <- same + 1; next }
+    rll <- abs(b$loglik - a$loglik) / abs(a$loglik)
+    rp <- max(unlist(lapply(c("mu", "alpha", shape), function(f) abs(b[[f]] - a[[f]]) / pmax(abs(a[[f]]), 1e-300))))
+    worst_ll <- max(worst_ll, rll)
+    worst_par <- max(worst_par, rp)
+    if (rll < 1e-8 && rp < 1e-6) same <- same + 1
+    if (a$status == "converged" && rll > 1e-6) far <- far + 1
+  }
+  c(same = same, status_differs = status, converged_ll_apart = far, worst_param_rel = worst_par,
+    worst_loglik_rel = worst_ll)
+}
+cat(sprintf("bulkem %s from %s; starts %s, epsilon %s, max.iters %s, accelerate %s\n",
+            utils::packageVersion("bulkem"), find.package("bulkem"), opt$starts, opt$epsilon,
+            opt$max.iters, opt$accelerate))
+options(width = 200)
+rows <- list()
+for (nm in names(groups)) {
+  g <- groups[[nm]]
+  cpu <- fit(g, "cpu")
+  rows[[length(rows) + 1]] <- data.frame(group = nm, engine = "cpu (reference)", datasets = length(g$d), same = NA,
+                                         status_differs = NA, converged_ll_apart = NA, worst_param_rel = NA,
+                                         worst_loglik_rel = NA, em_iterations = attr(cpu, "em_iterations"),
+                                         seconds = round(attr(cpu, "wall"), 3))
+  for (e in engines) {
+    other <- fit(g, e)
+    rows[[length(rows) + 1]] <- data.frame(group = nm, engine = e, datasets = length(g$d), t(compare(cpu, other)),
+                                           em_iterations = attr(other, "em_iterations"),
+                                           seconds = round(attr(other, "wall"), 3))
+  }
+}
+tab <- do.call(rbind, rows)
+print(tab, row.names = FALSE, digits = 3)
+for (e in engines) {
+  s <- tab[tab$engine == e, ]
+  cat(sprintf("%s: the same optimum on %d of %d datasets (%.1f%%); %d differ in status; %d converged fits more than 1e-6 apart in log-likelihood\n",
+              e, sum(s$same), sum(s$datasets), 100 * sum(s$same) / sum(s$datasets), sum(s$status_differs),
+              sum(s$converged_ll_apart)))
+}

@@ -1,0 +1,28 @@
+# The mixture log-likelihood from R's own densities, for checks of the
+# fits' maxima and information (test-vcov.R, test-accelerate.R).
+
+# The mixture log-likelihood in the free parameters theta = (alpha_1 ..
+# alpha_{K-1}, mu_1 .. mu_K, lambda or sigma 1 .. K), alpha_K = 1 - sum,
+# from statmod's inverse Gaussian density or stats::dnorm.
+theta_loglik <- function(theta, x, k, family) {
+  a <- theta[seq_len(k - 1)]
+  a <- c(a, 1 - sum(a))
+  mu <- theta[k - 1 + seq_len(k)]
+  s <- theta[2 * k - 1 + seq_len(k)]
+  dens <- function(m) {
+    if (family == "invgauss") statmod::dinvgauss(x, mean = mu[m], shape = s[m]) else stats::dnorm(x, mu[m], s[m])
+  }
+  sum(log(Reduce(`+`, lapply(seq_len(k), function(m) a[m] * dens(m)))))
+}
+
+# -Hessian by optimHess (central differences of central-difference
+# gradients), steps relative to each parameter, with one Richardson
+# extrapolation (steps h and 2h): plain steps small enough for 1e-5 would
+# drown the smallest entries in the rounding of a sum of n terms.
+numerical_information <- function(theta, x, k, family, h = 1e-3) {
+  hess <- function(h) {
+    stats::optimHess(theta, theta_loglik, x = x, k = k, family = family,
+                     control = list(parscale = abs(theta), ndeps = rep(h, length(theta))))
+  }
+  -(4 * hess(h) - hess(2 * h)) / 3
+}
