@@ -4,7 +4,7 @@
 # 30..5,000), Normal K = 2 (overlapping, n 50..2,000) and K = 5 (n 200..3,000),
 # and the real datasets of the defaults corpus as IG and Normal K = 2 and 3.
 #   Rscript inst/bench/agreement.R [engines=cuda-batched,cuda-streams] [starts=20]
-#                                   [epsilon=1e-6] [max.iters=1000] [accelerate=TRUE]
+#                                   [epsilon=1e-6] [max.iters=5000] [accelerate=TRUE]
 # Per engine: datasets whose fit is the same optimum as the CPU engine's
 # (log-likelihood within 1e-8 relative, every parameter within 1e-6
 # relative, same status), those that differ in status, the converged fits
@@ -14,7 +14,7 @@ suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 source(file.path(here, "corpus-defaults.R"))
-opt <- list(engines = "cuda-batched,cuda-streams", starts = "20", epsilon = "1e-6", max.iters = "1000",
+opt <- list(engines = "cuda-batched,cuda-streams", starts = "20", epsilon = "1e-6", max.iters = "5000",
             accelerate = "TRUE")
 for (a in commandArgs(TRUE)) {
   kv <- strsplit(a, "=", fixed = TRUE)[[1]]

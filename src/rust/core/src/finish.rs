@@ -8,11 +8,11 @@ use std::sync::atomic::AtomicBool;
 
 use crate::dataset::{Invalid, Prepared};
 use crate::engine::best::Best;
-use crate::information;
+use crate::information::{self, Information};
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartFit, StartRecord, Status};
-use crate::params::{Covariance, Family, Singular};
-use crate::polish::polish;
+use crate::params::{Covariance, Family, Params, Singular};
+use crate::polish::{polish, Polished};
 use crate::saddle;
 
 /// One dataset's result for task `t` from its best start.
@@ -54,32 +54,49 @@ pub(crate) fn finish(
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     };
     let jacobian = n as f64 * ds.scale.ln();
-    // every parameter in the data's units, components by ascending mu
-    let in_units = |f: &StartFit| {
-        let p = ds.unscale(&f.params);
-        let order = p.order_by_mu();
-        (p.permuted(&order), order)
+    let family = job.settings.family;
+    // a start in components by ascending mu (rescaling keeps their order)
+    // at the maximum itself, not where the stop rule left it (polish.rs);
+    // with the order applied and the information at the point, if the
+    // polish computed it there
+    let polished = |f: &StartFit| -> (StartFit, Option<Information>, Vec<usize>) {
+        let first = f.params.order_by_mu();
+        let Polished { fit, information } = polish(family, ds, &StartFit { params: f.params.permuted(&first), ..*f });
+        let again = fit.params.order_by_mu();
+        if again.iter().enumerate().all(|(to, &from)| to == from) {
+            return (fit, information, first);
+        }
+        // two means crossed on the way: ordered again, the information
+        // (in the other order) left for covariance() to recompute
+        let order = again.iter().map(|&j| first[j]).collect();
+        (StartFit { params: fit.params.permuted(&again), ..fit }, None, order)
     };
-    // a converged winner at the maximum itself, not where the stop rule
-    // left it (polish.rs)
-    let mut fit = polish(job.settings.family, ds, &w.fit);
-    let (mut params, mut order) = in_units(&fit);
-    let mut covariance =
-        job.settings.standard_errors.then(|| information::covariance(job.settings.family, ds, &params));
+    let errors = |params: &Params, info: Option<Information>| {
+        job.settings.standard_errors.then(|| match info {
+            Some(info) => information::covariance_from(ds, &info),
+            None => information::covariance(family, ds, params),
+        })
+    };
+    let (mut fit, info, mut order) = polished(&w.fit);
+    let mut params = ds.unscale(&fit.params);
+    let mut covariance = errors(&params, info);
     // an admissible winner that converged to a saddle point goes on from
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
     let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
     if let Some(f) = escaped {
-        fit = polish(job.settings.family, ds, &f);
-        (params, order) = in_units(&fit);
-        covariance = Some(information::covariance(job.settings.family, ds, &params));
+        let (f, info, again) = polished(&f);
+        // the escaped fit's components were numbered in the saddle's order
+        order = again.iter().map(|&j| order[j]).collect();
+        fit = f;
+        params = ds.unscale(&fit.params);
+        covariance = errors(&params, info);
     }
     // a rejected start that beat the returned one, in the data's units
     let loglik_spurious =
         best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
     let init = ds.unscale(&w.init).permuted(&order);
-    let loglik = ds.log_likelihood(job.settings.family, values, &params);
+    let loglik = ds.log_likelihood(family, values, &params);
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
@@ -100,7 +117,7 @@ pub(crate) fn finish(
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
     let saddle = escaped.is_some().then_some(w.fit.loglik - jacobian);
-    message = with_information(message, saddle, loglik, covariance.as_ref(), job.settings.family, t.k);
+    message = with_information(message, saddle, loglik, covariance.as_ref(), family, t.k);
     Fit {
         n,
         k: t.k,

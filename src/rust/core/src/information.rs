@@ -93,6 +93,9 @@ pub(crate) struct Information {
     pub complete: Vec<f64>,
     /// The score ∇ ℓ(θ).
     pub score: Vec<f64>,
+    /// The log-likelihood ℓ(θ) without the parameter-free Σ h(x) (as
+    /// Stats::ll).
+    pub loglik: f64,
 }
 
 /// The observed information, the complete-data diagonal and the score of
@@ -144,6 +147,7 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
     let mut g_sum = vec![0.0; np];
     let mut blocks = [[0.0; 3]; MAX_COMPONENTS];
     let mut complete = vec![0.0; np];
+    let mut loglik = 0.0;
     // one block's terms, column by column: g (np columns), r (h + u uᵀ)
     // (3 per component), and the complete-data diagonal (np columns).
     let mut xb = [1.0f64; BLOCK];
@@ -183,6 +187,7 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
         let mut inv = [0.0f64; BLOCK];
         for j in 0..len {
             inv[j] = 1.0 / total[j];
+            loglik += top[j] + total[j].ln();
         }
         for rm in &mut r[..k] {
             for j in 0..len {
@@ -258,18 +263,22 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
             info[a + np * b] = info[b + np * a];
         }
     }
-    Information { observed: info, complete, score: g_sum }
+    Information { observed: info, complete, score: g_sum, loglik }
 }
 
 /// The covariance of a fit's parameters `params` (in the data's own units)
 /// and their standard errors, from the observed information on the prepared
 /// dataset `ds`; or why there are none.
 pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
-    let k = params.k;
-    let np = free_parameters(k);
-    let rescaled = ds.rescale(params);
-    let Information { observed, complete, .. } = information(family, &ds.x, &rescaled);
-    let v = invert(&observed, &complete)?;
+    covariance_from(ds, &information(family, &ds.x, &ds.rescale(params)))
+}
+
+/// The covariance and standard errors, in the data's own units, from the
+/// information `info` computed on the rescaled data of `ds`.
+pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
+    let np = info.complete.len();
+    let k = (np + 1) / 3;
+    let v = invert(&info.observed, &info.complete)?;
     // the Jacobian's inverse: 1 for the α's, the scale for μ and s
     let unit = |a: usize| if a < k - 1 { 1.0 } else { ds.scale };
     let mut vcov = vec![0.0; np * np];
@@ -464,6 +473,37 @@ pub(crate) mod tests {
                 (xs, p)
             })
             .collect()
+    }
+
+    #[test]
+    fn the_pass_gives_the_e_steps_log_likelihood_and_a_central_difference_score() {
+        for family in Family::ALL {
+            for (xs, p) in cases(family) {
+                let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                let ll = |p: &Params| crate::estep::e_step(family, &xs, &g, p).ll;
+                let info = information(family, &xs, &p);
+                assert!((info.loglik - ll(&p)).abs() < 1e-11 * ll(&p).abs(), "{family:?} K = {}", p.k);
+                // ∂ℓ/∂μ_m and ∂ℓ/∂s_m by central differences
+                for m in 0..p.k {
+                    for (at, field) in [(mu_at(p.k, m), 0), (shape_at(p.k, m), 1)] {
+                        let (mut up, mut down) = (p, p);
+                        let v = if field == 0 { &mut up.mu[m] } else { &mut up.shape[m] };
+                        let h = 1e-6 * v.abs();
+                        *v += h;
+                        let v = if field == 0 { &mut down.mu[m] } else { &mut down.shape[m] };
+                        *v -= h;
+                        let numeric = (ll(&up) - ll(&down)) / (2.0 * h);
+                        let scale = info.complete[at].sqrt();
+                        assert!(
+                            (info.score[at] - numeric).abs() < 1e-5 * scale,
+                            "{family:?} K = {} parameter {at}: {} against {numeric}",
+                            p.k,
+                            info.score[at]
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

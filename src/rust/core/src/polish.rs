@@ -8,66 +8,72 @@
 
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
-use crate::estep::e_step;
 use crate::information::{information, moved, Information};
 use crate::limits::{POLISH_SETTLED, POLISH_STEPS};
 use crate::linalg::invert;
 use crate::outcome::{Outcome, StartFit};
-use crate::params::{Family, Params};
+use crate::params::Family;
+
+/// A polished fit, with the information at its parameters when the polish
+/// computed it there (the standard errors' pass, already made).
+pub struct Polished {
+    pub fit: StartFit,
+    pub information: Option<Information>,
+}
 
 /// `at` (a converged start, on the rescaled data of `ds`) moved by Newton
-/// steps δ = I⁻¹ ∇ℓ to where the next step would be shorter than
-/// POLISH_SETTLED complete-data standard errors in every parameter; each
-/// step kept only if the log-likelihood does not fall by more than
-/// rounding. Where the information is not positive definite (a saddle
-/// point, a parameter not identified) or a step would leave the parameter
-/// space or lose likelihood, the last point reached is returned: that is
-/// `at` itself when no step was taken. Its `loglik` is the host's E-step's.
-pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> StartFit {
+/// steps δ = I⁻¹ ∇ℓ until the next step would be shorter than
+/// POLISH_SETTLED complete-data standard errors in every parameter. A step
+/// that loses more log-likelihood than rounding is taken back, and the
+/// polish ends there, as it does where the information is not positive
+/// definite (a saddle point, a parameter not identified) or a step would
+/// leave the parameter space: the last point reached is returned, `at`
+/// itself when no step was kept. Each pass over the data gives the
+/// information, the score and the log-likelihood together, so a fit that
+/// needs no step costs the one pass its standard errors need anyway.
+pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     if at.outcome != Outcome::Converged {
-        return *at;
+        return Polished { fit: *at, information: None };
     }
-    let loglik = |p: &Params| e_step(family, &ds.x, &ds.g, p).ll + ds.h_sum;
-    let (mut p, mut ll) = (at.params, f64::NAN);
+    let tolerance = |ll: f64| fall_tolerance(ll, ds.x.len());
+    let mut fit = *at;
+    let mut here = information(family, &ds.x, &fit.params);
+    here.loglik += ds.h_sum;
+    let mut before: Option<(StartFit, Information)> = None;
     for _ in 0..POLISH_STEPS {
-        let Some(step) = newton_step(family, &ds.x, &p) else { break };
-
-        if step.settled {
+        if let Some((b, bi)) = before.take() {
+            if !(here.loglik >= b.loglik - tolerance(b.loglik)) {
+                return Polished { fit: b, information: Some(bi) };
+            }
+        }
+        fit.loglik = here.loglik;
+        let Some(delta) = newton_step(&here) else { break };
+        if delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED) {
             break;
         }
-        let Some(q) = moved(family, &p, &step.delta, 1.0, ds.spread) else { break };
-        if ll.is_nan() {
-            ll = loglik(&p);
-        }
-        let lq = loglik(&q);
-        if !(lq >= ll - fall_tolerance(ll, ds.x.len())) {
-            break;
-        }
-        (p, ll) = (q, lq);
+        let Some(q) = moved(family, &fit.params, &delta, 1.0, ds.spread) else { break };
+        let mut next = information(family, &ds.x, &q);
+        next.loglik += ds.h_sum;
+        before = Some((fit, std::mem::replace(&mut here, next)));
+        fit.params = q;
     }
-    if ll.is_nan() {
-        return *at;
+    match before {
+        // POLISH_STEPS taken: the last one kept if it lost nothing
+        Some((b, bi)) if !(here.loglik >= b.loglik - tolerance(b.loglik)) => Polished { fit: b, information: Some(bi) },
+        _ => {
+            fit.loglik = here.loglik;
+            Polished { fit, information: Some(here) }
+        }
     }
-    StartFit { params: p, loglik: ll, ..*at }
 }
 
-/// One Newton step at `p`: δ, and whether it is shorter than
-/// POLISH_SETTLED complete-data standard errors in every parameter.
-struct Step {
-    delta: Vec<f64>,
-    settled: bool,
-}
-
-fn newton_step(family: Family, xs: &[f64], p: &Params) -> Option<Step> {
-    let Information { observed, complete, score } = information(family, xs, p);
-    let inverse = invert(&observed, &complete).ok()?;
-    let np = score.len();
-    let delta: Vec<f64> = (0..np).map(|a| (0..np).map(|b| inverse[a + np * b] * score[b]).sum()).collect();
-    if delta.iter().any(|d| !d.is_finite()) {
-        return None;
-    }
-    let settled = delta.iter().zip(&complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
-    Some(Step { delta, settled })
+/// The Newton step δ = I⁻¹ ∇ℓ from `info`; `None` where the information
+/// is not positive definite or the step is not finite.
+fn newton_step(info: &Information) -> Option<Vec<f64>> {
+    let inverse = invert(&info.observed, &info.complete).ok()?;
+    let np = info.score.len();
+    let delta: Vec<f64> = (0..np).map(|a| (0..np).map(|b| inverse[a + np * b] * info.score[b]).sum()).collect();
+    delta.iter().all(|d| d.is_finite()).then_some(delta)
 }
 
 #[cfg(test)]
@@ -75,7 +81,9 @@ mod tests {
     use super::*;
     use crate::dataset::prepare;
     use crate::em::run_em;
+    use crate::estep::e_step;
     use crate::information::tests::{draw, params};
+    use crate::params::Params;
     use std::sync::atomic::AtomicBool;
 
     /// The largest relative difference between two parameter sets.
@@ -114,7 +122,7 @@ mod tests {
             for accelerate in [true, false] {
                 let loose = run_em(family, &ds, init, 10_000, 1e-6, accelerate, &cancel);
                 assert_eq!(loose.outcome, Outcome::Converged);
-                let polished = polish(family, &ds, &loose);
+                let polished = polish(family, &ds, &loose).fit;
                 assert!(polished.loglik >= loose.loglik - 1e-9 * loose.loglik.abs());
                 assert!(farthest(&loose.params, &exact.params) > 1e-4, "the stop rule left it close");
                 assert!(farthest(&polished.params, &exact.params) < 1e-4);
@@ -157,7 +165,7 @@ mod tests {
         // both components at the K = 1 fit: a saddle point, where EM stays
         let merged = params(&[0.5, 0.5], &[mean, mean], &[sd, sd]);
         let at = run_em(Family::Normal, &ds, merged, 100, 1e-8, false, &cancel);
-        assert_eq!(polish(Family::Normal, &ds, &at), at);
+        assert_eq!(polish(Family::Normal, &ds, &at).fit.params, at.params);
         let short = run_em(
             Family::Normal,
             &ds,
@@ -168,6 +176,8 @@ mod tests {
             &cancel,
         );
         assert_eq!(short.outcome, Outcome::MaxIters);
-        assert_eq!(polish(Family::Normal, &ds, &short), short);
+        let left = polish(Family::Normal, &ds, &short);
+        assert_eq!(left.fit, short);
+        assert!(left.information.is_none());
     }
 }
