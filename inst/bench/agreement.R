@@ -6,14 +6,14 @@
 #   Rscript inst/bench/agreement.R [engines=cuda-batched,cuda-streams] [starts=20]
 #                                   [epsilon=1e-6] [max.iters=5000] [accelerate=TRUE]
 # Per engine: datasets whose fit is the same optimum as the CPU engine's
-# (log-likelihood within 1e-8 relative, every parameter within 1e-6
-# relative, same status), those that differ in status, the converged fits
-# whose log-likelihoods differ by more than 1e-6 relative, the worst
-# parameter and log-likelihood differences, and the fits' E-step passes.
+# and the converged fits more than 1e-6 apart in log-likelihood (the
+# criterion of agreement-criterion.R), the worst parameter and
+# log-likelihood differences, and the fits' E-step passes.
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 source(file.path(here, "corpus-defaults.R"))
+source(file.path(here, "agreement-criterion.R"))
 opt <- list(engines = "cuda-batched,cuda-streams", starts = "20", epsilon = "1e-6", max.iters = "5000",
             accelerate = "TRUE")
 for (a in commandArgs(TRUE)) {
@@ -45,28 +45,6 @@ fit <- function(g, engine) {
   attr(f, "wall") <- proc.time()[["elapsed"]] - t0
   f
 }
-compare <- function(cpu, other) {
-  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
-  same <- 0
-  status <- 0
-  far <- 0
-  worst_par <- 0
-  worst_ll <- 0
-  for (i in seq_along(cpu)) {
-    a <- cpu[[i]]
-    b <- other[[i]]
-    if (!identical(a$status, b$status)) { status <- status + 1; next }
-    if (!isTRUE(a$fit_success)) { same <- same + 1; next }
-    rll <- abs(b$loglik - a$loglik) / abs(a$loglik)
-    rp <- max(unlist(lapply(c("mu", "alpha", shape), function(f) abs(b[[f]] - a[[f]]) / pmax(abs(a[[f]]), 1e-300))))
-    worst_ll <- max(worst_ll, rll)
-    worst_par <- max(worst_par, rp)
-    if (rll < 1e-8 && rp < 1e-6) same <- same + 1
-    if (a$status == "converged" && rll > 1e-6) far <- far + 1
-  }
-  c(same = same, status_differs = status, converged_ll_apart = far, worst_param_rel = worst_par,
-    worst_loglik_rel = worst_ll)
-}
 cat(sprintf("bulkem %s from %s; starts %s, epsilon %s, max.iters %s, accelerate %s\n",
             utils::packageVersion("bulkem"), find.package("bulkem"), opt$starts, opt$epsilon,
             opt$max.iters, opt$accelerate))
@@ -75,13 +53,13 @@ rows <- list()
 for (nm in names(groups)) {
   g <- groups[[nm]]
   cpu <- fit(g, "cpu")
-  rows[[length(rows) + 1]] <- data.frame(group = nm, engine = "cpu (reference)", datasets = length(g$d), same = NA,
-                                         status_differs = NA, converged_ll_apart = NA, worst_param_rel = NA,
+  rows[[length(rows) + 1]] <- data.frame(group = nm, engine = "cpu (reference)", datasets = length(g$d),
+                                         same_optimum = NA, converged_apart = NA, worst_param_rel = NA,
                                          worst_loglik_rel = NA, em_iterations = attr(cpu, "em_iterations"),
                                          seconds = round(attr(cpu, "wall"), 3))
   for (e in engines) {
     other <- fit(g, e)
-    rows[[length(rows) + 1]] <- data.frame(group = nm, engine = e, datasets = length(g$d), t(compare(cpu, other)),
+    rows[[length(rows) + 1]] <- data.frame(group = nm, engine = e, t(agreement(cpu, other)),
                                            em_iterations = attr(other, "em_iterations"),
                                            seconds = round(attr(other, "wall"), 3))
   }
@@ -90,7 +68,7 @@ tab <- do.call(rbind, rows)
 print(tab, row.names = FALSE, digits = 3)
 for (e in engines) {
   s <- tab[tab$engine == e, ]
-  cat(sprintf("%s: the same optimum on %d of %d datasets (%.1f%%); %d differ in status; %d converged fits more than 1e-6 apart in log-likelihood\n",
-              e, sum(s$same), sum(s$datasets), 100 * sum(s$same) / sum(s$datasets), sum(s$status_differs),
-              sum(s$converged_ll_apart)))
+  cat(sprintf("%s: the same optimum on %d of %d datasets (%.1f%%); %d converged fits more than 1e-6 apart in log-likelihood\n",
+              e, sum(s$same_optimum), sum(s$datasets), 100 * sum(s$same_optimum) / sum(s$datasets),
+              sum(s$converged_apart)))
 }
