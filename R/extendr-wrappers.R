@@ -59,11 +59,12 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
 #' `list(max_components, free_parameters, shape_names, spurious, restarts,
-#' obs_per_component)`: the largest K, the free parameters of each K = 1 ..
-#' max_components, the shape parameter's name by family, the
-#' spurious-solution screen's default thresholds (ratio, count,
-#' count.ratio, distinct), control$restarts' default, and the observations
-#' a dataset needs per component.
+#' refine, max_refine, obs_per_component)`: the largest K, the free
+#' parameters of each K = 1 .. max_components, the shape parameter's name
+#' by family, the spurious-solution screen's default thresholds (ratio,
+#' count, count.ratio, distinct), control$restarts' and control$refine's
+#' defaults, refine's largest value, and the observations a dataset needs
+#' per component.
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)
 

@@ -1,17 +1,18 @@
 //! The core's limits and names that R shows users or checks against, so R
 //! never keeps a copy of its own.
 
-use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, OBS_PER_COMPONENT, RESTARTS};
+use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, MAX_REFINE, OBS_PER_COMPONENT, REFINE, RESTARTS};
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
 /// `list(max_components, free_parameters, shape_names, spurious, restarts,
-/// obs_per_component)`: the largest K, the free parameters of each K = 1 ..
-/// max_components, the shape parameter's name by family, the
-/// spurious-solution screen's default thresholds (ratio, count,
-/// count.ratio, distinct), control$restarts' default, and the observations
-/// a dataset needs per component.
+/// refine, max_refine, obs_per_component)`: the largest K, the free
+/// parameters of each K = 1 .. max_components, the shape parameter's name
+/// by family, the spurious-solution screen's default thresholds (ratio,
+/// count, count.ratio, distinct), control$restarts' and control$refine's
+/// defaults, refine's largest value, and the observations a dataset needs
+/// per component.
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
@@ -28,6 +29,8 @@ fn model_limits_() -> List {
         shape_names = shapes,
         spurious = spurious,
         restarts = RESTARTS as i32,
+        refine = REFINE as i32,
+        max_refine = MAX_REFINE as i32,
         obs_per_component = OBS_PER_COMPONENT as i32
     )
 }

@@ -115,6 +115,7 @@ impl Call {
                 distinct: s.real("spurious.distinct")?,
             },
             restarts: s.count("restarts")?,
+            refine: s.count("refine")?,
             devices: s.counts("devices")?,
             standard_errors: s.flag("standard.errors")?,
         };

@@ -40,6 +40,7 @@ fn main() {
             keep_starts: false,
             screen: Default::default(),
             restarts: 0,
+            refine: 0,
             devices: Vec::new(),
             standard_errors: true,
         },

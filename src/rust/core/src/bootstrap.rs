@@ -312,6 +312,7 @@ mod tests {
                 keep_starts: false,
                 screen: Default::default(),
                 restarts: 1,
+                refine: 0,
                 devices: Vec::new(),
                 standard_errors: false,
             },

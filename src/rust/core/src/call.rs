@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::finals::Finals;
 use crate::finish::finish;
 use crate::job::{Fit, Job, Task};
-use crate::restarts::run_with_restarts;
+use crate::restarts::{run_refinement, run_with_restarts};
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
 /// `threads` host threads. Setting `cancel` makes it return
@@ -103,13 +103,19 @@ fn run_into(
         // winner is final (restart rounds take only the others): engines
         // that run datasets in chunks have it finished here while later
         // chunks run; every other dataset is finished after the engine
+        // (with a refinement round to come, not before it)
+        let refining = job.settings.refine > 0 && w.task.k > 1;
+        let finishing = AtomicBool::new(!refining);
         let early = |d: usize, b: &Best| {
-            if b.winner.is_some() && !fits.is_set(d) {
+            if finishing.load(Ordering::Acquire) && b.winner.is_some() && !fits.is_set(d) {
                 fits.set(d, Box::new(finish(job, &w.task, d, &prepared[d], b, cancel)));
             }
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
-        run_with_restarts(engine, w, job.settings.restarts, &bests, cancel, counters)?;
+        let (restarts, refine) = (job.settings.restarts, job.settings.refine);
+        run_with_restarts(engine, w, restarts, &bests, cancel, counters)?;
+        finishing.store(true, Ordering::Release);
+        run_refinement(engine, w, refine, restarts, &bests, cancel, counters)?;
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
@@ -145,7 +151,7 @@ fn work<'a>(task: Task, job: &Job, prepared: &'a [Result<Prepared, Invalid>]) ->
         .zip(&job.datasets)
         .map(|(p, values)| if Invalid::too_short(values.len(), task.k).is_some() { None } else { p.as_ref().ok() })
         .collect();
-    Work { task, datasets }
+    Work::new(task, datasets)
 }
 
 /// All the cores this process may use (cgroup and affinity limits included).
@@ -202,6 +208,7 @@ mod tests {
                     keep_starts: true,
                     screen: Default::default(),
                     restarts: 2,
+                    refine: 0,
                     devices: Vec::new(),
                     standard_errors: true,
                 },

@@ -2,7 +2,7 @@
 //! what it gets back (`Fit`).
 
 use crate::error::Error;
-use crate::limits::{free_parameters, MAX_COMPONENTS};
+use crate::limits::{free_parameters, MAX_COMPONENTS, MAX_REFINE};
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
 use crate::screen::Screen;
@@ -59,6 +59,10 @@ pub struct Settings {
     /// `control$restarts`: rounds of `starts` more starts for a dataset
     /// whose starts all collapsed or were rejected by the screen.
     pub restarts: u32,
+    /// `control$refine`: regions of the data a dataset's best fit explains
+    /// least, each seeding K refinement starts from that fit (refine.rs);
+    /// 0: none.
+    pub refine: u32,
     /// `control$devices`: the GPUs a CUDA engine runs on, by CUDA ordinal;
     /// empty: every GPU.
     pub devices: Vec<usize>,
@@ -128,6 +132,15 @@ impl Settings {
         }
         if u64::from(self.starts) * (u64::from(self.restarts) + 1) > u64::from(u32::MAX) {
             return bad("control$restarts", "times random.inits must stay below 2^32 starts".into());
+        }
+        if self.refine > MAX_REFINE {
+            return bad("control$refine", format!("must be a whole number from 0 to {MAX_REFINE}"));
+        }
+        let max_k = self.components.iter().copied().max().unwrap_or(1) as u64;
+        if u64::from(self.starts) * (u64::from(self.restarts) + 1) + u64::from(self.refine) * max_k
+            > u64::from(u32::MAX)
+        {
+            return bad("control$refine", "with the restarts' starts must stay below 2^32 starts".into());
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());

@@ -9,7 +9,7 @@
 //!   `family::normal` (one implementation each), `family` (the runtime tag
 //!   meets them); then `estep`, `mstep`, `screen`; the job, `job` (its
 //!   settings hold the screen's thresholds); `dataset`, `starts`,
-//!   `information`;
+//!   `refine`, `information`;
 //! - one start's EM: `em`; a converged winner taken to the maximum itself
 //!   by Newton steps: `polish`; continuing a fit stuck at a saddle point:
 //!   `saddle`; samples from a fitted mixture: `simulate`;
@@ -17,7 +17,7 @@
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
 //! - the call: its fits as they become final, `finals`; one dataset's fit
-//!   from its best start, `finish`; restart rounds, `restarts`; choosing K,
+//!   from its best start, `finish`; restart and refinement rounds, `restarts`; choosing K,
 //!   `choose_k`; the call over them, `call`; the parametric bootstrap's bulk
 //!   job: `bootstrap`.
 
@@ -52,6 +52,7 @@ pub mod mstep;
 mod outcome;
 mod params;
 mod polish;
+mod refine;
 mod restarts;
 mod saddle;
 pub mod screen;

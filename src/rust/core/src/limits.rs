@@ -109,3 +109,23 @@ pub const POLISH_STEPS: u32 = 8;
 /// agreement the engines are held to, and far above the rounding of the
 /// score (√N·ε relative).
 pub const POLISH_SETTLED: f64 = 1e-8;
+
+/// A refinement round (refine.rs) looks for regions of the sorted data
+/// with more observations than the best fit expects: windows of this
+/// fraction of the observations either side of each one (at least
+/// REFINE_WINDOW_MIN, at most REFINE_WINDOW_MAX).
+pub const REFINE_WINDOW_FRACTION: f64 = 0.01;
+pub const REFINE_WINDOW_MIN: usize = 2;
+pub const REFINE_WINDOW_MAX: usize = 50;
+
+/// A region counts as explained less well than chance allows when its
+/// count exceeds the fit's expected count by more than this many Poisson
+/// standard deviations: (count − E) / √(E + 1) > REFINE_Z.
+pub const REFINE_Z: f64 = 3.0;
+
+/// Most regions a refinement round seeds (control$refine).
+pub const MAX_REFINE: u32 = 8;
+
+/// control$refine's default: regions seeded per dataset by the refinement
+/// round (refine.rs); chosen by inst/bench/starts.R (results-starts.md).
+pub const REFINE: u32 = 0;

@@ -1,4 +1,4 @@
-//! A converged winner at the maximum itself (DESIGN §4): EM's stop rule
+//! A converged winner at the maximum itself (issue 31): EM's stop rule
 //! leaves a start wherever its trajectory was when the log-likelihood's
 //! relative change fell below epsilon, and SQUAREM's trajectories differ by
 //! engine in their last bits; Newton steps on the observed information

@@ -1,6 +1,9 @@
-//! Restart rounds (control$restarts): a dataset whose starts all collapsed
-//! or were rejected by the screen gets the next `starts` starts, round
-//! after round, until it has a winner or the rounds run out.
+//! Rounds after the first. Restart rounds (control$restarts): a dataset
+//! whose starts all collapsed or were rejected by the screen gets the next
+//! `starts` starts, round after round, until it has a winner or the rounds
+//! run out. Then one refinement round (control$refine, refine.rs): every
+//! dataset with a winner gets starts from its winner with one component
+//! moved to a region the winner explains least.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,6 +12,7 @@ use crate::engine::counters::Counters;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
 use crate::job::Task;
+use crate::refine::refinement;
 
 /// Runs `w` on `engine`, then up to `restarts` restart rounds, each adding
 /// its work to `counters.total`; stops early when `cancel` is set (the
@@ -43,5 +47,49 @@ pub(crate) fn run_with_restarts(
 fn restart_round<'a>(w: &Work<'a>, round: u32, bests: &Bests) -> Work<'a> {
     let datasets =
         w.datasets.iter().enumerate().map(|(d, ds)| ds.filter(|_| bests.with(d, |b| b.winner.is_none()))).collect();
-    Work { task: Task { first_start: round * w.task.starts, ..w.task }, datasets }
+    Work::new(Task { first_start: round * w.task.starts, ..w.task }, datasets)
+}
+
+/// Runs the refinement round of `w` (control$refine = `regions`, after
+/// `restarts` restart rounds) on `engine`, adding its work to
+/// `counters.total`.
+pub(crate) fn run_refinement(
+    engine: &dyn Engine,
+    w: &Work,
+    regions: u32,
+    restarts: u32,
+    bests: &Bests,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<(), Error> {
+    if regions == 0 || w.task.k == 1 || cancel.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let again = refinement_round(w, regions, restarts, bests);
+    if again.start_fits() == 0 {
+        return Ok(());
+    }
+    counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
+    engine.run(&again, bests, cancel, counters)
+}
+
+/// The refinement round of `w`: `regions` × K starts, numbered after every
+/// restart round's, for each dataset whose winner leaves a region of its
+/// data less well explained than chance allows (refine.rs). Which datasets
+/// these are, and their starts, depend only on their own winners.
+fn refinement_round<'a>(w: &Work<'a>, regions: u32, restarts: u32, bests: &Bests) -> Work<'a> {
+    let t = &w.task;
+    let refine: Vec<_> = w
+        .datasets
+        .iter()
+        .enumerate()
+        .map(|(d, ds)| {
+            let ds = (*ds)?;
+            let centre = bests.with(d, |b| b.winner.as_ref().map(|win| win.fit.params))?;
+            refinement(t.family, ds, &centre, regions)
+        })
+        .collect();
+    let datasets = w.datasets.iter().zip(&refine).map(|(ds, r)| ds.filter(|_| r.is_some())).collect();
+    let task = Task { first_start: (restarts + 1) * t.starts, starts: regions * t.k as u32, ..*t };
+    Work { refine, ..Work::new(task, datasets) }
 }

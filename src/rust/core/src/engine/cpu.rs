@@ -11,7 +11,6 @@ use super::counters::Counters;
 use super::{queue, Engine, Work};
 use crate::em::run_em;
 use crate::error::Error;
-use crate::starts::initial_params;
 
 pub struct Cpu {
     pub threads: usize,
@@ -27,7 +26,7 @@ impl Engine for Cpu {
             let d = valid[item / starts];
             let start = t.first_start + (item % starts) as u32;
             let Some(ds) = work.datasets[d] else { return };
-            let init = initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start);
+            let init = work.initial_params(d, start);
             let fit = init.map(|p| run_em(t.family, ds, p, t.max_iters, t.epsilon, t.accelerate, cancel));
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);

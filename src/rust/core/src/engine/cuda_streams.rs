@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::family;
 use crate::gpu::kernels::{MAX_GRID_Y, TERMS_PER_START};
 use crate::gpu::{contained, fault_injected, Gpu};
-use crate::job::Task;
+
 use crate::limits::MAX_COMPONENTS;
 use crate::outcome::Outcome;
 use crate::params::{Family, Params, Stats};
@@ -58,7 +58,7 @@ impl Engine for CudaStreams {
             // a restart round adds to what the rounds before recorded
             let before = bests.with(d, |b| b.clone());
             let best = contained("running the cuda-streams engine", || {
-                fit_dataset(&work.task, ds, before, gpu, stream, bufs, budget, cancel, counters)
+                fit_dataset(work, d, ds, before, gpu, stream, bufs, budget, cancel, counters)
             })
             .map_err(Error::Gpu)?;
             bests.with(d, |b| *b = best);
@@ -97,7 +97,8 @@ fn ensure<'a>(
 
 #[allow(clippy::too_many_arguments)]
 fn fit_dataset(
-    t: &Task,
+    work: &Work,
+    d: usize,
     ds: &Prepared,
     mut best: Best,
     gpu: &Gpu,
@@ -107,6 +108,7 @@ fn fit_dataset(
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<Best, String> {
+    let t = &work.task;
     let (n, k) = (ds.x.len(), t.k);
     let rows = 1 + 3 * k;
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
@@ -129,7 +131,7 @@ fn fit_dataset(
 
     let mut active: Vec<(u32, Params, EmState)> = Vec::with_capacity(t.starts as usize);
     for s in t.first_start..t.first_start + t.starts {
-        match crate::starts::initial_params(t.family, t.start_scheme, ds, k, t.seed, s) {
+        match work.initial_params(d, s) {
             Some(init) => active.push((s, init, EmState::new(init, t.accelerate))),
             None => {
                 best.record(s, None, None, false);

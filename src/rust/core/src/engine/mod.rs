@@ -15,6 +15,9 @@ use std::sync::atomic::AtomicBool;
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::job::Task;
+use crate::params::Params;
+use crate::refine::Refinement;
+use crate::starts::initial_params;
 use crate::tuning::Tuning;
 use best::Bests;
 use counters::Counters;
@@ -24,9 +27,29 @@ use counters::Counters;
 pub struct Work<'a> {
     pub task: Task,
     pub datasets: Vec<Option<&'a Prepared>>,
+    /// A refinement round's (refine.rs): per dataset, the best fit and the
+    /// components to move into it; empty for every other round.
+    pub refine: Vec<Option<Refinement>>,
 }
 
-impl Work<'_> {
+impl<'a> Work<'a> {
+    /// The work of `task` on `datasets`, its starts drawn by the task's scheme.
+    pub fn new(task: Task, datasets: Vec<Option<&'a Prepared>>) -> Work<'a> {
+        Work { task, datasets, refine: Vec::new() }
+    }
+
+    /// The initial parameters of start `start` of dataset `d` (rescaled
+    /// units), what every engine starts from: drawn by the task's scheme
+    /// (starts.rs), or in a refinement round the refinement's start.
+    pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
+        let t = &self.task;
+        let ds = self.datasets.get(d).copied().flatten()?;
+        match self.refine.get(d) {
+            Some(r) => r.as_ref()?.start(start - t.first_start),
+            None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start),
+        }
+    }
+
     /// Indices of the datasets to fit.
     pub fn valid(&self) -> Vec<usize> {
         (0..self.datasets.len()).filter(|&d| self.datasets[d].is_some()).collect()

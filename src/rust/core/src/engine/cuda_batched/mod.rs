@@ -224,7 +224,7 @@ mod tests {
             keep_starts: false,
             screen: Default::default(),
         };
-        Work { task, datasets: prepared.iter().map(Some).collect() }
+        Work::new(task, prepared.iter().map(Some).collect())
     }
 
     #[test]

@@ -13,7 +13,6 @@ use crate::error::Error;
 use crate::gpu::kernels::as_int;
 use crate::gpu::staging::{HostBuf, Staging};
 use crate::params::Params;
-use crate::starts::initial_params;
 
 pub struct Packed {
     /// x, g interleaved
@@ -115,7 +114,7 @@ pub fn pack(
         }
         for s in 0..starts {
             fit_ds[s] = j as i32;
-            if let Some(start) = initial_params(t.family, t.start_scheme, ds, k, t.seed, t.first_start + s as u32) {
+            if let Some(start) = work.initial_params(chunk.datasets[j], t.first_start + s as u32) {
                 let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
                 row[..k].copy_from_slice(&start.alpha[..k]);
                 row[k..2 * k].copy_from_slice(&start.mu[..k]);
