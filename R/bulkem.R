@@ -192,7 +192,14 @@
 #'   corpus 20 starts reached it on 91% (1 start: 64%, 50 starts: 94%, at 2.5
 #'   times the cost). Optima with a smaller component are found by few starts
 #'   (0.4 to 3% of them there): when they matter, give more starts, and read
-#'   `starts_at_best`. See `inst/bench/results-defaults.md`.
+#'   `starts_at_best`. See `inst/bench/results-defaults.md`. Against
+#'   stronger references (the best of 1,000 random and 200 partition starts;
+#'   on a held-out corpus of 100 simulated datasets with minor modes, 2,000
+#'   and 400), 20 random starts reach them on 87.5-88.3% and 73.7-77.8%
+#'   (seeds 2 and 3), `control$starts = "partition"` on 92.5-96.7% and
+#'   83.8-85.9% with fewer E-step passes, and `control$refine = 2` adds up
+#'   to 6 points (`Rscript inst/bench/starts.R corpus=defaults ref=1000`,
+#'   `corpus=heldout ref=2000`; `inst/bench/results-starts.md`).
 #' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
 #'   CPU; `TRUE` requires a GPU (an error if there is none); `FALSE` uses the
 #'   CPU. With `NA`, a GPU that is present but fails (driver, compiler, memory)

@@ -65,15 +65,18 @@
 #'   times fewer E-step passes (`inst/bench/results-defaults.md`).
 #'   `FALSE` runs plain EM, as bulkem did before; the benchmarks of
 #'   `inst/bench` use it so that a start-fit is the peers' fixed number
-#'   of EM iterations. Engines agree less under SQUAREM: its decisions can
-#'   tip on the last bits, so a GPU engine may return another start of the
-#'   same optimum, or the same start stopped at a slightly different point,
-#'   than the CPU (on an H100, 2% samples of B2 and B4, the same seed: 11 of
-#'   200 and 10 of 100 datasets, log-likelihoods within 1e-6 relative; the
-#'   same start's parameters within about 2e-6, another start's can stop
-#'   farther from the maximum; with plain EM none differed by more than
-#'   1e-8; `inst/bench/agreement-classes.R`,
-#'   `inst/bench/results-agreement.md`).
+#'   of EM iterations. Under SQUAREM a start's path can tip on the last
+#'   bits, so engines may reach an optimum by different starts or stop at
+#'   different points; every converged winner is then polished to the
+#'   maximum itself (Newton steps on the observed information), so they
+#'   return the same point. Measured on an H100 at the defaults
+#'   (`Rscript inst/bench/agreement.R`: 748 datasets, IG K = 3, Normal
+#'   K = 2 and 5, real data): `cuda-batched` and `cuda-streams` return the
+#'   CPU's optimum (log-likelihood within 1e-8, parameters within 1e-6
+#'   relative) on 746 (99.7%; 90.6-91.3% before the polish); the other two
+#'   are another optimum that a SQUAREM start reached on one engine (one
+#'   converged fit 1.8e-4 apart in log-likelihood). With plain EM the
+#'   engines take the same steps (`inst/bench/results-polish.md`).
 #' @param keep.data `TRUE` keeps each dataset in its fit (field
 #'   `data`), for [plot.bulkem_fit()]; default `FALSE`.
 #' @param keep.starts `TRUE` adds to each fit a data frame `starts`
@@ -122,7 +125,11 @@
 #'   not. The random starts rarely seed a minor mode of a few percent of
 #'   the data; a fit that misses it leaves such a region, and a start
 #'   from there reaches the better optimum. The starts depend only on the
-#'   dataset and its best fit (no random draw). 0 turns it off.
+#'   dataset and its best fit (no random draw). 0 (the default) turns it
+#'   off. Its cost: E-step passes rise by 4-6% at 20 starts, but the round
+#'   is a second pass of the engine over the datasets, which on a GPU
+#'   costs more than its passes (B2 on an H100: 0.26-0.36 s without,
+#'   1.05-1.27 s with `refine = 2`; `inst/bench/results-starts.md`).
 #' @param devices The GPUs to use, numbered from 0 as
 #'   [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
 #'   every GPU. `cuda-batched` shares its chunks of work among them, one

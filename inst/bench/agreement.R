@@ -4,7 +4,7 @@
 # 30..5,000), Normal K = 2 (overlapping, n 50..2,000) and K = 5 (n 200..3,000),
 # and the real datasets of the defaults corpus as IG and Normal K = 2 and 3.
 #   Rscript inst/bench/agreement.R [engines=cuda-batched,cuda-streams] [starts=20]
-#                                   [epsilon=1e-6] [max.iters=5000] [accelerate=TRUE]
+#                                   [epsilon=1e-6] [max.iters=5000] [accelerate=TRUE] [refine=N]
 # Per engine: datasets whose fit is the same optimum as the CPU engine's
 # and the converged fits more than 1e-6 apart in log-likelihood (the
 # criterion of agreement-criterion.R), the worst parameter and
@@ -15,7 +15,7 @@ source(file.path(here, "workloads.R"))
 source(file.path(here, "corpus-defaults.R"))
 source(file.path(here, "agreement-criterion.R"))
 opt <- list(engines = "cuda-batched,cuda-streams", starts = "20", epsilon = "1e-6", max.iters = "5000",
-            accelerate = "TRUE")
+            accelerate = "TRUE", refine = "")
 for (a in commandArgs(TRUE)) {
   kv <- strsplit(a, "=", fixed = TRUE)[[1]]
   if (length(kv) != 2 || !kv[1] %in% names(opt)) stop("unknown argument ", a)
@@ -37,6 +37,7 @@ for (fam in c("normal", "invgauss")) for (k in 2:3)
 
 fit <- function(g, engine) {
   ctl <- list(accelerate = as.logical(opt$accelerate))
+  if (nzchar(opt$refine)) ctl$refine <- as.integer(opt$refine)
   if (engine != "cpu") ctl$engine <- engine
   t0 <- proc.time()[["elapsed"]]
   f <- suppressWarnings(bulkem(g$d, g$k, family = g$family, random.inits = as.integer(opt$starts),
@@ -45,9 +46,9 @@ fit <- function(g, engine) {
   attr(f, "wall") <- proc.time()[["elapsed"]] - t0
   f
 }
-cat(sprintf("bulkem %s from %s; starts %s, epsilon %s, max.iters %s, accelerate %s\n",
+cat(sprintf("bulkem %s from %s; starts %s, epsilon %s, max.iters %s, accelerate %s, refine %s\n",
             utils::packageVersion("bulkem"), find.package("bulkem"), opt$starts, opt$epsilon,
-            opt$max.iters, opt$accelerate))
+            opt$max.iters, opt$accelerate, if (nzchar(opt$refine)) opt$refine else "(default)"))
 options(width = 200)
 rows <- list()
 for (nm in names(groups)) {

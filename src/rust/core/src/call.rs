@@ -115,7 +115,7 @@ fn run_into(
         let (restarts, refine) = (job.settings.restarts, job.settings.refine);
         run_with_restarts(engine, w, restarts, &bests, cancel, counters)?;
         finishing.store(true, Ordering::Release);
-        run_refinement(engine, w, refine, restarts, &bests, cancel, counters)?;
+        run_refinement(engine, w, refine, restarts, &bests, threads, cancel, counters)?;
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }

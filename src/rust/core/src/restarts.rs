@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::engine::best::Bests;
 use crate::engine::counters::Counters;
+use crate::engine::queue;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
 use crate::job::Task;
@@ -51,21 +52,23 @@ fn restart_round<'a>(w: &Work<'a>, round: u32, bests: &Bests) -> Work<'a> {
 }
 
 /// Runs the refinement round of `w` (control$refine = `regions`, after
-/// `restarts` restart rounds) on `engine`, adding its work to
-/// `counters.total`.
+/// `restarts` restart rounds) on `engine`, its starts found on `threads`
+/// threads, adding its work to `counters.total`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_refinement(
     engine: &dyn Engine,
     w: &Work,
     regions: u32,
     restarts: u32,
     bests: &Bests,
+    threads: usize,
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
     if regions == 0 || w.task.k == 1 || cancel.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let again = refinement_round(w, regions, restarts, bests);
+    let again = refinement_round(w, regions, restarts, bests, threads, cancel)?;
     if again.start_fits() == 0 {
         return Ok(());
     }
@@ -77,19 +80,21 @@ pub(crate) fn run_refinement(
 /// restart round's, for each dataset whose winner leaves a region of its
 /// data less well explained than chance allows (refine.rs). Which datasets
 /// these are, and their starts, depend only on their own winners.
-fn refinement_round<'a>(w: &Work<'a>, regions: u32, restarts: u32, bests: &Bests) -> Work<'a> {
+fn refinement_round<'a>(
+    w: &Work<'a>,
+    regions: u32,
+    restarts: u32,
+    bests: &Bests,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<Work<'a>, Error> {
     let t = &w.task;
-    let refine: Vec<_> = w
-        .datasets
-        .iter()
-        .enumerate()
-        .map(|(d, ds)| {
-            let ds = (*ds)?;
-            let centre = bests.with(d, |b| b.winner.as_ref().map(|win| win.fit.params))?;
-            refinement(t.family, ds, &centre, regions)
-        })
-        .collect();
+    let refine = queue::map(w.datasets.len(), threads, cancel, |d| {
+        let ds = w.datasets[d]?;
+        let centre = bests.with(d, |b| b.winner.as_ref().map(|win| win.fit.params))?;
+        refinement(t.family, ds, &centre, regions)
+    })?;
     let datasets = w.datasets.iter().zip(&refine).map(|(ds, r)| ds.filter(|_| r.is_some())).collect();
     let task = Task { first_start: (restarts + 1) * t.starts, starts: regions * t.k as u32, ..*t };
-    Work { refine, ..Work::new(task, datasets) }
+    Ok(Work { refine, ..Work::new(task, datasets) })
 }
