@@ -98,7 +98,7 @@ k_chosen_why <- function(f, maybe = TRUE) {
 # others look narrow beside it); failing that (thresholds of the user's
 # own), the smallest.
 suspect_component <- function(f) {
-  sd <- if (identical(f$family, "normal")) f$sigma else sqrt(f$mu^3 / f$lambda)
+  sd <- fitted_sd(f$family, f$mu, fit_shape(f))
   count <- f$n * f$alpha
   lim <- model_limits()$spurious
   widest <- max(sd)

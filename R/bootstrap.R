@@ -462,7 +462,7 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   # match components to the point estimate's
   if (k > 1) {
     if (k <= 6) {
-      s <- if (fit$family == "normal") fit$sigma else sqrt(fit$mu^3 / fit$lambda)
+      s <- fitted_sd(fit$family, fit$mu, fit_shape(fit))
       perms <- permutations(k)
       target <- matrix(fit$mu, nrow(mu), k, byrow = TRUE)
       scale <- matrix(s, nrow(mu), k, byrow = TRUE)

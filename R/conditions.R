@@ -144,7 +144,7 @@ warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response
   if (not_positive > 0) {
     what[["invalid"]] <- paste0(
       "were invalid (the data cannot be fitted; ", count(not_positive), " of them because of values <= 0, ",
-      "which the inverse Gaussian cannot fit: drop them with ",
+      "which the ", family_label(fits[[1]]$family), " cannot fit: drop them with ",
       if (!is.null(response)) paste0("subset = ", response, " > 0") else "x[x > 0] on each dataset", ")")
   }
   parts <- paste(count(counts[counts > 0]), what[counts > 0])
@@ -161,17 +161,18 @@ warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response
     chosen_over = sum(over), not_positive = not_positive))
 }
 
-# How many of `fits` are invalid inverse Gaussian fits of `datasets` that
-# are long enough and finite but hold a value <= 0 (the core's order of
-# checks: length, then missing and infinite values, then the sign).
+# How many of `fits` are invalid fits of a family for positive data
+# (inverse Gaussian, lognormal) of `datasets` that are long enough and
+# finite but hold a value <= 0 (the core's order of checks: length, then
+# missing and infinite values, then the sign).
 not_positive_datasets <- function(fits, datasets) {
-  if (length(fits) == 0 || length(datasets) != length(fits) || !identical(fits[[1]]$family, "invgauss")) {
+  if (length(fits) == 0 || length(datasets) != length(fits) || !positive_family(fits[[1]]$family)) {
     return(0L)
   }
   per <- model_limits()$obs_per_component
   bad <- vapply(seq_along(fits), function(i) {
     f <- fits[[i]]
-    if (!identical(f$status, "invalid") || !identical(f$family, "invgauss")) return(FALSE)
+    if (!identical(f$status, "invalid") || !positive_family(f$family)) return(FALSE)
     x <- datasets[[i]]
     length(x) >= per * length(f$mu) && all(is.finite(x)) && any(x <= 0)
   }, NA)

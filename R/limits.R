@@ -15,5 +15,5 @@ max_components <- function() model_limits()$max_components
 free_parameters <- function(k) model_limits()$free_parameters[k]
 
 shape_name <- function(family) {
-  unname(model_limits()$shape_names[[if (identical(family, "normal")) "normal" else "invgauss"]])
+  unname(model_limits()$shape_names[[family]])
 }

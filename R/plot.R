@@ -98,14 +98,14 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     lo <- min(dots$xlim)
     hi <- max(dots$xlim)
   } else {
-    sd <- if (x$family == "normal") shape else sqrt(x$mu^3 / shape)
-    lo <- min(x$mu - 4 * sd)
-    hi <- max(x$mu + 4 * sd)
+    r <- component_range(x$family, x$mu, shape)
+    lo <- r[1]
+    hi <- r[2]
     if (!is.null(data)) {
       lo <- min(lo, data)
       hi <- max(hi, data)
     }
-    if (x$family == "invgauss") lo <- max(lo, 1e-9 * hi)
+    if (positive_family(x$family)) lo <- max(lo, 1e-9 * hi)
     if (logx) {
       lo <- if (!is.null(data)) max(lo, min(data) / 2) else if (lo <= 0) 1e-3 * hi else lo
     }
@@ -188,7 +188,8 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, which = NULL, ...) {
   cols <- grDevices::hcl.colors(max(3, kmax), "Dark 3")
   defaults <- list(x = tab$mu[ok], y = tab[[5]][ok], log = log, col = cols[tab$component[ok]],
                    pch = pch[ok], xlab = "mu (mean)",
-                   ylab = if (ig) "lambda (shape)" else "sigma (standard deviation)", main = main)
+                   ylab = switch(attr(x, "family"), invgauss = "lambda (shape)",
+                                 lognormal = "sigma (sdlog)", "sigma (standard deviation)"), main = main)
   args <- plot_args(defaults, dots)
   if (legend) {
     entries <- list(label = character(), col = character(), pch = numeric(), lty = numeric())

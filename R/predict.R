@@ -85,11 +85,7 @@ mixture_cdf <- function(fit, x) {
   shape <- fit_shape(fit)
   p <- numeric(length(x))
   for (m in seq_along(fit$mu)) {
-    p <- p + fit$alpha[m] * if (fit$family == "normal") {
-      stats::pnorm(x, fit$mu[m], shape[m])
-    } else {
-      statmod::pinvgauss(x, mean = fit$mu[m], shape = shape[m])
-    }
+    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m])
   }
   p[is.na(x)] <- NA_real_
   pmin(pmax(p, 0), 1)
@@ -100,14 +96,8 @@ mixture_cdf <- function(fit, x) {
 # of a very skewed component).
 component_quantiles <- function(fit, p) {
   shape <- fit_shape(fit)
-  vapply(seq_along(fit$mu), function(m) {
-    if (fit$family == "normal") {
-      stats::qnorm(p, fit$mu[m], shape[m])
-    } else {
-      tryCatch(suppressWarnings(statmod::qinvgauss(p, mean = fit$mu[m], shape = shape[m])),
-               error = function(e) rep(NA_real_, length(p)))
-    }
-  }, numeric(length(p)))
+  vapply(seq_along(fit$mu), function(m) component_quantile(fit$family, p, fit$mu[m], shape[m]),
+         numeric(length(p)))
 }
 
 #' Posterior probabilities, classes, density and cdf of a fitted mixture
@@ -278,7 +268,7 @@ prob_names <- function(probs) {
 
 mixture_quantile <- function(fit, p, tol) {
   if (!has_fit(fit)) return(NA_real_)
-  normal <- fit$family == "normal"
+  normal <- !positive_family(fit$family)
   if (p == 0) return(if (normal) -Inf else 0)
   if (p == 1) return(Inf)
   f <- function(x) mixture_cdf(fit, x) - p
@@ -287,10 +277,10 @@ mixture_quantile <- function(fit, p, tol) {
   # component quantile statmod could not find leaves it short.
   q <- component_quantiles(fit, p)
   q <- q[is.finite(q)]
-  if (length(q) == 0) q <- fit$mu
+  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit))
   lo <- min(q)
   hi <- max(q)
-  sd <- if (normal) fit$sigma else sqrt(fit$mu^3 / fit$lambda)
+  sd <- fitted_sd(fit$family, fit$mu, fit_shape(fit))
   step <- max(hi - lo, sd, .Machine$double.xmin)
   for (i in seq_len(3000)) {
     if (f(lo) <= 0) break
@@ -403,10 +393,8 @@ draw_samples <- function(fit, n, nsim) {
     shape <- fit_shape(fit)
     if (total == 0) {
       numeric(0)
-    } else if (fit$family == "normal") {
-      stats::rnorm(total, fit$mu[comp], shape[comp])
     } else {
-      statmod::rinvgauss(total, mean = fit$mu[comp], shape = shape[comp])
+      component_draws(fit$family, total, fit$mu[comp], shape[comp])
     }
   }
   out <- as.data.frame(matrix(x, nrow = n, ncol = nsim))

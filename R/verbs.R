@@ -206,7 +206,7 @@ summary.bulkem_fit <- function(object, ...) {
 #' @export
 print.summary.bulkem_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(sprintf("bulkem fit: %s mixture, K = %d, n = %d\n",
-              if (x$family == "normal") "Normal" else "inverse Gaussian", x$k, x$n))
+              family_label(x$family), x$k, x$n))
   cat(sprintf("status: %s after %d iteration%s; %d good start%s, %d at the best log-likelihood%s\n",
               x$status, x$iterations, if (identical(x$iterations, 1L)) "" else "s",
               x$starts_ok, if (identical(x$starts_ok, 1L)) "" else "s", x$starts_at_best,

@@ -130,6 +130,17 @@ test_that("the refinement round (control$refine) runs alike on every engine", {
                        control = list(refine = 2, accelerate = FALSE))
 })
 
+test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
+  skip_if_no_gpu()
+  set.seed(63)
+  d <- lapply(c(60, 400, 2500), function(n) {
+    comp <- sample.int(2, n, replace = TRUE, prob = c(0.6, 0.4))
+    rlnorm(n, c(0, 1.4)[comp], c(0.3, 0.45)[comp])
+  })
+  expect_engines_agree(c(d, list(c(-1, 2, 3, 4, 5, 6, 7))), num.components = 2, family = "lognormal",
+                       random.inits = 8, control = list(accelerate = FALSE))
+})
+
 test_that("SQUAREM (control$accelerate) takes the same steps on every engine", {
   skip_if_no_gpu()
   set.seed(21)

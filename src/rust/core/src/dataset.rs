@@ -49,6 +49,7 @@ pub enum Invalid {
         first: usize,
     },
     NotPositive {
+        family: Family,
         count: usize,
         first: usize,
     },
@@ -94,12 +95,15 @@ impl fmt::Display for Invalid {
             Invalid::NotFinite { count, first } => {
                 write!(f, "contains {count} NA, NaN or infinite value{} (the first at position {first})", s(count))
             }
-            Invalid::NotPositive { count, first } => write!(
+            Invalid::NotPositive { family, count, first } => write!(
                 f,
-                "contains {count} value{} <= 0 (the first at position {first}) (the inverse Gaussian needs positive data)",
-                s(count)
+                "contains {count} value{} <= 0 (the first at position {first}) (the {} needs positive data)",
+                s(count),
+                if family == Family::Lognormal { "lognormal" } else { "inverse Gaussian" }
             ),
-            Invalid::AllEqual { n, value } => write!(f, "has all {n} values equal ({value}); a mixture cannot be fitted"),
+            Invalid::AllEqual { n, value } => {
+                write!(f, "has all {n} values equal ({value}); a mixture cannot be fitted")
+            }
             Invalid::TooSpread { min, max } => write!(
                 f,
                 "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
@@ -108,6 +112,7 @@ impl fmt::Display for Invalid {
                 let (what, shape) = match family {
                     Family::InvGauss => ("mean", "lambda"),
                     Family::Normal => ("standard deviation", "sigma"),
+                    Family::Lognormal => ("standard deviation of the logarithms", "sigma"),
                 };
                 let size = if scale > 0.0 { format!("{scale:e}") } else { "0 once rounded".to_string() };
                 write!(
@@ -158,6 +163,20 @@ impl Prepared {
     /// same quantity is computed on the rescaled data: ℓ(θ; x) = ℓ(θ'; x') −
     /// N log scale, θ' being θ in rescaled units.
     pub fn log_likelihood(&self, family: Family, values: &[f64], params: &Params) -> f64 {
+        if family.on_log_scale() {
+            // the fitted family's on the logarithms, with the Jacobian
+            // −Σ log x that h_sum holds here taken out and added back
+            let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+            let jacobian = -logs.iter().sum::<f64>();
+            let fitted = Prepared { h_sum: self.h_sum - jacobian, ..self.clone_without_data() };
+            return fitted.log_likelihood_fitted(family, &logs, params, &self.x, &self.g) + jacobian;
+        }
+        self.log_likelihood_fitted(family, values, params, &self.x, &self.g)
+    }
+
+    /// `log_likelihood` for a family fitted on the values themselves (or
+    /// on `values` already transformed), `x` and `g` the prepared data.
+    fn log_likelihood_fitted(&self, family: Family, values: &[f64], params: &Params, x: &[f64], g: &[f64]) -> f64 {
         let n = values.len() as f64;
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
@@ -168,7 +187,12 @@ impl Prepared {
                 return ll;
             }
         }
-        e_step(family, &self.x, &self.g, &self.rescale(params)).ll + self.h_sum - n * self.scale.ln()
+        e_step(family, x, g, &self.rescale(params)).ll + self.h_sum - n * self.scale.ln()
+    }
+
+    /// This dataset's scalars, without its data.
+    fn clone_without_data(&self) -> Prepared {
+        Prepared { x: Vec::new(), g: Vec::new(), ..*self }
     }
 }
 
@@ -180,7 +204,40 @@ const MODERATE_SCALE_LOG2: f64 = 300.0;
 /// Checks one dataset and prepares it, or says why it cannot be fitted.
 /// Callers check the length for their K first (`Invalid::too_short`).
 pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
+    if family.on_log_scale() {
+        return prepare_logarithms(values, family);
+    }
     with_family!(family, F => prepare_of::<F>(values))
+}
+
+/// `prepare` for a family fitted on the logarithms of the data: positive
+/// values, their logarithms prepared for the family's implementation, and
+/// the Jacobian of the transform, −Σ log x, in the parameter-free part of
+/// the log-likelihood, so that every log-likelihood computed on the
+/// prepared data (every engine's) is the data's.
+fn prepare_logarithms(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
+    if let Some(short) = Invalid::too_short(values.len(), 1) {
+        return Err(short);
+    }
+    if let Some((count, first)) = count_bad(values, |v| !v.is_finite()) {
+        return Err(Invalid::NotFinite { count, first });
+    }
+    if let Some((count, first)) = count_bad(values, |v| v <= 0.0) {
+        return Err(Invalid::NotPositive { family, count, first });
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    // what is wrong with the logarithms, said of the values
+    let mut ds = with_family!(family, F => prepare_of::<F>(&logs)).map_err(|why| match why {
+        Invalid::AllEqual { n, value } => Invalid::AllEqual { n, value: value.exp() },
+        Invalid::TooSpread { min, max } => Invalid::TooSpread { min: min.exp(), max: max.exp() },
+        Invalid::TooSmall { min, max, scale, .. } => {
+            Invalid::TooSmall { family, min: min.exp(), max: max.exp(), scale }
+        }
+        other => other,
+    })?;
+    ds.family = family;
+    ds.h_sum -= logs.iter().sum::<f64>();
+    Ok(ds)
 }
 
 /// `prepare` for the family `F`.
@@ -195,7 +252,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
     }
     if F::POSITIVE {
         if let Some((count, first)) = count_bad(values, |v| v <= 0.0) {
-            return Err(Invalid::NotPositive { count, first });
+            return Err(Invalid::NotPositive { family, count, first });
         }
     }
     let first = values[0];
@@ -344,6 +401,39 @@ mod tests {
         // data just above the smallest normal double fit
         let small: Vec<f64> = (1..=10).map(|i| 1e-307 * i as f64).collect();
         assert!(prepare(&small, Family::InvGauss).is_ok());
+    }
+
+    #[test]
+    fn the_lognormal_is_prepared_as_the_normal_on_the_logarithms() {
+        let values: Vec<f64> = (1..=60).map(|i| 0.05 + (i as f64 * 0.37).sin().abs() * 4.0 + 0.01 * i as f64).collect();
+        let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+        let ln = prepare(&values, Family::Lognormal).unwrap();
+        let nm = prepare(&logs, Family::Normal).unwrap();
+        assert_eq!(ln.x, nm.x);
+        assert_eq!((ln.shift, ln.scale, ln.family), (nm.shift, nm.scale, Family::Lognormal));
+        assert!((ln.h_sum - (nm.h_sum - logs.iter().sum::<f64>())).abs() < 1e-12);
+        // the log-likelihood of the values, against libm's lognormal density
+        let p = crate::information::tests::params(&[0.4, 0.6], &[-0.5, 0.9], &[0.6, 0.4]);
+        let reference = family::log_likelihood(Family::Lognormal, &values, &p);
+        let by_hand: f64 = values
+            .iter()
+            .map(|&x| {
+                let d = |m: usize| {
+                    let z = (x.ln() - p.mu[m]) / p.shape[m];
+                    p.alpha[m] * (-0.5 * z * z).exp() / (x * p.shape[m] * (2.0 * std::f64::consts::PI).sqrt())
+                };
+                (d(0) + d(1)).ln()
+            })
+            .sum();
+        assert!((reference - by_hand).abs() < 1e-10 * by_hand.abs());
+        assert!((ln.log_likelihood(Family::Lognormal, &values, &p) - by_hand).abs() < 1e-10 * by_hand.abs());
+        // values <= 0 are named, as for the inverse Gaussian
+        let mut bad = values.clone();
+        bad[4] = 0.0;
+        let m = why(&bad, Family::Lognormal);
+        assert!(m.contains("position 5") && m.contains("lognormal needs positive data"), "{m}");
+        let m = why(&[2.0; 5], Family::Lognormal);
+        assert!(m.contains("all 5 values equal (2)"), "{m}");
     }
 
     #[test]

@@ -216,8 +216,14 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
 /// Posterior probabilities of the components for each observation (N × K,
 /// column-major, as R stores a matrix), by the E-step's arithmetic: the
 /// responsibilities r_m = exp(l_m − max) / Σ exp(l_m' − max). NaN for an
-/// observation outside the family's support or not finite.
+/// observation outside the family's support or not finite. `xs` are values
+/// of the data (a family fitted on the logarithms takes them here).
 pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
+    if family.on_log_scale() {
+        // log of a value <= 0 is NaN or -inf: outside the support below
+        let logs: Vec<f64> = xs.iter().map(|&x| if x > 0.0 { x.ln() } else { f64::NAN }).collect();
+        return with_family!(family, F => posterior_of::<F>(&logs, p));
+    }
     with_family!(family, F => posterior_of::<F>(xs, p))
 }
 

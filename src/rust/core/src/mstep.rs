@@ -62,7 +62,9 @@ mod tests {
         let mu = xs.iter().zip(r).map(|(x, r)| r * x).sum::<f64>() / w;
         let shape = match family {
             Family::InvGauss => w / xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu) / (mu * mu * x)).sum::<f64>(),
-            Family::Normal => (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt(),
+            Family::Normal | Family::Lognormal => {
+                (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt()
+            }
         };
         (w / xs.len() as f64, mu, shape)
     }

@@ -7,17 +7,32 @@ use crate::limits::MAX_COMPONENTS;
 pub enum Family {
     InvGauss,
     Normal,
+    /// The lognormal: fitted as the Normal on the logarithms of the data
+    /// (μ and σ are meanlog and sdlog), its log-likelihood the Normal's on
+    /// log x less Σ log x.
+    Lognormal,
 }
 
 impl Family {
-    pub const ALL: [Family; 2] = [Family::InvGauss, Family::Normal];
+    pub const ALL: [Family; 3] = [Family::InvGauss, Family::Normal, Family::Lognormal];
+
+    /// One family per implementation of ComponentFamily (the lognormal is
+    /// fitted by the Normal's): what tests of the fitting itself cover.
+    pub const FITTED: [Family; 2] = [Family::InvGauss, Family::Normal];
 
     /// The name R uses for the family (bulkem()'s `family`).
     pub fn name(self) -> &'static str {
         match self {
             Family::InvGauss => "invgauss",
             Family::Normal => "normal",
+            Family::Lognormal => "lognormal",
         }
+    }
+
+    /// Whether the family is fitted on the logarithms of the data (by the
+    /// implementation `with_family!` names for it).
+    pub fn on_log_scale(self) -> bool {
+        self == Family::Lognormal
     }
 
     pub fn from_name(name: &str) -> Option<Family> {
@@ -25,11 +40,11 @@ impl Family {
     }
 
     /// What R calls the shape parameter: λ of the inverse Gaussian, σ of the
-    /// Normal.
+    /// Normal and (sdlog) of the lognormal.
     pub fn shape_name(self) -> &'static str {
         match self {
             Family::InvGauss => "lambda",
-            Family::Normal => "sigma",
+            Family::Normal | Family::Lognormal => "sigma",
         }
     }
 }

@@ -11,7 +11,7 @@
 //! component. Deterministic: no random draw, so the same for any seed.
 
 use crate::dataset::Prepared;
-use crate::family;
+use crate::family::{self, with_family, ComponentFamily};
 use crate::limits::{REFINE_WINDOW_FRACTION, REFINE_WINDOW_MAX, REFINE_WINDOW_MIN, REFINE_Z};
 use crate::mstep::check_component;
 use crate::params::{Family, Params};
@@ -62,10 +62,9 @@ pub fn refinement(family: Family, ds: &Prepared, centre: &Params, regions: u32) 
     if n < 2 * half + 1 {
         return None;
     }
+    // the fit's density where it is fitted (the logarithms, for the lognormal)
     let density = |x: f64| -> f64 {
-        (0..centre.k)
-            .map(|m| centre.alpha[m] * family::log_density(family, x, centre.mu[m], centre.shape[m]).exp())
-            .sum()
+        with_family!(family, F => (0..centre.k).map(|m| centre.alpha[m] * F::log_density(x, centre.mu[m], centre.shape[m]).exp()).sum())
     };
     // each window's surprise: (count − E) / √(E + 1), E = n f(x) width
     let mut surprise: Vec<(f64, usize)> = (half..n - half)

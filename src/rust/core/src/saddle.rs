@@ -77,16 +77,16 @@ mod tests {
         // a stationary point of EM, for two separated Normal groups a saddle
         // of the likelihood (for these inverse Gaussian ones it is not: no
         // eigenvalue of the information is negative there)
-        for family in [Family::Normal, Family::InvGauss] {
+        for family in Family::FITTED {
             let truth = match family {
-                Family::Normal => params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.0]),
+                Family::Normal | Family::Lognormal => params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.0]),
                 Family::InvGauss => params(&[0.5, 0.5], &[1.0, 8.0], &[50.0, 400.0]),
             };
             let xs = draw(family, &truth, 2000, 5);
             let n = xs.len() as f64;
             let mean = xs.iter().sum::<f64>() / n;
             let shape = match family {
-                Family::Normal => (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
+                Family::Normal | Family::Lognormal => (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
                 Family::InvGauss => n / xs.iter().map(|x| 1.0 / x - 1.0 / mean).sum::<f64>(),
             };
             let merged = params(&[0.5, 0.5], &[mean, mean], &[shape, shape]);

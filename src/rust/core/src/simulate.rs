@@ -24,7 +24,12 @@ pub fn replicate_rng(seed: u64, data_hash: u64, k: usize, replicate: u32) -> Pcg
 /// `n` draws from the mixture `p` of `family`: for each, a component by its
 /// weight, then a value from it (ComponentFamily::draw).
 pub fn draw_mixture(family: Family, p: &Params, n: usize, rng: &mut Pcg64) -> Vec<f64> {
-    with_family!(family, F => draw_mixture_of::<F>(p, n, rng))
+    let draws = with_family!(family, F => draw_mixture_of::<F>(p, n, rng));
+    // a family fitted on the logarithms draws them
+    if family.on_log_scale() {
+        return draws.into_iter().map(f64::exp).collect();
+    }
+    draws
 }
 
 /// `draw_mixture` for the family `F`.
@@ -84,7 +89,7 @@ mod tests {
             let x = draw_mixture(family, &p, n, &mut replicate_rng(7, 11, p.k, 0));
             let (m, v) = mean_var(&x);
             let comp_var = |j: usize| match family {
-                Family::Normal => p.shape[j] * p.shape[j],
+                Family::Normal | Family::Lognormal => p.shape[j] * p.shape[j],
                 Family::InvGauss => p.mu[j].powi(3) / p.shape[j],
             };
             let mean: f64 = (0..p.k).map(|j| p.alpha[j] * p.mu[j]).sum();

@@ -25,7 +25,8 @@ macro_rules! with_family {
                 type $F = $crate::family::invgauss::InvGauss;
                 $body
             }
-            $crate::params::Family::Normal => {
+            // fitted as the Normal on log x (Prepared holds the logarithms)
+            $crate::params::Family::Normal | $crate::params::Family::Lognormal => {
                 type $F = $crate::family::normal::Normal;
                 $body
             }
@@ -46,8 +47,12 @@ pub fn log_h(family: Family, x: f64) -> f64 {
     with_family!(family, F => F::log_h(x))
 }
 
-/// Whether `x` is in the family's support (ComponentFamily::in_support).
+/// Whether a value `x` of the data is in the family's support
+/// (ComponentFamily::in_support; the lognormal's: positive and finite).
 pub fn in_support(family: Family, x: f64) -> bool {
+    if family.on_log_scale() {
+        return x > 0.0 && x.is_finite();
+    }
     with_family!(family, F => F::in_support(x))
 }
 
@@ -56,13 +61,17 @@ pub fn terms(family: Family, p: &Params) -> Terms {
     with_family!(family, F => F::terms(p))
 }
 
-/// log p(x | μ, shape) of one component, straight from the formula
-/// (ComponentFamily::log_density).
+/// log p(x | μ, shape) of one component at a value `x` of the data,
+/// straight from the formula (ComponentFamily::log_density; the lognormal's
+/// is the Normal's of log x less log x).
 pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
+    if family.on_log_scale() {
+        return Normal::log_density(x.ln(), mu, shape) - x.ln();
+    }
     with_family!(family, F => F::log_density(x, mu, shape))
 }
 
-/// Log-likelihood of a mixture on data, observation by observation with libm
+/// Log-likelihood of a mixture on values of the data, observation by observation with libm
 /// and log-sum-exp: the reference the reported log-likelihood (computed by
 /// the E-step: Prepared::log_likelihood) is tested against.
 pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
