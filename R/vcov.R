@@ -117,10 +117,11 @@ pick_parm <- function(parm, est) {
 }
 
 # Wald intervals of the estimates `est` with standard errors `se`, each of
-# parameter `term` ("alpha", "mu", "lambda" or "sigma") of a fit of
-# `family` (recycled): on the logit scale for weights, the log scale for
-# the positive parameters (lambda, sigma, the inverse Gaussian's mu), the
-# natural scale for the Normal's mu, by the delta method; end points
+# parameter `term` ("alpha", "mu", "lambda", "sigma" or "shape") of a fit
+# of `family` (recycled): on the logit scale for weights, the log scale for
+# the positive parameters (lambda, sigma, shape, the inverse Gaussian's and
+# the gamma's mu), the natural scale for the Normal's and the lognormal's
+# mu, by the delta method; end points
 # transformed back. A matrix of the lower and upper ends.
 wald <- function(est, se, level, term, family) {
   a <- (1 - level) / 2
@@ -128,7 +129,7 @@ wald <- function(est, se, level, term, family) {
   z <- stats::qnorm(a[2])
   family <- rep_len(family, length(est))
   logit <- term == "alpha"
-  positive <- term %in% c("lambda", "sigma") | (term == "mu" & family == "invgauss")
+  positive <- term %in% c("lambda", "sigma", "shape") | (term == "mu" & family %in% c("invgauss", "gamma"))
   lo <- est - z * se
   hi <- est + z * se
   l <- positive & !is.na(se)
@@ -147,7 +148,7 @@ wald <- function(est, se, level, term, family) {
   ci
 }
 
-# "alpha", "mu", "lambda" or "sigma" of parameter names such as "alpha2".
+# "alpha", "mu", "lambda", "sigma" or "shape" of parameter names such as "alpha2".
 term_of <- function(names) sub("[0-9]+$", "", names)
 
 #' @rdname bulkem-vcov

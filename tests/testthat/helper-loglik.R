@@ -3,7 +3,7 @@
 
 # The mixture log-likelihood in the free parameters theta = (alpha_1 ..
 # alpha_{K-1}, mu_1 .. mu_K, lambda or sigma 1 .. K), alpha_K = 1 - sum,
-# from statmod's inverse Gaussian density, stats::dnorm or stats::dlnorm.
+# from statmod's inverse Gaussian density, stats::dnorm, dlnorm or dgamma.
 theta_loglik <- function(theta, x, k, family) {
   a <- theta[seq_len(k - 1)]
   a <- c(a, 1 - sum(a))
@@ -11,7 +11,8 @@ theta_loglik <- function(theta, x, k, family) {
   s <- theta[2 * k - 1 + seq_len(k)]
   dens <- function(m) {
     switch(family, invgauss = statmod::dinvgauss(x, mean = mu[m], shape = s[m]),
-           lognormal = stats::dlnorm(x, mu[m], s[m]), stats::dnorm(x, mu[m], s[m]))
+           lognormal = stats::dlnorm(x, mu[m], s[m]),
+           gamma = stats::dgamma(x, shape = s[m], rate = s[m] / mu[m]), stats::dnorm(x, mu[m], s[m]))
   }
   sum(log(Reduce(`+`, lapply(seq_len(k), function(m) a[m] * dens(m)))))
 }

@@ -24,7 +24,7 @@ test_that("argument errors are bulkem_error_argument, with no call", {
     quote(bulkem(x, random.inits = NA)),
     quote(bulkem(x, use.gpu = "yes")),
     quote(bulkem(x, epsilon = -1)),
-    quote(bulkem(x, family = "gamma")),
+    quote(bulkem(x, family = "weibull")),
     quote(bulkem(x, seed = -1)),
     quote(bulkem(x, foo = 5)),
     quote(bulkem(x, control = "fast")),
@@ -60,12 +60,12 @@ test_that("a fit edited into an inconsistent one is an argument error, not a cra
   fit$mu <- c(fit$mu, 9)
   e <- expect_bulkem_error(predict(fit, 1:3 + 0.5), "bulkem_error_argument")
   expect_match(conditionMessage(e), "`mu` of a fit")
-  d <- bulkem:::weighted_densities_(1:3 + 0.5, "gamma", fit$alpha, fit$mu[1:2], fit$sigma)
+  d <- bulkem:::weighted_densities_(1:3 + 0.5, "weibull", fit$alpha, fit$mu[1:2], fit$sigma)
   expect_identical(class(d), argument_classes)
 })
 
 test_that("the glue returns a core error as a condition object, for R to raise", {
-  settings <- bulkem:::core_settings("gamma", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
+  settings <- bulkem:::core_settings("weibull", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
   x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
   expect_identical(class(x), c("bulkem_error_internal", "bulkem_error", "error", "condition"))
   expect_null(conditionCall(x))
@@ -152,7 +152,7 @@ test_that("one table of condition classes: the glue's, and R builds every condit
   }
   expect_identical(tab$argument, argument_classes)
   # the conditions the glue returns have the table's classes
-  settings <- bulkem:::core_settings("gamma", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
+  settings <- bulkem:::core_settings("weibull", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
   x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
   expect_identical(class(x), tab$internal)
   d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1)

@@ -99,7 +99,11 @@ impl fmt::Display for Invalid {
                 f,
                 "contains {count} value{} <= 0 (the first at position {first}) (the {} needs positive data)",
                 s(count),
-                if family == Family::Lognormal { "lognormal" } else { "inverse Gaussian" }
+                match family {
+                    Family::Lognormal => "lognormal",
+                    Family::Gamma => "gamma",
+                    _ => "inverse Gaussian",
+                }
             ),
             Invalid::AllEqual { n, value } => {
                 write!(f, "has all {n} values equal ({value}); a mixture cannot be fitted")
@@ -109,17 +113,18 @@ impl fmt::Display for Invalid {
                 "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
             ),
             Invalid::TooSmall { family, min, max, scale } => {
-                let (what, shape) = match family {
-                    Family::InvGauss => ("mean", "lambda"),
-                    Family::Normal => ("standard deviation", "sigma"),
-                    Family::Lognormal => ("standard deviation of the logarithms", "sigma"),
+                let (what, scaling) = match family {
+                    Family::InvGauss => ("mean", "mu and lambda scale"),
+                    Family::Gamma => ("mean", "mu scales"),
+                    Family::Normal => ("standard deviation", "mu and sigma scale"),
+                    Family::Lognormal => ("standard deviation of the logarithms", "mu shifts"),
                 };
                 let size = if scale > 0.0 { format!("{scale:e}") } else { "0 once rounded".to_string() };
                 write!(
                     f,
                     "has values from {min:e} to {max:e}, whose {what} ({size}) is below the smallest normal double \
                      ({:.1e}), where double precision keeps too few digits to fit them; multiply the data by a \
-                     constant such as 1e300 (mu and {shape} scale with it)",
+                     constant such as 1e300 ({scaling} with it)",
                     f64::MIN_POSITIVE
                 )
             }

@@ -279,8 +279,18 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
     let np = info.complete.len();
     let k = (np + 1) / 3;
     let v = invert(&info.observed, &info.complete)?;
-    // the Jacobian's inverse: 1 for the α's, the scale for μ and s
-    let unit = |a: usize| if a < k - 1 { 1.0 } else { ds.scale };
+    // the Jacobian's inverse: 1 for the α's, the scale for μ and for a
+    // shape that is a scale (1 for one that is not: the gamma's)
+    let shape_unit = if with_family!(ds.family, F => F::SHAPE_IS_SCALE) { ds.scale } else { 1.0 };
+    let unit = |a: usize| {
+        if a < k - 1 {
+            1.0
+        } else if a < 2 * k - 1 {
+            ds.scale
+        } else {
+            shape_unit
+        }
+    };
     let mut vcov = vec![0.0; np * np];
     for b in 0..np {
         for a in 0..np {
@@ -297,7 +307,7 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
     se[k - 1] = alpha_k_var.max(0.0).sqrt();
     for m in 0..k {
         se[k + m] = v[mu_at(k, m) * (np + 1)].sqrt() * ds.scale;
-        se[2 * k + m] = v[shape_at(k, m) * (np + 1)].sqrt() * ds.scale;
+        se[2 * k + m] = v[shape_at(k, m) * (np + 1)].sqrt() * shape_unit;
     }
     Ok(Covariance { vcov, se })
 }
@@ -335,6 +345,9 @@ pub(crate) mod tests {
                 let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
                 match family {
                     Family::Normal | Family::Lognormal => p.mu[m] + p.shape[m] * z,
+                    Family::Gamma => {
+                        <crate::family::gamma::Gamma as ComponentFamily>::draw(p.mu[m], p.shape[m], &mut rng)
+                    }
                     Family::InvGauss => {
                         let (mu, lambda, y) = (p.mu[m], p.shape[m], z * z);
                         let x = mu + mu * mu * y / (2.0 * lambda)
@@ -437,6 +450,7 @@ pub(crate) mod tests {
         let mu: [&[f64]; 4] = [&[2.0], &[1.0, 2.5], &[0.8, 2.0, 4.0], &[0.5, 1.5, 3.0, 5.0]];
         let shape: [&[f64]; 4] = match family {
             Family::InvGauss => [&[3.0], &[8.0, 6.0], &[10.0, 12.0, 20.0], &[4.0, 15.0, 25.0, 40.0]],
+            Family::Gamma => [&[2.5], &[9.0, 5.0], &[12.0, 10.0, 18.0], &[6.0, 14.0, 22.0, 30.0]],
             Family::Normal | Family::Lognormal => [&[0.7], &[0.3, 0.6], &[0.3, 0.5, 0.8], &[0.2, 0.4, 0.5, 0.9]],
         };
         (0..4)
@@ -569,13 +583,17 @@ pub(crate) mod tests {
                 for c in [1e-300, 3e-200, 1e-3, 7e3, 7e153, 1e300] {
                     let scaled: Vec<f64> = xs.iter().map(|v| v * c).collect();
                     let mut pc = p;
+                    // the gamma's shape does not scale with the data
+                    let shape_scales = with_family!(family, F => F::SHAPE_IS_SCALE);
                     for m in 0..k {
                         pc.mu[m] *= c;
-                        pc.shape[m] *= c;
+                        if shape_scales {
+                            pc.shape[m] *= c;
+                        }
                     }
                     let cov = covariance(family, &prepare(&scaled, family).unwrap(), &pc).unwrap();
                     for (i, (a, b)) in cov.se.iter().zip(&base.se).enumerate() {
-                        let want = if i < k { *b } else { b * c };
+                        let want = if i < k || (i >= 2 * k && !shape_scales) { *b } else { b * c };
                         assert!((a - want).abs() <= 1e-9 * want, "{family:?} K={k} c={c} se[{i}]: {a} vs {want}");
                     }
                 }

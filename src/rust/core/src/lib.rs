@@ -57,6 +57,7 @@ mod restarts;
 mod saddle;
 pub mod screen;
 mod simulate;
+mod special;
 mod starts;
 pub mod tuning;
 

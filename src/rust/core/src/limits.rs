@@ -129,3 +129,8 @@ pub const MAX_REFINE: u32 = 8;
 /// control$refine's default: regions seeded per dataset by the refinement
 /// round (refine.rs); chosen by inst/bench/starts.R (results-starts.md).
 pub const REFINE: u32 = 0;
+
+/// The gamma's shape (special.rs's `gamma_shape`, in every M-step): Newton
+/// steps at most, and the relative change at which they stop.
+pub const GAMMA_SHAPE_STEPS: u32 = 50;
+pub const GAMMA_SHAPE_TOLERANCE: f64 = 1e-14;

@@ -62,6 +62,9 @@ mod tests {
         let mu = xs.iter().zip(r).map(|(x, r)| r * x).sum::<f64>() / w;
         let shape = match family {
             Family::InvGauss => w / xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu) / (mu * mu * x)).sum::<f64>(),
+            Family::Gamma => {
+                crate::special::gamma_shape(mu.ln() - xs.iter().zip(r).map(|(x, r)| r * x.ln()).sum::<f64>() / w)
+            }
             Family::Normal | Family::Lognormal => {
                 (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt()
             }
@@ -73,7 +76,7 @@ mod tests {
     fn closed_forms_match_brute_force_weighted_sums() {
         let xs: Vec<f64> = (0..200).map(|i| 0.2 + (i as f64 * 0.37).sin().abs() * 3.0 + i as f64 * 0.01).collect();
         let r0: Vec<f64> = xs.iter().map(|x| 1.0 / (1.0 + (3.0 * (x - 1.5)).exp())).collect();
-        for family in [Family::InvGauss, Family::Normal] {
+        for family in Family::FITTED {
             let mut st = Stats::zero();
             for (i, &x) in xs.iter().enumerate() {
                 for (m, r) in [r0[i], 1.0 - r0[i]].into_iter().enumerate() {

@@ -11,14 +11,16 @@ pub enum Family {
     /// (μ and σ are meanlog and sdlog), its log-likelihood the Normal's on
     /// log x less Σ log x.
     Lognormal,
+    /// The gamma, mean μ and shape a (family/gamma.rs).
+    Gamma,
 }
 
 impl Family {
-    pub const ALL: [Family; 3] = [Family::InvGauss, Family::Normal, Family::Lognormal];
+    pub const ALL: [Family; 4] = [Family::InvGauss, Family::Normal, Family::Lognormal, Family::Gamma];
 
     /// One family per implementation of ComponentFamily (the lognormal is
     /// fitted by the Normal's): what tests of the fitting itself cover.
-    pub const FITTED: [Family; 2] = [Family::InvGauss, Family::Normal];
+    pub const FITTED: [Family; 3] = [Family::InvGauss, Family::Normal, Family::Gamma];
 
     /// The name R uses for the family (bulkem()'s `family`).
     pub fn name(self) -> &'static str {
@@ -26,6 +28,7 @@ impl Family {
             Family::InvGauss => "invgauss",
             Family::Normal => "normal",
             Family::Lognormal => "lognormal",
+            Family::Gamma => "gamma",
         }
     }
 
@@ -33,6 +36,12 @@ impl Family {
     /// implementation `with_family!` names for it).
     pub fn on_log_scale(self) -> bool {
         self == Family::Lognormal
+    }
+
+    /// Whether the GPU engines have its kernels (the gamma's are not
+    /// written yet: it is fitted on the CPU engine).
+    pub fn on_gpu(self) -> bool {
+        self != Family::Gamma
     }
 
     pub fn from_name(name: &str) -> Option<Family> {
@@ -45,6 +54,7 @@ impl Family {
         match self {
             Family::InvGauss => "lambda",
             Family::Normal | Family::Lognormal => "sigma",
+            Family::Gamma => "shape",
         }
     }
 }

@@ -85,11 +85,13 @@ mod tests {
             (Family::Normal, params(&[0.25, 0.75], &[-1.0, 4.0], &[0.5, 2.0])),
             (Family::InvGauss, params(&[0.3, 0.7], &[1.0, 3.0], &[30.0, 5.0])),
             (Family::InvGauss, params(&[1.0], &[2.0], &[0.05])),
+            (Family::Gamma, params(&[0.4, 0.6], &[1.0, 5.0], &[4.0, 0.6])),
         ] {
             let x = draw_mixture(family, &p, n, &mut replicate_rng(7, 11, p.k, 0));
             let (m, v) = mean_var(&x);
             let comp_var = |j: usize| match family {
                 Family::Normal | Family::Lognormal => p.shape[j] * p.shape[j],
+                Family::Gamma => p.mu[j] * p.mu[j] / p.shape[j],
                 Family::InvGauss => p.mu[j].powi(3) / p.shape[j],
             };
             let mean: f64 = (0..p.k).map(|j| p.alpha[j] * p.mu[j]).sum();
@@ -100,7 +102,7 @@ mod tests {
             // except for the heavy-tailed λ = 0.05 case, checked loosely
             let tol = if p.shape[0] < 0.1 { 0.15 } else { 0.03 };
             assert!((v / var - 1.0).abs() < tol, "{family:?} variance {v} vs {var}");
-            if family == Family::InvGauss {
+            if family != Family::Normal {
                 assert!(x.iter().all(|&v| v > 0.0 && v.is_finite()));
             }
         }

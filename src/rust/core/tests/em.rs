@@ -42,6 +42,7 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
                 Family::InvGauss => inv_gauss(rng, mu[m], shape[m]),
                 Family::Normal => mu[m] + shape[m] * normal(rng),
                 Family::Lognormal => (mu[m] + shape[m] * normal(rng)).exp(),
+                Family::Gamma => panic!("these tests draw no gamma data"),
             }
         })
         .collect()

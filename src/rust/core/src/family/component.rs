@@ -1,16 +1,19 @@
 //! What a component family is: the trait `ComponentFamily`, which holds
 //! all of a family's mathematics, implemented once per family
-//! (invgauss.rs, normal.rs). The CPU engine and the host-side finishing use
+//! (invgauss.rs, normal.rs, gamma.rs). The CPU engine and the host-side finishing use
 //! only the trait: directly where generic (the E-step's loops, the
 //! information's pass, the M-step, prepare, posterior, the bootstrap's
 //! draws, all monomorphised per family), or through the functions of
 //! family/mod.rs that take the runtime tag `Family`.
 //!
-//! Both families share one shape: log p(x) = c − k·q(x, μ) + h(x), where
+//! Every family shares one shape: log p(x) = c − k·q(x, μ) + h(x), where
 //!   inverse Gaussian: c = ½ log λ − ½ log 2π, k = λ / (2μ²), q = (x − μ)² / x,
 //!                     h = −3/2 log x;
 //!   Normal:           c = −log σ − ½ log 2π,   k = 1 / (2σ²),  q = (x − μ)²,
-//!                     h = 0.
+//!                     h = 0;
+//!   gamma:            c = a log a − log Γ(a) − a log μ, k = a, q = x/μ − log x,
+//!                     h = −log x (g = log x; CPU engine only so far:
+//!                     Family::on_gpu).
 //! h does not depend on the parameters, so the E-step sums it once per dataset.
 //! Each dataset carries one auxiliary value per observation, `g`: 1/x for the
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
@@ -74,6 +77,11 @@ pub trait ComponentFamily {
 
     /// Whether the family lives on x > 0 only (its data must be positive).
     const POSITIVE: bool;
+
+    /// Whether the shape parameter scales with the data (a scale: λ, σ),
+    /// or not (the gamma's shape): the Jacobian of the rescaling
+    /// (information.rs's covariance) and `unscale`.
+    const SHAPE_IS_SCALE: bool = true;
 
     /// Whether `x` is in the family's support.
     #[inline(always)]
@@ -197,7 +205,7 @@ pub trait ComponentFamily {
 }
 
 /// Per-component constants of log α_m + log p_m(x) − h(x) = c_m − k_m·q.
-/// (c_m includes log α_m.)
+/// (c_m includes log α_m; `mu` is what q takes: μ, or 1/μ for the gamma.)
 #[derive(Clone, Copy, Debug)]
 pub struct Terms {
     pub c: [f64; MAX_COMPONENTS],

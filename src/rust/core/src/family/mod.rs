@@ -8,6 +8,7 @@ use crate::limits::MAX_COMPONENTS;
 use crate::params::{Family, Params};
 
 pub(crate) mod component;
+pub(crate) mod gamma;
 pub(crate) mod invgauss;
 pub(crate) mod normal;
 
@@ -23,6 +24,10 @@ macro_rules! with_family {
         match $family {
             $crate::params::Family::InvGauss => {
                 type $F = $crate::family::invgauss::InvGauss;
+                $body
+            }
+            $crate::params::Family::Gamma => {
+                type $F = $crate::family::gamma::Gamma;
                 $body
             }
             // fitted as the Normal on log x (Prepared holds the logarithms)
