@@ -240,7 +240,7 @@ bootstrap_data <- function(items, data) {
 # Returns the refits, one list per e (bootstrap_() in src/rust/src).
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
-  engine <- choose_engine(s$use.gpu, s$control$engine, s$family)
+  engine <- choose_engine(s$use.gpu, s$control$engine)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),

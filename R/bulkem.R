@@ -34,9 +34,7 @@
 #'     variance is `mu^2 / shape`. The M-step's shape is the root of
 #'     \eqn{\log a - \psi(a) = \log \mu - \overline{\log x}}{log(a) -
 #'     digamma(a) = log(mu) - weighted mean of log(x)} (Newton's method to
-#'     1e-14 relative), so EM stays exact. Its GPU kernels are not written
-#'     yet: with `use.gpu = NA` it runs on the CPU engine, and asking for a
-#'     GPU engine is an error.}
+#'     1e-14 relative, the same steps on every engine), so EM stays exact.}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -232,8 +230,8 @@
 #'   `sigma` are the mean and standard deviation of `log(x)`, `meanlog` and
 #'   `sdlog` of [stats::dlnorm()]; fitted exactly as the Normal on `log(x)`,
 #'   its log-likelihood that of `x`) or `"gamma"` (positive data; mean `mu`
-#'   and `shape`, [stats::dgamma()] with `shape = shape, rate = shape / mu`;
-#'   on the CPU engine only for now). See "Parameterisation".
+#'   and `shape`, [stats::dgamma()] with `shape = shape, rate = shape / mu`).
+#'   See "Parameterisation".
 #' @param seed A whole number from 0 to 2^53 that fixes the random starts.
 #'   `NULL` (default) draws one from R's random number generator, so
 #'   [set.seed()] before the call makes it reproducible.
@@ -460,7 +458,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   epsilon = epsilon, family = family, seed = seed),
                       control, verbose, started))
   }
-  engine <- choose_engine(use.gpu, control$engine, family)
+  engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine), reporter$update)

@@ -5,17 +5,8 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 # workload of DESIGN §6 on the GPU machine (inst/bench/results-engines-gpu.md)
 gpu_engine_default <- "cuda-batched"
 
-# The engine for use.gpu and control$engine, or an error naming the
-# conflict. A family the GPU engines do not fit runs on the CPU unless a
-# GPU engine is asked for by name or use.gpu = TRUE (an error).
-choose_engine <- function(use.gpu, engine, family = "invgauss") {
-  if (!gpu_family(family) && !isFALSE(use.gpu) && engine != "cpu") {
-    if (isTRUE(use.gpu) || engine != "auto") {
-      stop_arg("`family = \"", family, "\"` is fitted on the CPU engine only (its GPU kernels are not ",
-               "written yet): leave `use.gpu` NA or set it FALSE")
-    }
-    return("cpu")
-  }
+# The engine for use.gpu and control$engine, or an error naming the conflict.
+choose_engine <- function(use.gpu, engine) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")

@@ -3,7 +3,7 @@
 # and shape lambda; the Normal's mu and sigma; the lognormal's meanlog mu
 # and sdlog sigma, as stats::dlnorm; the gamma's mean mu and shape, as
 # stats::dgamma(shape = shape, rate = shape / mu)). The core fits the
-# lognormal as the Normal on log x; the gamma runs on the CPU engine only.
+# lognormal as the Normal on log x.
 
 families <- c("invgauss", "normal", "lognormal", "gamma")
 
@@ -13,9 +13,6 @@ family_label <- function(family) {
 
 # Whether the family's data must be positive.
 positive_family <- function(family) family %in% c("invgauss", "lognormal", "gamma")
-
-# Whether the GPU engines fit the family (the core's Family::on_gpu).
-gpu_family <- function(family) !identical(family, "gamma")
 
 # Each component's standard deviation where the family is fitted (the
 # screen's yardstick): the inverse Gaussian's sqrt(mu^3 / lambda), the

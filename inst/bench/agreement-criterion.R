@@ -4,7 +4,7 @@
 # every parameter within 1e-6 relative), and whether two converged fits are
 # more than 1e-6 apart in log-likelihood (which the goal allows for none).
 agreement <- function(cpu, other) {
-  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
+  shape <- bulkem:::shape_name(cpu[[1]]$family)
   rows <- lapply(seq_along(cpu), function(i) {
     a <- cpu[[i]]
     b <- other[[i]]

@@ -1,6 +1,6 @@
 # family = "gamma" (mean mu, shape; dgamma(shape = shape, rate = shape / mu)):
 # every number checked against R's dgamma/pgamma/qgamma or a direct
-# maximisation; on the CPU engine only for now.
+# maximisation (every engine's agreement: test-gpu.R).
 
 rgmix <- function(n, alpha, mu, shape) {
   comp <- sample.int(length(alpha), n, replace = TRUE, prob = alpha)
@@ -74,16 +74,12 @@ test_that("predict, quantile and simulate of a gamma fit are the gamma's", {
   expect_true(all(ci[grepl("^shape|^mu", rownames(ci)), ] > 0))
 })
 
-test_that("gamma fits run on the CPU engine; asking for a GPU engine is an error naming the family", {
+test_that("values <= 0 make a gamma dataset invalid; K = 1 is the closed-form mean and the shape's root", {
   x <- list(c(1.2, 2.5, 3.1, 4.8, 5.5, 6.1, 7.9, 2.2, 3.3))
-  expect_identical(attr(bulkem(x, 1, family = "gamma"), "engine"), "cpu")
-  expect_error(bulkem(x, 1, family = "gamma", use.gpu = TRUE), class = "bulkem_error_argument")
-  expect_error(bulkem(x, 1, family = "gamma", control = list(engine = "cuda-batched")),
-               "fitted on the CPU engine only")
   f <- suppressWarnings(bulkem(list(c(-1, x[[1]])), 1, family = "gamma", use.gpu = FALSE))[[1]]
   expect_identical(f$status, "invalid")
   expect_match(f$message, "the gamma needs positive data")
-  # K = 1: the closed-form mean and the shape's root, as MASS::fitdistr finds them
+  # K = 1: the mean, and the root of the shape's likelihood equation
   g <- bulkem(x, 1, family = "gamma", use.gpu = FALSE)[[1]]
   expect_equal(g$mu, mean(x[[1]]), tolerance = 1e-12)
   s <- log(mean(x[[1]])) - mean(log(x[[1]]))

@@ -87,7 +87,7 @@ expect_engines_agree <- function(datasets, ..., control = list()) {
 }
 
 expect_fits_agree <- function(cpu, gpu) {
-  shape <- if (cpu[[1]]$family == "invgauss") "lambda" else "sigma"
+  shape <- bulkem:::shape_name(cpu[[1]]$family)
   for (i in seq_along(cpu)) {
     a <- cpu[[i]]
     b <- gpu[[i]]
@@ -139,6 +139,25 @@ test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
   })
   expect_engines_agree(c(d, list(c(-1, 2, 3, 4, 5, 6, 7))), num.components = 2, family = "lognormal",
                        random.inits = 8, control = list(accelerate = FALSE))
+})
+
+test_that("the GPU engines fit gamma mixtures as the CPU engine does", {
+  skip_if_no_gpu()
+  set.seed(64)
+  d <- lapply(c(50, 400, 3000), function(n) {
+    comp <- sample.int(2, n, replace = TRUE, prob = c(0.6, 0.4))
+    rgamma(n, shape = c(12, 6)[comp], rate = c(12, 6)[comp] / c(1, 4)[comp])
+  })
+  d <- c(d, list(c(-1, 2, 3, 4, 5, 6, 7)))
+  expect_engines_agree(d, num.components = 2, family = "gamma", random.inits = 8,
+                       control = list(accelerate = FALSE))
+  expect_engines_agree(d, num.components = 2, family = "gamma", random.inits = 8, max.iters = 5000)
+  # mixed precision: the same maxima
+  double <- bulkem(d[1:3], 2, family = "gamma", random.inits = 8, seed = 4, control = list(engine = "cuda-batched"))
+  mixed <- bulkem(d[1:3], 2, family = "gamma", random.inits = 8, seed = 4,
+                  control = list(engine = "cuda-batched", precision = "mixed"))
+  ll <- function(f) vapply(f, `[[`, 0, "loglik")
+  expect_lt(max(abs(ll(mixed) - ll(double)) / abs(ll(double))), 1e-7)
 })
 
 test_that("SQUAREM (control$accelerate) takes the same steps on every engine", {

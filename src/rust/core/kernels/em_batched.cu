@@ -57,15 +57,75 @@
 // pass). Nothing else is touched by both.
 
 // Every constant here (OUTCOME_* codes, FIT_SWITCHED, MIN_COMPONENT_OBS,
-// MIN_RELATIVE_SD, FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS) comes from
-// the prelude that gpu/prelude.rs generates from the Rust definitions.
+// MIN_RELATIVE_SD, FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS, the family
+// codes FAM_*, the special functions' SERIES_FROM, HALF_LN_2PI and
+// GAMMA_SHAPE_*) comes from the prelude that gpu/prelude.rs generates from
+// the Rust definitions. F, a template parameter throughout, is the family's
+// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS or FAM_GAMMA.
+
+// special.rs, step for step: log Gamma, digamma and trigamma by their
+// recurrences up to SERIES_FROM and their asymptotic series there, and the
+// gamma's shape from log a - digamma(a) = s by Newton's method.
+__device__ double ln_gamma(double x) {
+    double product = 1.0;
+    while (x < SERIES_FROM) {
+        product *= x;
+        x += 1.0;
+    }
+    const double z = 1.0 / (x * x);
+    const double series = (1.0 / 12.0 - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z * (1.0 / 1680.0 - z / 1188.0)))) / x;
+    return (x - 0.5) * log(x) - x + HALF_LN_2PI + series - log(product);
+}
+
+__device__ double digamma(double x) {
+    double shift = 0.0;
+    while (x < SERIES_FROM) {
+        shift -= 1.0 / x;
+        x += 1.0;
+    }
+    const double z = 1.0 / (x * x);
+    const double series = z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z * (1.0 / 240.0 - z / 132.0))));
+    return log(x) - 0.5 / x - series + shift;
+}
+
+__device__ double trigamma(double x) {
+    double shift = 0.0;
+    while (x < SERIES_FROM) {
+        shift += 1.0 / (x * x);
+        x += 1.0;
+    }
+    const double z = 1.0 / (x * x);
+    const double series = (1.0 + z * (1.0 / 6.0 - z * (1.0 / 30.0 - z * (1.0 / 42.0 - z / 30.0)))) / x;
+    return series + 0.5 * z + shift;
+}
+
+__device__ double gamma_shape(double s) {
+    if (!(s > 0.0 && isfinite(s))) return nan("");
+    double a = (3.0 - s + sqrt((s - 3.0) * (s - 3.0) + 24.0 * s)) / (12.0 * s);
+    for (int i = 0; i < GAMMA_SHAPE_STEPS; ++i) {
+        const double f = log(a) - digamma(a) - s;
+        const double slope = 1.0 / a - trigamma(a);
+        double next = a - f / slope;
+        if (!(next > 0.0)) next = a / 2.0;
+        const bool done = fabs(next - a) <= GAMMA_SHAPE_TOLERANCE * a;
+        a = next;
+        if (done) break;
+    }
+    return a;
+}
+
+// ComponentFamily::sd: sqrt(mu^3 / lambda), mu / sqrt(a), or sigma.
+template <int F>
+__device__ __forceinline__ double component_sd(double mu, double shape) {
+    return F == FAM_INVGAUSS ? sqrt(mu * mu * mu / shape) : (F == FAM_GAMMA ? mu / sqrt(shape) : shape);
+}
 
 // mstep.rs::check_component: 0 if usable, else the outcome code.
-template <int IG>
+template <int F>
 __device__ __forceinline__ int check_component(double mu, double shape, double spread) {
-    const bool mu_ok = !IG || mu > 0.0;
+    const bool mu_ok = F == FAM_NORMAL || mu > 0.0;
     if (!(isfinite(mu) && isfinite(shape) && shape > 0.0 && mu_ok)) return OUTCOME_NOT_FINITE;
-    const double sd = IG ? sqrt(mu * mu * mu / shape) : shape;  // ComponentFamily::sd
+    const double sd = component_sd<F>(mu, shape);
     if (!(sd >= MIN_RELATIVE_SD * spread)) return OUTCOME_SPREAD_COLLAPSED;
     return 0;
 }
@@ -73,16 +133,17 @@ __device__ __forceinline__ int check_component(double mu, double shape, double s
 // mstep.rs::m_step: new parameters from S0, S1, S2 (in place of p), or an
 // outcome code. `total` is the weights' total: n (as double), or in fp32
 // passes the sum of S0 (see advance).
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], double total,
                                       double spread, double alpha[K], double mu[K], double shape[K]) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
         const double new_mu = s1[m] / s0[m];
-        const double new_shape = IG ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
-                                    : sqrt(s2[m] / s0[m] - new_mu * new_mu);
-        const int bad = check_component<IG>(new_mu, new_shape, spread);
+        const double new_shape = F == FAM_INVGAUSS ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
+                                 : F == FAM_GAMMA  ? gamma_shape(log(new_mu) - s2[m] / s0[m])
+                                                   : sqrt(s2[m] / s0[m] - new_mu * new_mu);
+        const int bad = check_component<F>(new_mu, new_shape, spread);
         if (bad) return bad;
         alpha[m] = s0[m] / total;
         mu[m] = new_mu;
@@ -92,15 +153,20 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
 }
 
 // ComponentFamily::terms: c_m = log alpha_m + (IG: (log lambda - log 2pi)/2 ;
-// Normal: -log sigma - log(2pi)/2), k_m = lambda / (2 mu^2) or 1 / (2 sigma^2).
-template <int K, int IG>
+// Normal: -log sigma - log(2pi)/2; gamma: a log a - log Gamma(a) - a log mu),
+// k_m = lambda / (2 mu^2), 1 / (2 sigma^2) or a.
+template <int K, int F>
 __device__ __forceinline__ void terms(const double alpha[K], const double mu[K], const double shape[K],
                                       double c[K], double k[K]) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        if (IG) {
+        if (F == FAM_INVGAUSS) {
             c[m] = log(alpha[m]) + 0.5 * (log(shape[m]) - LN_2PI);
             k[m] = shape[m] / (2.0 * mu[m] * mu[m]);
+        } else if (F == FAM_GAMMA) {
+            const double a = shape[m];
+            c[m] = log(alpha[m]) + (a * log(a) - ln_gamma(a) - a * log(mu[m]));
+            k[m] = a;
         } else {
             c[m] = log(alpha[m]) - log(shape[m]) - 0.5 * LN_2PI;
             k[m] = 1.0 / (2.0 * shape[m] * shape[m]);
@@ -149,18 +215,22 @@ struct Pass {
 template <int K>
 struct State {
     double alpha[K], mu[K], shape[K], c[K], kk[K];
+    // 1/mu, what the gamma's q takes (unused, so dropped, for the others)
+    double inv_mu[K];
     double prev, ll1, step, step_max;
     int iterations, phase;
     bool has_prev;
     // fp32 copies of mu, c, kk for mixed precision's passes (unused, so dropped, in fp64 kernels)
-    float mu32[K], c32[K], kk32[K];
+    float mu32[K], c32[K], kk32[K], inv_mu32[K];
 
     // terms() of the current parameters, and their fp32 copies
-    template <int IG>
+    template <int F>
     __device__ __forceinline__ void retermed() {
-        terms<K, IG>(alpha, mu, shape, c, kk);
+        terms<K, F>(alpha, mu, shape, c, kk);
 #pragma unroll
         for (int m = 0; m < K; ++m) {
+            inv_mu[m] = 1.0 / mu[m];
+            inv_mu32[m] = (float)inv_mu[m];
             mu32[m] = (float)mu[m];
             c32[m] = (float)c[m];
             kk32[m] = (float)kk[m];
@@ -208,12 +278,14 @@ __device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, c
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. The largest term's
 // exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st, Pass<K>& p) {
     double l[K];
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        const double q = IG ? q_invgauss(xg.x, xg.y, st.mu[m]) : q_normal(xg.x, xg.y, st.mu[m]);
+        const double q = F == FAM_INVGAUSS ? q_invgauss(xg.x, xg.y, st.mu[m])
+                         : F == FAM_GAMMA  ? q_gamma(xg.x, xg.y, st.inv_mu[m])
+                                           : q_normal(xg.x, xg.y, st.mu[m]);
         l[m] = st.c[m] - st.kk[m] * q;
     }
     double mx, sum, r[K];
@@ -293,13 +365,13 @@ struct Pass32 {
 // the same quantities, with the hardware's approximate
 // exponential and reciprocal. For K > 2 every exponential is computed (the
 // largest is exp(0)): one more than needed, but no gather.
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st, Pass32<K>& p) {
     float l[K];
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         const float d = xg.x - st.mu32[m];
-        const float q = IG ? d * d * xg.y : d * d;
+        const float q = F == FAM_INVGAUSS ? d * d * xg.y : (F == FAM_GAMMA ? xg.x * st.inv_mu32[m] - xg.y : d * d);
         l[m] = st.c32[m] - st.kk32[m] * q;
     }
     float mx, sum, r[K];
@@ -325,14 +397,15 @@ __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st
 // Q(theta | the pass's sums): the expected complete-data log-likelihood,
 // up to terms free of theta, sum_m S0_m c_m - k_m sum_i r_im q(x_i, mu_m),
 // with sum_i r_im q from the sums (Normal S2 - 2 mu S1 + mu^2 S0; inverse
-// Gaussian, g = 1/x: S1 - 2 mu S0 + mu^2 S2).
-template <int K, int IG>
+// Gaussian, g = 1/x: S1 - 2 mu S0 + mu^2 S2; gamma, g = log x: S1/mu - S2).
+template <int K, int F>
 __device__ __forceinline__ double q_value(const Pass<K>& p, const double c[K], const double kk[K], const double mu[K]) {
     double v = 0.0;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        const double rq = IG ? p.s1[m] - 2.0 * mu[m] * p.s0[m] + mu[m] * mu[m] * p.s2[m]
-                             : p.s2[m] - 2.0 * mu[m] * p.s1[m] + mu[m] * mu[m] * p.s0[m];
+        const double rq = F == FAM_INVGAUSS ? p.s1[m] - 2.0 * mu[m] * p.s0[m] + mu[m] * mu[m] * p.s2[m]
+                          : F == FAM_GAMMA  ? p.s1[m] / mu[m] - p.s2[m]
+                                            : p.s2[m] - 2.0 * mu[m] * p.s1[m] + mu[m] * mu[m] * p.s0[m];
         v += p.s0[m] * c[m] - kk[m] * rq;
     }
     return v;
@@ -396,7 +469,7 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // s = ‖r‖/‖v‖ over (alpha, mu, log shape), at most step_max, and
 // θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2 replaces θ0 in keep; if
 // s is not above 1 or θ' is not a usable mixture, the cycle ends at θ2.
-template <int K, int IG, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
                                        int max_iters, double epsilon, double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
@@ -404,7 +477,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
     if (ACC && st.phase == PHASE_EXTRAPOLATED) {
         // accepted when θ' is at least as likely as θ1 and its M-step is
         // usable; otherwise the cycle ends at θ2
-        const bool ok = loglik >= st.ll1 && m_step<K, IG>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2) == 0;
+        const bool ok = loglik >= st.ll1 && m_step<K, F>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -417,7 +490,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         st.has_prev = true;
         st.phase = PHASE_FIRST;
         st.iterations += 1;
-        st.template retermed<IG>();
+        st.template retermed<F>();
         return -1;
     }
     if (!MIXED) {
@@ -426,12 +499,12 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
-    const int bad = m_step<K, IG>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2);
+    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
         double c2[K], k2[K];
-        terms<K, IG>(a2, m2, sh2, c2, k2);
-        if (q_value<K, IG>(p, c2, k2, m2) - q_value<K, IG>(p, st.c, st.kk, st.mu) < epsilon / Q_GAIN_MARGIN) return FIT_SWITCHED;
+        terms<K, F>(a2, m2, sh2, c2, k2);
+        if (q_value<K, F>(p, c2, k2, m2) - q_value<K, F>(p, st.c, st.kk, st.mu) < epsilon / Q_GAIN_MARGIN) return FIT_SWITCHED;
     }
     st.iterations += 1;
     st.prev = loglik;
@@ -478,7 +551,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                     keep[K + m] = m2[m];
                     keep[2 * K + m] = sh2[m];
                     extrapolated = extrapolated && st.alpha[m] * (double)n >= MIN_COMPONENT_OBS &&
-                                   check_component<IG>(st.mu[m], st.shape[m], spread) == 0;
+                                   check_component<F>(st.mu[m], st.shape[m], spread) == 0;
                 }
                 st.step = step;
             }
@@ -496,7 +569,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.shape[m] = sh2[m];
         }
     }
-    st.template retermed<IG>();
+    st.template retermed<F>();
     return -1;
 }
 
@@ -527,7 +600,7 @@ struct Batch {
     int screen_distinct;  // screen.rs Screen::distinct
 };
 
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -535,7 +608,7 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
         st.mu[m] = b.init[(size_t)f * 3 * K + K + m];
         st.shape[m] = b.init[(size_t)f * 3 * K + 2 * K + m];
     }
-    st.template retermed<IG>();
+    st.template retermed<F>();
     st.iterations = b.finish ? b.out_info[FIT_INFO * f] : 0;
     st.has_prev = false;
     st.prev = 0.0;
@@ -570,13 +643,13 @@ __device__ __noinline__ int too_few_distinct(const double2* x, int n, double mu,
     return found < need;
 }
 
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int n, const double2* x) {
     double sd[K];
     double largest = 0.0;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        sd[m] = IG ? sqrt(st.mu[m] * st.mu[m] * st.mu[m] / st.shape[m]) : st.shape[m];  // ComponentFamily::sd
+        sd[m] = component_sd<F>(st.mu[m], st.shape[m]);
         largest = fmax(largest, sd[m]);
     }
     int any = 0;
@@ -592,7 +665,7 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
     return any;
 }
 
-template <int K, int IG>
+template <int K, int F>
 __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n,
                                           const double2* x) {
 #pragma unroll
@@ -604,11 +677,11 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
     b.out_ll[f] = loglik;
     b.out_info[FIT_INFO * f] = st.iterations;
     b.out_info[FIT_INFO * f + 1] = outcome;
-    b.out_info[FIT_INFO * f + 2] = spurious<K, IG>(b, st, n, x);
+    b.out_info[FIT_INFO * f + 2] = spurious<K, F>(b, st, n, x);
 }
 
 // One lane per fit, one observation per step (see the top of the file).
-template <int K, int IG, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC>
 __device__ __forceinline__ void em_lane(const Batch& b) {
     int fit = blockIdx.x * blockDim.x + threadIdx.x;
     if (fit >= b.n_fits) return;
@@ -619,7 +692,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     const double2* x = b.obs + b.ds_offset[d];
     const float2* x32 = MIXED ? b.obs32 + b.ds_offset[d] : nullptr;
     int n = b.ds_n[d];
-    load_fit<K, IG>(b, fit, st);
+    load_fit<K, F>(b, fit, st);
     p.reset();
     p32.reset();
     int i = 0;
@@ -631,26 +704,26 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     for (;;) {
         if (MIXED) {
             const float2 next = __ldg(x32 + (i + 1 < n ? i + 1 : 0));
-            accumulate32<K, IG>(cur32, st, p32);
+            accumulate32<K, F>(cur32, st, p32);
             cur32 = next;
             if ((i + 1) % SINGLE_BLOCK == 0 || i + 1 == n) p32.flush(p);
         } else {
             const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
-            accumulate<K, IG>(cur, st, p);
+            accumulate<K, F>(cur, st, p);
             cur = next;
         }
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+        const int outcome = advance<K, F,  MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
         if (outcome >= 0) {
-            store_fit<K, IG>(b, fit, st, loglik, outcome, n, x);
+            store_fit<K, F>(b, fit, st, loglik, outcome, n, x);
             fit = (int)atomicAdd(b.next, 1u);
             if (fit >= b.n_fits) return;
             d = b.fit_ds[fit];
             x = b.obs + b.ds_offset[d];
             n = b.ds_n[d];
-            load_fit<K, IG>(b, fit, st);
+            load_fit<K, F>(b, fit, st);
             if (MIXED) {
                 x32 = b.obs32 + b.ds_offset[d];
                 cur32 = __ldg(x32);
@@ -678,7 +751,7 @@ __device__ __forceinline__ double group_sum(double v, unsigned mask, int width) 
 // Every lane of a group holds the same totals and makes the same decisions;
 // groups of one warp run their own fits, and their shuffles name only their
 // own lanes, so they may diverge.
-template <int K, int IG, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC>
 __device__ __forceinline__ void em_group(const Batch& b) {
     const int width = b.group;
     const int lane = threadIdx.x & 31;
@@ -691,7 +764,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         const int d = b.fit_ds[fit];
         const double2* x = b.obs + b.ds_offset[d];
         const int n = b.ds_n[d];
-        load_fit<K, IG>(b, fit, st);
+        load_fit<K, F>(b, fit, st);
         for (;;) {
             p.reset();
             // as in em_lane, the next observation is loaded before this one is used
@@ -703,7 +776,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 int in_block = 0;
                 for (int i = sub; i < n; i += width) {
                     const float2 next = __ldg(x32 + (i + width < n ? i + width : sub));
-                    accumulate32<K, IG>(cur, st, p32);
+                    accumulate32<K, F>(cur, st, p32);
                     cur = next;
                     if (++in_block == SINGLE_BLOCK) {
                         p32.flush(p);
@@ -715,7 +788,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 double2 cur = __ldg(x + sub);
                 for (int i = sub; i < n; i += width) {
                     const double2 next = __ldg(x + (i + width < n ? i + width : sub));
-                    accumulate<K, IG>(cur, st, p);
+                    accumulate<K, F>(cur, st, p);
                     cur = next;
                 }
             }
@@ -727,9 +800,9 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 p.s1[m] = group_sum(p.s1[m], mask, width);
                 p.s2[m] = group_sum(p.s2[m], mask, width);
             }
-            const int outcome = advance<K, IG, MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+            const int outcome = advance<K, F,  MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
             if (outcome >= 0) {
-                if (sub == 0) store_fit<K, IG>(b, fit, st, loglik, outcome, n, x);
+                if (sub == 0) store_fit<K, F>(b, fit, st, loglik, outcome, n, x);
                 unsigned int next = 0;
                 if (sub == 0) next = atomicAdd(b.next, 1u);
                 fit = (int)__shfl_sync(mask, next, 0, width);
@@ -743,11 +816,12 @@ __device__ __forceinline__ void em_group(const Batch& b) {
 
 // The host appends one instantiation per (family, K, precision) it needs
 // (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0) for the 2-component inverse
-// Gaussian in fp64, plain EM, which defines em_batched_lane and em_batched_group.
-#define EM_BATCHED(K, IG, MIXED, ACC)                                                       \
+// Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, which defines em_batched_lane
+// and em_batched_group.
+#define EM_BATCHED(K, F,  MIXED, ACC)                                                       \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
-        em_lane<K, IG, MIXED, ACC>(b);                                                     \
+        em_lane<K, F,  MIXED, ACC>(b);                                                     \
     }                                                                                      \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_group(const Batch b) {   \
-        em_group<K, IG, MIXED, ACC>(b);                                                    \
+        em_group<K, F,  MIXED, ACC>(b);                                                    \
     }

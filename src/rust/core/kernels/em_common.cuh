@@ -4,7 +4,7 @@
 // after the prelude of gpu/prelude.rs, which defines every constant used
 // here (MAX_COMPONENTS, the exponential's constants, EXP2_TABLE).
 
-// q(x, mu) of ComponentFamily::q (family/invgauss.rs, family/normal.rs):
+// q(x, mu) of ComponentFamily::q (family/invgauss.rs, normal.rs, gamma.rs):
 // (x - mu)^2 / x for the inverse Gaussian (g = 1/x), (x - mu)^2 for the Normal.
 __device__ __forceinline__ double q_invgauss(double x, double g, double mu) {
     const double d = x - mu;
@@ -14,6 +14,16 @@ __device__ __forceinline__ double q_invgauss(double x, double g, double mu) {
 __device__ __forceinline__ double q_normal(double x, double g, double mu) {
     const double d = x - mu;
     return d * d;
+}
+
+// The gamma's x/mu - log x, as x * (1/mu) - g (g = log x; family/gamma.rs's
+// terms hand q 1/mu in mu's place).
+__device__ __forceinline__ double q_gamma(double x, double g, double inv_mu) { return x * inv_mu - g; }
+
+// q of the family with kernel code `fam` (Family::kernel_code, FAM_* of the
+// prelude).
+__device__ __forceinline__ double q_family(int fam, double x, double g, double mu) {
+    return fam == FAM_INVGAUSS ? q_invgauss(x, g, mu) : (fam == FAM_GAMMA ? q_gamma(x, g, mu) : q_normal(x, g, mu));
 }
 
 // exp(x) for x <= 0, branch-free; mathx.rs::exp_nonpos_lanes for one value,
@@ -45,7 +55,7 @@ __device__ __forceinline__ double exp_nonpos(double x) {
 // l_m = c_m - k_m q(x, mu_m), lse = max + log sum exp(l_m - max), and the
 // responsibilities r_m = exp(l_m - max) / sum, left in l[]. `terms` holds
 // c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of ComponentFamily::terms.
-__device__ __forceinline__ double responsibilities(double x, double g, int k, int invgauss,
+__device__ __forceinline__ double responsibilities(double x, double g, int k, int family,
                                                    const double* __restrict__ terms,
                                                    double l[MAX_COMPONENTS]) {
     double mx = -1.0e308;
@@ -53,7 +63,7 @@ __device__ __forceinline__ double responsibilities(double x, double g, int k, in
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
         if (m < k) {
             const double mu = terms[2 * MAX_COMPONENTS + m];
-            const double q = invgauss ? q_invgauss(x, g, mu) : q_normal(x, g, mu);
+            const double q = q_family(family, x, g, mu);
             l[m] = terms[m] - terms[MAX_COMPONENTS + m] * q;
             mx = l[m] > mx ? l[m] : mx;
         }

@@ -16,7 +16,7 @@
 //   SUM_THREADS comes from the prelude (gpu/prelude.rs), as the host's launch does.
 
 extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const double* __restrict__ g,
-                                        int n, int k, int invgauss,
+                                        int n, int k, int family,
                                         const double* __restrict__ terms,
                                         double* __restrict__ per_obs) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -26,7 +26,7 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
     const double xi = x[i];
     const double gi = g[i];
     double r[MAX_COMPONENTS];
-    const double lse = responsibilities(xi, gi, k, invgauss, terms + (size_t)a * 3 * MAX_COMPONENTS, r);
+    const double lse = responsibilities(xi, gi, k, family, terms + (size_t)a * 3 * MAX_COMPONENTS, r);
     double* out = per_obs + (size_t)a * rows * n;
     out[i] = lse;
 #pragma unroll

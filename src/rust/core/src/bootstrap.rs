@@ -101,7 +101,7 @@ pub fn bootstrap(
     counters: &Counters,
 ) -> Result<Vec<Refits>, Error> {
     b.validate()?;
-    let engine = kind.engine(b.job.settings.family, threads, &b.job.settings.devices, &b.job.tuning)?;
+    let engine = kind.engine(threads, &b.job.settings.devices, &b.job.tuning)?;
     let job = &b.job;
     let reps = b.replicates as usize;
     let nd = job.datasets.len();

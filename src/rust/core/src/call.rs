@@ -31,7 +31,7 @@ pub fn fit(
     counters: &Counters,
 ) -> Result<Vec<Box<Fit>>, Error> {
     job.validate()?;
-    let engine = kind.engine(job.settings.family, threads, &job.settings.devices, &job.tuning)?;
+    let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run(job, engine.as_ref(), threads, cancel, counters, true)
 }
 
@@ -47,7 +47,7 @@ pub fn fit_into(
     finals: &Finals,
 ) -> Result<(), Error> {
     job.validate()?;
-    let engine = kind.engine(job.settings.family, threads, &job.settings.devices, &job.tuning)?;
+    let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
 }
 

@@ -57,7 +57,7 @@ mod restarts;
 mod saddle;
 pub mod screen;
 mod simulate;
-mod special;
+pub mod special;
 mod starts;
 pub mod tuning;
 

@@ -38,10 +38,14 @@ impl Family {
         self == Family::Lognormal
     }
 
-    /// Whether the GPU engines have its kernels (the gamma's are not
-    /// written yet: it is fitted on the CPU engine).
-    pub fn on_gpu(self) -> bool {
-        self != Family::Gamma
+    /// The code the CUDA kernels take for the implementation that fits the
+    /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's.
+    pub fn kernel_code(self) -> i32 {
+        match self {
+            Family::Normal | Family::Lognormal => 0,
+            Family::InvGauss => 1,
+            Family::Gamma => 2,
+        }
     }
 
     pub fn from_name(name: &str) -> Option<Family> {

@@ -7,10 +7,12 @@
 use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
 
 /// Below this the series are not used: the recurrence shifts x up to it.
-const SERIES_FROM: f64 = 20.0;
+/// (These functions have a device mirror in kernels/em_batched.cu, which
+/// receives this constant and the next through gpu/prelude.rs.)
+pub const SERIES_FROM: f64 = 20.0;
 
 /// ½ log 2π
-const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
+pub const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 
 /// log Γ(x), x > 0.
 pub fn ln_gamma(x: f64) -> f64 {

@@ -23,7 +23,7 @@ use crate::gpu::{contained, fault_injected, Gpu};
 
 use crate::limits::MAX_COMPONENTS;
 use crate::outcome::Outcome;
-use crate::params::{Family, Params, Stats};
+use crate::params::{Params, Stats};
 
 /// Device memory one worker may use for per-observation terms; starts beyond
 /// it are processed in several chunks per iteration.
@@ -114,7 +114,6 @@ fn fit_dataset(
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
     // a launch's starts are its grid's y dimension
     let chunk = (budget / per_start_bytes).clamp(1, (t.starts as usize).min(MAX_GRID_Y));
-    let invgauss = t.family == Family::InvGauss;
 
     let x = ensure(&mut bufs.x, stream, n)?;
     stream.memcpy_htod(&ds.x, &mut x.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
@@ -158,7 +157,7 @@ fn fit_dataset(
             stream
                 .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
                 .map_err(|e| format!("uploading parameters: {e:?}"))?;
-            gpu.kernels.obs_terms(stream, x, g, n, k, invgauss, terms_dev, per_obs, a)?;
+            gpu.kernels.obs_terms(stream, x, g, n, k, t.family, terms_dev, per_obs, a)?;
             gpu.kernels.fused_sum(stream, per_obs, n, rows, sums_dev, a)?;
             counters.kernel_launches.fetch_add(2, Ordering::Relaxed);
             stream

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use crate::dataset::Prepared;
 use crate::error::Error;
 use crate::job::Task;
-use crate::params::{Family, Params};
+use crate::params::Params;
 use crate::refine::Refinement;
 use crate::starts::initial_params;
 use crate::tuning::Tuning;
@@ -100,24 +100,9 @@ impl EngineKind {
     /// GPU engine sets its GPUs up first, so an unusable one fails before
     /// any work.
     /// `tuning` lays cuda-batched's work out.
-    pub fn engine(
-        self,
-        family: Family,
-        threads: usize,
-        devices: &[usize],
-        tuning: &Tuning,
-    ) -> Result<Box<dyn Engine>, Error> {
+    pub fn engine(self, threads: usize, devices: &[usize], tuning: &Tuning) -> Result<Box<dyn Engine>, Error> {
         if self == EngineKind::Cpu {
             return Ok(Box::new(cpu::Cpu { threads }));
-        }
-        if !family.on_gpu() {
-            return Err(Error::Argument {
-                arg: "family",
-                message: format!(
-                    "\"{}\" is fitted on the CPU engine only (its GPU kernels are not written yet)",
-                    family.name()
-                ),
-            });
         }
         let count = crate::gpu::device_count().map_err(Error::GpuUnavailable)?;
         if let Some(&bad) = devices.iter().find(|&&d| d >= count) {

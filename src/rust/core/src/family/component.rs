@@ -12,8 +12,7 @@
 //!   Normal:           c = −log σ − ½ log 2π,   k = 1 / (2σ²),  q = (x − μ)²,
 //!                     h = 0;
 //!   gamma:            c = a log a − log Γ(a) − a log μ, k = a, q = x/μ − log x,
-//!                     h = −log x (g = log x; CPU engine only so far:
-//!                     Family::on_gpu).
+//!                     h = −log x (g = log x).
 //! h does not depend on the parameters, so the E-step sums it once per dataset.
 //! Each dataset carries one auxiliary value per observation, `g`: 1/x for the
 //! inverse Gaussian (so q needs no division) and x² for the Normal; the M-step
@@ -28,27 +27,28 @@
 //! `with_family!` (family/mod.rs), and its CUDA counterpart (below).
 //!
 //! CUDA counterparts. The kernels (kernels/em_common.cuh, em_streams.cu,
-//! em_batched.cu) are written over an int `IG` (em_batched.cu's templates,
-//! instantiated by EM_BATCHED(K, IG, ...) from gpu/kernels.rs's
+//! em_batched.cu) are written over an int `F`, the family's Family::kernel_code (em_batched.cu's templates,
+//! instantiated by EM_BATCHED(K, F, ...) from gpu/kernels.rs's
 //! Kernels::batched) or `invgauss` (em_obs_terms and responsibilities,
 //! set by engine/cuda_streams.rs); a new family adds its case there.
 //! Their constants (LN_2PI, MIN_RELATIVE_SD, MIN_COMPONENT_OBS, ...) come
 //! from the prelude gpu/prelude.rs generates from the Rust values.
-//! - `q`: em_common.cuh `q_invgauss`, `q_normal` (used by em_batched.cu
+//! - `q`: em_common.cuh `q_invgauss`, `q_normal`, `q_gamma` (used by em_batched.cu
 //!   `accumulate` and em_common.cuh `responsibilities`); in fp32, inline in
-//!   em_batched.cu `accumulate32` (`IG ? d * d * xg.y : d * d`).
-//! - `constants`, `terms`: em_batched.cu `terms<K, IG>` (called by
+//!   em_batched.cu `accumulate32` (per family code F, as `q`).
+//! - `constants`, `terms`: em_batched.cu `terms<K, F>` (called by
 //!   `State::retermed`; LN_2PI from the prelude); cuda-streams uploads the
 //!   host's `terms` (c, k, μ) to em_obs_terms.
 //! - the sums S0, S1, S2: em_batched.cu `add_observation`, em_streams.cu
 //!   `em_obs_terms` + `em_fused_sum`.
-//! - `component_m_step`: em_batched.cu `m_step<K, IG>` (its `new_shape`);
+//! - `component_m_step`: em_batched.cu `m_step<K, F>` (its `new_shape`; the
+//!   gamma's `gamma_shape`, with special.rs's functions mirrored there);
 //!   cuda-streams runs the host's M-step (mstep.rs, through em.rs).
 //! - `mean_ok`, `sd` in the collapse guard: em_batched.cu
-//!   `check_component<IG>`.
-//! - `sd` in the screen: em_batched.cu `spurious<K, IG>`.
+//!   `check_component<F>`.
+//! - `sd` in the screen: em_batched.cu `spurious<K, F>`.
 //! - Σ_i r q(x_i, μ) expressed in S0, S1, S2 (no Rust counterpart: mixed
-//!   precision's switch to fp64): em_batched.cu `q_value<K, IG>`.
+//!   precision's switch to fp64): em_batched.cu `q_value<K, F>`.
 //! - host only, no device code: `aux` (the device reads Prepared::g, packed
 //!   by engine/cuda_batched/pack.rs), `log_h` (Prepared::h_sum is added to
 //!   the log-likelihood: em_batched.cu's `ds_hsum`, em.rs on the host),

@@ -92,9 +92,13 @@ impl Kernels {
         if let Some(f) = cache.get(&(family, k, mixed, accelerate)) {
             return Ok(f.clone());
         }
-        let ig = (family == Family::InvGauss) as i32;
-        let source =
-            format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {}, {})\n", prelude(), mixed as i32, accelerate as i32);
+        let code = family.kernel_code();
+        let source = format!(
+            "{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {})\n",
+            prelude(),
+            mixed as i32,
+            accelerate as i32
+        );
         let names = ["em_batched_lane", "em_batched_group"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
         let (Some(lane), Some(group)) = (f.next(), f.next()) else {
@@ -114,7 +118,7 @@ impl Kernels {
         g: &CudaSlice<f64>,
         n: usize,
         k: usize,
-        invgauss: bool,
+        family: Family,
         terms: &CudaSlice<f64>,
         per_obs: &mut CudaSlice<f64>,
         starts: usize,
@@ -128,8 +132,8 @@ impl Kernels {
             block_dim: (OBS_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (n, k, ig) = (as_int(n, "observations in a dataset")?, as_int(k, "components")?, invgauss as i32);
-        // SAFETY: arguments match em_obs_terms(x, g, n, k, invgauss, terms,
+        let (n, k, code) = (as_int(n, "observations in a dataset")?, as_int(k, "components")?, family.kernel_code());
+        // SAFETY: arguments match em_obs_terms(x, g, n, k, family, terms,
         // per_obs) in order and type; x and g hold n values, terms holds
         // 3 * MAX_COMPONENTS per start and per_obs (1 + 3k) * n per start, for
         // `starts` starts (checked by the caller's buffer sizing).
@@ -141,7 +145,7 @@ impl Kernels {
                     .arg(g)
                     .arg(&n)
                     .arg(&k)
-                    .arg(&ig)
+                    .arg(&code)
                     .arg(terms)
                     .arg(per_obs)
                     .launch(cfg)

@@ -10,8 +10,11 @@ use crate::limits::{
     FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SPURIOUS_DISTINCT_MAX, SPURIOUS_DISTINCT_SDS,
     SQUAREM_STEP_GROWTH,
 };
+use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::outcome::Outcome;
+use crate::params::Family;
+use crate::special::{HALF_LN_2PI, SERIES_FROM};
 
 /// Threads per block of em_batched (its __launch_bounds__).
 pub const BATCHED_THREADS: u32 = 128;
@@ -48,6 +51,13 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("SUM_THREADS", SUM_THREADS.to_string()),
         ("FIT_INFO", FIT_INFO.to_string()),
         ("FIT_SWITCHED", FIT_SWITCHED.to_string()),
+        ("FAM_NORMAL", Family::Normal.kernel_code().to_string()),
+        ("FAM_INVGAUSS", Family::InvGauss.kernel_code().to_string()),
+        ("FAM_GAMMA", Family::Gamma.kernel_code().to_string()),
+        ("SERIES_FROM", real(SERIES_FROM)),
+        ("HALF_LN_2PI", real(HALF_LN_2PI)),
+        ("GAMMA_SHAPE_STEPS", GAMMA_SHAPE_STEPS.to_string()),
+        ("GAMMA_SHAPE_TOLERANCE", real(GAMMA_SHAPE_TOLERANCE)),
     ];
     for o in Outcome::REPORTED {
         let name: &'static str = match o.code_name() {
