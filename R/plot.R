@@ -9,8 +9,9 @@
 #' mixture density (solid) and each weighted component (dashed) drawn over
 #' it; the title gives the family, the number of components K (with
 #' "chosen by BIC" when several were fitted) and n. For many fits: the
-#' fitted components of every dataset, mean against shape (`lambda` or
-#' `sigma`, on a log scale; the mean too for the inverse Gaussian), one
+#' fitted components of every dataset, mean against shape (`lambda`,
+#' `sigma` or the gamma's `shape`, on a log scale; the mean too for the
+#' inverse Gaussian and the gamma), one
 #' colour per component, one symbol per K when the chosen K differs between
 #' datasets, open symbols for fits that stopped at `max.iters`; the legend
 #' sits in the right margin, outside the data.
@@ -164,7 +165,8 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, which = NULL, ...) {
   status <- rep(vapply(x, `[[`, "", "status"), nk)
   kfit <- rep(nk, nk)
   kmax <- max(tab$component)
-  ig <- identical(attr(x, "family"), "invgauss")
+  # a positive mean (inverse Gaussian, gamma): both axes on the log scale
+  ig <- attr(x, "family") %in% c("invgauss", "gamma")
   shape <- names(tab)[5]
   dots <- list(...)
   log <- if (is.null(dots$log)) (if (ig) "xy" else "y") else dots$log
@@ -187,8 +189,8 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, which = NULL, ...) {
   pch <- ifelse(status == "max_iters", open[kpch], filled[kpch])
   cols <- grDevices::hcl.colors(max(3, kmax), "Dark 3")
   defaults <- list(x = tab$mu[ok], y = tab[[5]][ok], log = log, col = cols[tab$component[ok]],
-                   pch = pch[ok], xlab = "mu (mean)",
-                   ylab = switch(attr(x, "family"), invgauss = "lambda (shape)",
+                   pch = pch[ok], xlab = if (identical(attr(x, "family"), "lognormal")) "mu (meanlog)" else "mu (mean)",
+                   ylab = switch(attr(x, "family"), invgauss = "lambda (shape)", gamma = "shape",
                                  lognormal = "sigma (sdlog)", "sigma (standard deviation)"), main = main)
   args <- plot_args(defaults, dots)
   if (legend) {

@@ -1,4 +1,4 @@
-# plot() of one fit and of many, both families: the caller's graphical
+# plot() of one fit and of many, every family: the caller's graphical
 # arguments replace the defaults without collisions or warnings, par() is
 # restored, titles count correctly, and bad arguments are classed errors.
 
@@ -9,6 +9,14 @@ plot_fits <- function(family) {
          b = rmix(300, c(0.3, 0.3, 0.4), c(-5, 0, 6), c(1, 0.7, 1.2), "normal"),
          c = rmix(200, 1, 3, 1, "normal"),
          bad = c(1, NA))
+  } else if (family == "lognormal") {
+    list(a = exp(rmix(500, c(0.5, 0.5), c(-0.5, 1), c(0.3, 0.4), "normal")),
+         b = exp(rmix(400, c(0.6, 0.4), c(0, 2), c(0.5, 0.3), "normal")),
+         c = exp(rnorm(300, 1, 0.5)), bad = c(-1, 2, 3))
+  } else if (family == "gamma") {
+    g <- function(n, shape, mu) rgamma(n, shape = shape, rate = shape / mu)
+    list(a = c(g(300, 12, 1), g(200, 6, 4)), b = c(g(250, 20, 2), g(150, 8, 6)),
+         c = g(300, 5, 3), bad = c(-1, 2, 3))
   } else {
     list(a = b1_dataset(500), b = rmix(400, c(0.6, 0.4), c(1, 5), c(5, 20)),
          c = rmix(300, 1, 2, 8), bad = c(-1, 2, 3))
@@ -30,7 +38,7 @@ expect_clean_plot <- function(expr) {
   expect_identical(graphics::par(settings), before)
 }
 
-for (family in c("normal", "invgauss")) {
+for (family in c("normal", "invgauss", "lognormal", "gamma")) {
   test_that(paste("one-fit plots take the caller's graphical arguments:", family), {
     m <- plot_fits(family)
     f <- m$fits$a
