@@ -126,10 +126,12 @@
 #'   the data; a fit that misses it leaves such a region, and a start
 #'   from there reaches the better optimum. The starts depend only on the
 #'   dataset and its best fit (no random draw). 0 (the default) turns it
-#'   off. Its cost: E-step passes rise by 4-6% at 20 starts, but the round
-#'   is a second pass of the engine over the datasets, which on a GPU
-#'   costs more than its passes (B2 on an H100: 0.26-0.36 s without,
-#'   1.05-1.27 s with `refine = 2`; `inst/bench/results-starts.md`).
+#'   off. Its cost: E-step passes rise by 4-6% at 20 starts (B1's 10
+#'   starts: 33%), and the round is a second pass of the engine over the
+#'   datasets, which on a GPU costs more than its passes (B2, plain EM,
+#'   100 starts, on an H100: 0.35-0.49 s without, 0.49 s with
+#'   `refine = 2`; `inst/bench/results-starts.md`,
+#'   `inst/bench/results-families.md`).
 #' @param devices The GPUs to use, numbered from 0 as
 #'   [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
 #'   every GPU. `cuda-batched` shares its chunks of work among them, one

@@ -1,15 +1,18 @@
 //! Special functions the gamma family needs (family/gamma.rs): log Γ,
 //! digamma ψ and trigamma ψ′ for x > 0, each by its recurrence up to
-//! x ≥ 20 and its asymptotic series there (Abramowitz & Stegun 6.1.41,
-//! 6.3.18, 6.4.12): relative errors near 1e-15 over the range the gamma's
-//! shapes take. And the gamma's shape from its M-step's statistic.
+//! x ≥ 10 and its asymptotic series there, to the B₁₂ term (Abramowitz &
+//! Stegun 6.1.41, 6.3.18, 6.4.12): relative errors near 1e-15 over the
+//! range the gamma's shapes take. And the gamma's shape from its M-step's
+//! statistic, whose Newton steps take ψ and ψ′ at one point together
+//! (`digammas`), one reciprocal per recurrence step: the GPU's fp64
+//! divisions are what the M-step costs there.
 
 use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
 
 /// Below this the series are not used: the recurrence shifts x up to it.
 /// (These functions have a device mirror in kernels/em_batched.cu, which
 /// receives this constant and the next through gpu/prelude.rs.)
-pub const SERIES_FROM: f64 = 20.0;
+pub const SERIES_FROM: f64 = 10.0;
 
 /// ½ log 2π
 pub const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
@@ -22,32 +25,41 @@ pub fn ln_gamma(x: f64) -> f64 {
         x += 1.0;
     }
     let z = 1.0 / (x * x);
-    let series = (1.0 / 12.0 - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z * (1.0 / 1680.0 - z / 1188.0)))) / x;
+    let series = (1.0 / 12.0
+        - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z * (1.0 / 1680.0 - z * (1.0 / 1188.0 - z * (691.0 / 360_360.0))))))
+        / x;
     (x - 0.5) * x.ln() - x + HALF_LN_2PI + series - product.ln()
 }
 
 /// ψ(x) = d log Γ(x) / dx, x > 0.
 pub fn digamma(x: f64) -> f64 {
-    let (mut x, mut shift) = (x, 0.0);
-    while x < SERIES_FROM {
-        shift -= 1.0 / x;
-        x += 1.0;
-    }
-    let z = 1.0 / (x * x);
-    let series = z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z * (1.0 / 240.0 - z / 132.0))));
-    x.ln() - 0.5 / x - series + shift
+    digammas(x).0
 }
 
 /// ψ′(x), x > 0.
 pub fn trigamma(x: f64) -> f64 {
-    let (mut x, mut shift) = (x, 0.0);
+    digammas(x).1
+}
+
+/// (ψ(x), ψ′(x)), x > 0, sharing each recurrence step's reciprocal.
+pub fn digammas(x: f64) -> (f64, f64) {
+    let (mut x, mut di, mut tri) = (x, 0.0, 0.0);
     while x < SERIES_FROM {
-        shift += 1.0 / (x * x);
+        let r = 1.0 / x;
+        di -= r;
+        tri += r * r;
         x += 1.0;
     }
-    let z = 1.0 / (x * x);
-    let series = (1.0 + z * (1.0 / 6.0 - z * (1.0 / 30.0 - z * (1.0 / 42.0 - z / 30.0)))) / x;
-    series + 0.5 * z + shift
+    let r = 1.0 / x;
+    let z = r * r;
+    let di_series = z
+        * (1.0 / 12.0
+            - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z * (1.0 / 240.0 - z * (1.0 / 132.0 - z * (691.0 / 32_760.0))))));
+    let tri_series = (1.0
+        + z * (1.0 / 6.0
+            - z * (1.0 / 30.0 - z * (1.0 / 42.0 - z * (1.0 / 30.0 - z * (5.0 / 66.0 - z * (691.0 / 2730.0)))))))
+        * r;
+    (x.ln() - 0.5 * r - di_series + di, tri_series + 0.5 * z + tri)
 }
 
 /// The gamma shape a with log a − ψ(a) = s (s > 0: the log of the
@@ -61,8 +73,9 @@ pub fn gamma_shape(s: f64) -> f64 {
     }
     let mut a = (3.0 - s + ((s - 3.0) * (s - 3.0) + 24.0 * s).sqrt()) / (12.0 * s);
     for _ in 0..GAMMA_SHAPE_STEPS {
-        let f = a.ln() - digamma(a) - s;
-        let slope = 1.0 / a - trigamma(a);
+        let (di, tri) = digammas(a);
+        let f = a.ln() - di - s;
+        let slope = 1.0 / a - tri;
         let mut next = a - f / slope;
         if !(next > 0.0) {
             next = a / 2.0;
