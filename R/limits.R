@@ -14,6 +14,12 @@ max_components <- function() model_limits()$max_components
 # Free parameters of a K-component mixture (K means, K shapes, K - 1 weights).
 free_parameters <- function(k) model_limits()$free_parameters[k]
 
+# The name of the family's shape parameter; a fit whose `family` was edited
+# into something else is an argument error.
 shape_name <- function(family) {
-  unname(model_limits()$shape_names[[family]])
+  known <- model_limits()$shape_names
+  if (!is.character(family) || length(family) != 1 || !family %in% names(known)) {
+    stop_arg("`family` of a fit must be one of ", paste0("\"", names(known), "\"", collapse = ", "))
+  }
+  unname(known[[family]])
 }

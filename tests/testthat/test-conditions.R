@@ -62,6 +62,11 @@ test_that("a fit edited into an inconsistent one is an argument error, not a cra
   expect_match(conditionMessage(e), "`mu` of a fit")
   d <- bulkem:::weighted_densities_(1:3 + 0.5, "weibull", fit$alpha, fit$mu[1:2], fit$sigma)
   expect_identical(class(d), argument_classes)
+  # and one whose family is not a family
+  fit$mu <- fit$mu[1:2]
+  fit$family <- "weibull"
+  e <- expect_bulkem_error(predict(fit, 1:3 + 0.5), "bulkem_error_argument")
+  expect_match(conditionMessage(e), "`family` of a fit must be one of \"invgauss\", \"normal\"")
 })
 
 test_that("the glue returns a core error as a condition object, for R to raise", {

@@ -11,7 +11,10 @@ use crate::error::or_condition;
 fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Family, Params), Error> {
     let family = Family::from_name(family).ok_or_else(|| Error::Argument {
         arg: "family",
-        message: format!("of a fit must be \"invgauss\", \"normal\" or \"lognormal\", not \"{family}\""),
+        message: format!(
+            "of a fit must be one of {}, not \"{family}\"",
+            Family::ALL.map(|f| format!("\"{}\"", f.name())).join(", ")
+        ),
     })?;
     let k = alpha.len();
     if k == 0 || k > MAX_COMPONENTS || mu.len() != k || shape.len() != k {
