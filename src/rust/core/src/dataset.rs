@@ -173,31 +173,26 @@ impl Prepared {
             // −Σ log x that h_sum holds here taken out and added back
             let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
             let jacobian = -logs.iter().sum::<f64>();
-            let fitted = Prepared { h_sum: self.h_sum - jacobian, ..self.clone_without_data() };
-            return fitted.log_likelihood_fitted(family, &logs, params, &self.x, &self.g) + jacobian;
+            return self.log_likelihood_fitted(family, &logs, params, self.h_sum - jacobian) + jacobian;
         }
-        self.log_likelihood_fitted(family, values, params, &self.x, &self.g)
+        self.log_likelihood_fitted(family, values, params, self.h_sum)
     }
 
     /// `log_likelihood` for a family fitted on the values themselves (or
-    /// on `values` already transformed), `x` and `g` the prepared data.
-    fn log_likelihood_fitted(&self, family: Family, values: &[f64], params: &Params, x: &[f64], g: &[f64]) -> f64 {
+    /// on `values` already transformed), `h_sum` the prepared data's Σ h
+    /// without any Jacobian of that transform.
+    fn log_likelihood_fitted(&self, family: Family, values: &[f64], params: &Params, h_sum: f64) -> f64 {
         let n = values.len() as f64;
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
             let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
-            let h_sum = with_family!(family, F => F::log_h_sum_unscaled(self.h_sum, n, self.scale));
-            let ll = e_step(family, values, &g, params).ll + h_sum;
+            let h_unscaled = with_family!(family, F => F::log_h_sum_unscaled(h_sum, n, self.scale));
+            let ll = e_step(family, values, &g, params).ll + h_unscaled;
             if ll.is_finite() {
                 return ll;
             }
         }
-        e_step(family, x, g, &self.rescale(params)).ll + self.h_sum - n * self.scale.ln()
-    }
-
-    /// This dataset's scalars, without its data.
-    fn clone_without_data(&self) -> Prepared {
-        Prepared { x: Vec::new(), g: Vec::new(), ..*self }
+        e_step(family, &self.x, &self.g, &self.rescale(params)).ll + h_sum - n * self.scale.ln()
     }
 }
 

@@ -31,17 +31,8 @@ pub fn ln_gamma(x: f64) -> f64 {
     (x - 0.5) * x.ln() - x + HALF_LN_2PI + series - product.ln()
 }
 
-/// ψ(x) = d log Γ(x) / dx, x > 0.
-pub fn digamma(x: f64) -> f64 {
-    digammas(x).0
-}
-
-/// ψ′(x), x > 0.
-pub fn trigamma(x: f64) -> f64 {
-    digammas(x).1
-}
-
-/// (ψ(x), ψ′(x)), x > 0, sharing each recurrence step's reciprocal.
+/// (ψ(x), ψ′(x)) = (d log Γ(x)/dx, its derivative), x > 0, sharing each
+/// recurrence step's reciprocal.
 pub fn digammas(x: f64) -> (f64, f64) {
     let (mut x, mut di, mut tri) = (x, 0.0, 0.0);
     while x < SERIES_FROM {
@@ -92,6 +83,14 @@ pub fn gamma_shape(s: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn digamma(x: f64) -> f64 {
+        digammas(x).0
+    }
+
+    fn trigamma(x: f64) -> f64 {
+        digammas(x).1
+    }
 
     #[test]
     fn special_functions_match_known_values() {

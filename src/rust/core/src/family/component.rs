@@ -121,14 +121,22 @@ pub trait ComponentFamily {
     #[cfg(target_arch = "x86_64")]
     unsafe fn q_avx512(x: __m512d, g: __m512d, mu: __m512d) -> __m512d;
 
+    /// What `q` takes in μ's place: μ itself, or what spares q a division
+    /// per observation (the gamma's 1/μ).
+    #[inline(always)]
+    fn q_mean(mu: f64) -> f64 {
+        mu
+    }
+
     /// The E-step's per-component constants of the mixture `p`: c_m (with
-    /// log α_m) and k_m of `constants`, and μ_m.
+    /// log α_m) and k_m of `constants`, and `q_mean` of μ_m.
     fn terms(p: &Params) -> Terms {
         let mut t = Terms { c: [0.0; MAX_COMPONENTS], k: [0.0; MAX_COMPONENTS], mu: p.mu };
         for m in 0..p.k {
             let (c, k) = Self::constants(p.mu[m], p.shape[m]);
             t.c[m] = p.alpha[m].ln() + c;
             t.k[m] = k;
+            t.mu[m] = Self::q_mean(p.mu[m]);
         }
         t
     }

@@ -13,10 +13,9 @@ use std::arch::x86_64::*;
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
-use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, Terms};
-use crate::limits::MAX_COMPONENTS;
-use crate::params::{Family, Params};
-use crate::special::{digamma, gamma_shape, ln_gamma, trigamma};
+use crate::family::component::{standard_normal, valid_estimate, ComponentFamily};
+use crate::params::Family;
+use crate::special::{digammas, gamma_shape, ln_gamma};
 
 /// The gamma family; its shape parameter is a.
 #[derive(Clone, Copy, Debug)]
@@ -48,20 +47,13 @@ impl ComponentFamily for Gamma {
         (a * a.ln() - ln_gamma(a) - a * mu.ln(), a)
     }
 
-    /// The E-step's constants, with 1/μ in the place of μ: q multiplies by
-    /// it rather than divide per observation.
-    fn terms(p: &Params) -> Terms {
-        let mut t = Terms { c: [0.0; MAX_COMPONENTS], k: [0.0; MAX_COMPONENTS], mu: p.mu };
-        for m in 0..p.k {
-            let (c, k) = Self::constants(p.mu[m], p.shape[m]);
-            t.c[m] = p.alpha[m].ln() + c;
-            t.k[m] = k;
-            t.mu[m] = 1.0 / p.mu[m];
-        }
-        t
+    /// 1/μ: q multiplies by it rather than divide per observation.
+    #[inline(always)]
+    fn q_mean(mu: f64) -> f64 {
+        1.0 / mu
     }
 
-    /// x/μ − log x, as x·(1/μ) − g (`terms` hands over 1/μ).
+    /// x/μ − log x, as x·(1/μ) − g (`terms` hands over 1/μ, `q_mean`).
     #[inline(always)]
     fn q(x: f64, g: f64, inv_mu: f64) -> f64 {
         x * inv_mu - g
@@ -136,14 +128,8 @@ impl ComponentFamily for Gamma {
     /// a/μ², a/μ, log a + 1 − ψ(a) − log μ, 1/μ, 2a/μ³, 1/a − ψ′(a).
     fn derivative_constants(mu: f64, shape: f64) -> [f64; 6] {
         let a = shape;
-        [
-            a / (mu * mu),
-            a / mu,
-            a.ln() + 1.0 - digamma(a) - mu.ln(),
-            1.0 / mu,
-            2.0 * a / (mu * mu * mu),
-            1.0 / a - trigamma(a),
-        ]
+        let (di, tri) = digammas(a);
+        [a / (mu * mu), a / mu, a.ln() + 1.0 - di - mu.ln(), 1.0 / mu, 2.0 * a / (mu * mu * mu), 1.0 / a - tri]
     }
 
     /// u = (a(x − μ)/μ², log a + 1 − ψ(a) − log μ + log x − x/μ),
