@@ -105,7 +105,7 @@
 #' @returns Without a test, a data frame of class
 #'   `c("bulkem_bootstrap", "data.frame")` with one row per dataset,
 #'   component and parameter, as `tidy()`: `dataset`, `component`, `term`
-#'   (`"alpha"`, `"mu"`, `"lambda"` or `"sigma"`), `estimate` (the original
+#'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`), `estimate` (the original
 #'   fit's), `std.error` (standard deviation of the matched bootstrap
 #'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
 #'   `B_used`; attributes `replicates` (one row per dataset: `dataset`, `B`,

@@ -267,11 +267,11 @@
 #' @returns A list of class `bulkem` with one element of class `bulkem_fit`
 #'   per dataset, named as `datasets` was. Each fit is a list with
 #'   \describe{
-#'     \item{`lambda` (inverse Gaussian) or `sigma` (Normal), `mu`, `alpha`}{the
-#'       fitted inverse Gaussian shape (or Normal standard deviation), mean
-#'       and weight of each component, in ascending `mu` (see
-#'       "Parameterisation").}
-#'     \item{`init_lambda` or `init_sigma`, `init_mu`, `init_alpha`}{where the
+#'     \item{`lambda` (inverse Gaussian), `sigma` (Normal, lognormal) or
+#'       `shape` (gamma), `mu`, `alpha`}{the fitted shape parameter, mean
+#'       (the lognormal's meanlog) and weight of each component, in
+#'       ascending `mu` (see "Parameterisation").}
+#'     \item{`init_lambda`, `init_sigma` or `init_shape`, `init_mu`, `init_alpha`}{where the
 #'       winning start began, component by component in the same order.}
 #'     \item{`loglik`}{log-likelihood of the fitted parameters on the data.}
 #'     \item{`num_iterations`}{EM updates made by the winning start.}

@@ -16,7 +16,7 @@ dataset_names <- function(x) {
 #'
 #' @param object,x A `bulkem` result (or, for `coef()`, a single `bulkem_fit`).
 #' @param what `"components"` (default): a long table with columns `dataset`,
-#'   `component`, `alpha`, `mu` and `lambda` or `sigma`; `"datasets"`: the
+#'   `component`, `alpha`, `mu` and `lambda`, `sigma` or `shape` (by family); `"datasets"`: the
 #'   one-row-per-dataset summary.
 #' @param row.names,optional Ignored (for the generic).
 #' @param i Which fits to keep.
@@ -41,7 +41,7 @@ dataset_names <- function(x) {
 #'   kept with `control = list(keep.data = TRUE)`); its print method shows
 #'   the first 10. `as.data.frame()`: a data frame as described under `what`.
 #'   `coef()`: for one fit, a matrix with one row per component and columns
-#'   `alpha`, `mu`, `lambda` (or `sigma`); for a `bulkem` result, the long
+#'   `alpha`, `mu`, `lambda` (or `sigma`, or `shape`); for a `bulkem` result, the long
 #'   table of `as.data.frame()`.
 #' @examples
 #' set.seed(1)

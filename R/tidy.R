@@ -24,8 +24,9 @@ generics::augment
 #'
 #' Parameters: `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian
 #' shape, in statmod's mean/shape parameterisation: dispersion
-#' `1 / lambda`, variance `mu^3 / lambda`) or `sigma` (Normal standard
-#' deviation). Standard errors come from the observed information, on the
+#' `1 / lambda`, variance `mu^3 / lambda`), `sigma` (Normal standard
+#' deviation; the lognormal's sdlog, its `mu` the meanlog) or `shape`
+#' (gamma). Standard errors come from the observed information, on the
 #' parameters' own scale, and the intervals are Wald intervals (see
 #' [confint.bulkem_fit()]): they are computed on the log scale for `lambda`,
 #' `sigma` and the inverse Gaussian's `mu`, and the logit scale for the

@@ -4,8 +4,9 @@
 #' (field `vcov`) from the observed information of the mixture
 #' log-likelihood at the fitted parameters. `vcov()` returns the matrix,
 #' `confint()` Wald confidence intervals, computed on the log scale for the
-#' shapes `lambda`, the standard deviations `sigma` and the inverse
-#' Gaussian's means `mu`, and on the logit scale for the weights `alpha`,
+#' shapes `lambda` and `shape`, the standard deviations `sigma` and the
+#' inverse Gaussian's and the gamma's means `mu`, and on the logit scale
+#' for the weights `alpha`,
 #' so that they stay inside the parameter space.
 #'
 #' @section What the standard errors are:
@@ -17,8 +18,9 @@
 #' Its parameters are the \eqn{3K - 1}{3K - 1} free ones: the weights
 #' `alpha1` .. `alpha(K-1)`, the means `mu1` .. `muK`, and the inverse
 #' Gaussian shapes `lambda1` .. `lambdaK` (statmod's parameterisation,
-#' dispersion `1 / lambda`) or the Normal standard deviations `sigma1` ..
-#' `sigmaK`, in that order. The weights sum to one, so
+#' dispersion `1 / lambda`), the Normal (or lognormal) standard deviations
+#' `sigma1` .. `sigmaK` or the gamma shapes `shape1` .. `shapeK`, in that
+#' order. The weights sum to one, so
 #' \eqn{\alpha_K = 1 - \sum_{j<K} \alpha_j}{alphaK = 1 - sum(alpha[-K])} is
 #' not a free parameter: `vcov` leaves it out and its standard error in `se`
 #' comes from the delta method (with one component, `alpha1` is 1 and its

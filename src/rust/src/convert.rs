@@ -14,7 +14,8 @@ use extendr_ffi::{
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
-/// "lambda" or "sigma". With several Ks, CHOICE_FIELDS follow. See ?bulkem.
+/// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
+/// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
 const FIELDS: [&str; 26] = [
     "shape",
