@@ -155,6 +155,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
+  if (any(vapply(unclass(fits), has_noise, NA))) {
+    stop_arg("`fits` have a noise component (noise = TRUE), which bulkem_bootstrap() does not ",
+             "resample yet")
+  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")

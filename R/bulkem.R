@@ -241,6 +241,21 @@
 #' @param ... Nothing: the arguments after it are matched by their full
 #'   names only, and anything else given is an error (it catches misspelt
 #'   argument names).
+#' @param noise If `TRUE`, every mixture gets a noise component besides its
+#'   `num.components` components: a uniform density over `noise.support`,
+#'   whose weight is estimated with the others (mclust's noise component).
+#'   A few gross outliers then go to the noise instead of taking a
+#'   component or stretching one. Each fit reports the weight as `noise`
+#'   and the support as `noise_support`; [predict()][predict.bulkem_fit]
+#'   and [augment()][augment.bulkem] give each observation's probability of
+#'   being noise (column `noise`, `.noise`); AIC and BIC count the weight as
+#'   one more parameter. Fitted by the `"cpu"` engine (the default engine
+#'   is the CPU's when `noise = TRUE`).
+#' @param noise.support Where the noise component's density lives, in the
+#'   data's units: `NULL` (default) for each dataset's range, `c(lower,
+#'   upper)` for every dataset, or one pair per dataset (a list of such
+#'   pairs, `NULL` for a dataset's range, or a two-column matrix).
+#'   Observations outside it cannot be noise. Only with `noise = TRUE`.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -316,8 +331,13 @@
 #'       `alpha1`, .., `mu1`, .., `lambda1` or `sigma1`, ..) and the
 #'       covariance matrix of the `3 * K - 1` free ones (all but `alphaK`),
 #'       from the observed information; `NA` when it is singular, and
-#'       `message` says why. See [vcov.bulkem_fit()] and
-#'       [confint.bulkem_fit()].}
+#'       `message` says why. With `noise = TRUE`, `se` ends with the noise
+#'       weight's (`noise`) and `vcov` covers `alpha1` .. `alphaK` (the
+#'       noise weight is then the one the others determine). See
+#'       [vcov.bulkem_fit()] and [confint.bulkem_fit()].}
+#'     \item{`noise`, `noise_support`}{with `noise = TRUE`: the noise
+#'       component's weight and its support (lower, upper); otherwise
+#'       `NA`.}
 #'     \item{`data`, `rows`}{with `control$keep.data`: the dataset's values
 #'       and, for a formula or a data frame, the row of the caller's data
 #'       each came from (so `augment(fits, data = df)` can put results back
@@ -416,6 +436,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    random.inits = 20, use.gpu = NA, epsilon = 1e-6,
                    verbose = FALSE, family = c("invgauss", "normal", "lognormal", "gamma"),
                    seed = NULL, control = list(), ...,
+                   noise = FALSE, noise.support = NULL,
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -444,6 +465,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   check_positive(epsilon, "epsilon")
   check_flag(verbose, "verbose")
   family <- check_choice(family, "family", families)
+  check_flag(noise, "noise")
+  noise.support <- check_noise_support(noise.support, length(datasets), noise)
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
   } else {
@@ -455,13 +478,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     # sharded over the workers of the user's future::plan() (R/future.R)
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
-                                  epsilon = epsilon, family = family, seed = seed),
-                      control, verbose, started))
+                                  epsilon = epsilon, family = family, seed = seed,
+                                  noise = noise),
+                      control, verbose, started, noise.support))
   }
-  engine <- choose_engine(use.gpu, control$engine)
+  engine <- choose_engine(use.gpu, control$engine, noise)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
-                                 control, engine), reporter$update)
+                                 control, engine, noise, noise.support), reporter$update)
   }
 
   if (verbose) {

@@ -69,10 +69,12 @@ gpu_info_ <- function() .Call(wrap__gpu_info_)
 model_limits_ <- function() .Call(wrap__model_limits_)
 
 #' Posterior probability of each component at each x (length(x) × K,
-#' column-major); NA outside the family's support. Or the condition saying
-#' why not, for R to raise.
+#' column-major; with a noise component of weight `noise` over `support`,
+#' length(x) × (K + 1), the noise's column last); NA outside the family's
+#' support. `noise` NA (and `support` anything): no noise component. Or
+#' the condition saying why not, for R to raise.
 #' @noRd
-posterior_ <- function(x, family, alpha, mu, shape) .Call(wrap__posterior_, x, family, alpha, mu, shape)
+posterior_ <- function(x, family, alpha, mu, shape, noise, support) .Call(wrap__posterior_, x, family, alpha, mu, shape, noise, support)
 
 #' alpha_m p_m(x) for each x and component (length(x) × K, column-major);
 #' 0 outside the support. Or the condition saying why not, for R to raise.

@@ -76,7 +76,7 @@ fit_shard <- function(shard, args, p, fault) {
       if (identical(fault, paste0("error:", shard$index))) {
         stop("injected failure (BULKEM_FUTURE_FAULT)")
       }
-      do.call(bulkem::bulkem, c(list(datasets = shard$datasets), args))
+      do.call(bulkem::bulkem, c(list(datasets = shard$datasets, noise.support = shard$noise.support), args))
     },
       bulkem_warning_convergence = function(w) {
         counts <<- w$counts
@@ -102,11 +102,22 @@ shard_error <- function(range, n_shards, cond, failed = 1L) {
                    parent = cond)
 }
 
+# The noise supports (check_noise_support()'s pairs) of the datasets `at`
+# as bulkem()'s `noise.support`: NULL, the one pair, or a list of pairs
+# (NULL for a dataset's range).
+shard_supports <- function(pairs, at) {
+  if (length(pairs) <= 2) return(if (length(pairs) == 2) pairs)
+  lapply(at, function(d) {
+    p <- pairs[2 * d - c(1, 0)]
+    if (anyNA(p)) NULL else p
+  })
+}
+
 # bulkem() with control$future = TRUE, called by bulkem() once its arguments
 # are checked and the seed is drawn. `input` is make_datasets()'s value,
 # `args` the arguments every shard's bulkem() gets besides its datasets,
 # `control` the checked bulkem_control(), `started` the call's start time.
-fit_future <- function(input, args, control, verbose, started) {
+fit_future <- function(input, args, control, verbose, started, noise.support = numeric(0)) {
   datasets <- input$datasets
   n <- length(datasets)
   ranges <- shard_ranges(n, shard_count(control$shards, n))
@@ -118,7 +129,8 @@ fit_future <- function(input, args, control, verbose, started) {
   shard_control <- given_control(control, drop = c("future", "shards", "keep.data"))
   args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
   shards <- lapply(seq_len(n_shards), function(s) {
-    list(index = s, datasets = datasets[ranges$first[s]:ranges$last[s]])
+    at <- ranges$first[s]:ranges$last[s]
+    list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at))
   })
   if (verbose) {
     message(sprintf(

@@ -179,7 +179,7 @@ NULL
 #' @importFrom stats logLik
 #' @export
 logLik.bulkem_fit <- function(object, ...) {
-  structure(object$loglik, df = free_parameters(length(object$mu)), nobs = object$n, class = "logLik")
+  structure(object$loglik, df = as.integer(fit_df(object)), nobs = object$n, class = "logLik")
 }
 
 #' @rdname bulkem-loglik

@@ -7,7 +7,8 @@
 #'
 #' For one fit: a histogram of its data (density scale) with the fitted
 #' mixture density (solid) and each weighted component (dashed) drawn over
-#' it; the title gives the family, the number of components K (with
+#' it, and a noise component's level over its support (dotted, grey;
+#' `noise = TRUE`); the title gives the family, the number of components K (with
 #' "chosen by BIC" when several were fitted) and n. For many fits: the
 #' fitted components of every dataset, mean against shape (`lambda`,
 #' `sigma` or the gamma's `shape`, on a log scale; the mean too for the
@@ -113,7 +114,9 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
   }
   grid <- if (logx) exp(seq(log(lo), log(hi), length.out = 512)) else seq(lo, hi, length.out = 512)
   comp <- matrix(core_value(weighted_densities_(grid, x$family, x$alpha, x$mu, shape)), nrow = length(grid))
-  total <- rowSums(comp)
+  # a noise component: its level over its support, drawn like a component
+  noise <- if (has_noise(x)) noise_density(x, grid)
+  total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)
   top <- max(total, bars$density[bars$right > lo & bars$left < hi], na.rm = TRUE)
   defaults <- list(x = range(grid), type = "n", main = main, xlab = xlab,
@@ -135,9 +138,11 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     # below the axis: left out (a clamped line would run along the axis)
     comp[comp < floor_y] <- NA
     total[total < floor_y] <- NA
+    if (!is.null(noise)) noise[noise < floor_y] <- NA
   }
   cols <- grDevices::hcl.colors(max(3, ncol(comp)), "Dark 3")
   for (m in seq_len(ncol(comp))) graphics::lines(grid, comp[, m], col = cols[m], lty = 2, lwd = 1.5)
+  if (!is.null(noise)) graphics::lines(grid, noise, col = "grey40", lty = 3, lwd = 1.5)
   graphics::lines(grid, total, lwd = 2, col = if (is.null(bars) && !is.null(dots$col)) dots$col[1] else "black")
   invisible(x)
 }

@@ -41,24 +41,31 @@ fit_data <- function(fit, newdata, arg = "newdata") {
   as.double(newdata)
 }
 
-# Posterior probabilities (length(x) x K), by the package's own E-step; NA
-# outside the family's support, at NA and where the dataset has no fit.
+# Posterior probabilities (length(x) x K; with a noise component a last
+# column, "noise"), by the package's own E-step; NA outside the family's
+# support, at NA and where the dataset has no fit.
 mixture_posterior <- function(fit, x) {
-  k <- length(fit$mu)
+  noise <- has_noise(fit)
+  k <- length(fit$mu) + noise
   post <- if (has_fit(fit)) {
-    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit)))
+    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit),
+                          if (noise) fit$noise else NaN,
+                          if (noise) fit$noise_support else numeric(0)))
   } else {
     rep(NA_real_, length(x) * k)
   }
   post <- matrix(post, nrow = length(x), ncol = k)
   post[is.nan(post)] <- NA_real_
+  if (noise) colnames(post) <- c(rep("", k - 1), "noise")
   post
 }
 
-# Most likely component of each row of a posterior matrix (NA where unknown).
+# Most likely component of each row of a posterior matrix (NA where
+# unknown; 0 where it is the noise component, as mclust numbers it).
 posterior_class <- function(post) {
   best <- max.col(replace(post, is.na(post), -Inf), ties.method = "first")
   best[rowSums(is.na(post)) > 0] <- NA_integer_
+  if (identical(colnames(post)[ncol(post)], "noise")) best[best == ncol(post)] <- 0L
   as.integer(best)
 }
 
@@ -74,6 +81,7 @@ mixture_density <- function(fit, x) {
   d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit))),
               nrow = length(x))
   d <- rowSums(d)
+  if (has_noise(fit)) d <- d + noise_density(fit, x)
   d[is.na(x)] <- NA_real_
   d
 }
@@ -87,6 +95,7 @@ mixture_cdf <- function(fit, x) {
   for (m in seq_along(fit$mu)) {
     p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m])
   }
+  if (has_noise(fit)) p <- p + noise_cdf(fit, x)
   p[is.na(x)] <- NA_real_
   pmin(pmax(p, 0), 1)
 }
@@ -175,7 +184,8 @@ predict_values <- function(fit, x, type) {
         uncertainty = posterior_uncertainty(post),
         posterior = {
           out <- data.frame(x = x, post)
-          names(out) <- c("x", paste0("comp", seq_len(ncol(post))))
+          k <- length(fit$mu)
+          names(out) <- c("x", paste0("comp", seq_len(k)), if (ncol(post) > k) "noise")
           out$component <- posterior_class(post)
           out
         })
@@ -280,6 +290,11 @@ mixture_quantile <- function(fit, p, tol) {
   if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit))
   lo <- min(q)
   hi <- max(q)
+  if (has_noise(fit)) {
+    # the noise's mass can carry the quantile anywhere on its support
+    lo <- min(lo, fit$noise_support[1])
+    hi <- max(hi, fit$noise_support[2])
+  }
   sd <- fitted_sd(fit$family, fit$mu, fit_shape(fit))
   step <- max(hi - lo, sd, .Machine$double.xmin)
   for (i in seq_len(3000)) {
@@ -384,6 +399,18 @@ draw_samples <- function(fit, n, nsim) {
   total <- n * nsim
   x <- if (!has_fit(fit)) {
     rep(NA_real_, total)
+  } else if (has_noise(fit)) {
+    # component 0 is the noise
+    k <- length(fit$alpha)
+    comp <- sample.int(k + 1L, total, replace = TRUE, prob = c(fit$alpha, fit$noise)) %% (k + 1L)
+    x <- numeric(total)
+    on <- comp > 0
+    if (any(on)) {
+      shape <- fit_shape(fit)
+      x[on] <- component_draws(fit$family, sum(on), fit$mu[comp[on]], shape[comp[on]])
+    }
+    x[!on] <- noise_draws(fit, sum(!on))
+    x
   } else {
     comp <- if (length(fit$alpha) == 1) {
       rep(1L, total)

@@ -57,11 +57,12 @@ generics::augment
 #' `tidy()`: one row per (dataset,) component and parameter, with columns
 #' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"` or
 #' `"sigma"`), `estimate`, `std.error` and, with `conf.int`, `conf.low` and
-#' `conf.high`.
+#' `conf.high`. A noise component's weight is the row of component 0,
+#' term `"alpha"`.
 #'
 #' `glance()`: one row per fit, with columns (`dataset`,) `family`, `k`
 #' (number of components), `logLik`, `AIC`, `BIC`, `deviance` (`-2
-#' logLik`), `df` (`3k - 1`), `nobs`, `status`, `converged`, `iterations`,
+#' logLik`), `df` (`3k - 1`, one more with a noise component), `nobs`, `status`, `converged`, `iterations`,
 #' `starts_ok`, `starts_at_best`, `spurious`, `spurious_starts` (see
 #' [bulkem()] for what these fields mean) and `fragile` (`TRUE` when the
 #' best log-likelihood was reached by one start only, of several run: more
@@ -71,7 +72,10 @@ generics::augment
 #' value), `.component` (the most likely component, an integer),
 #' `.posterior_1` .. `.posterior_K` (posterior probabilities; on a result
 #' with different Ks, up to the largest, `NA` beyond a dataset's own K) and
-#' `.uncertainty` (one minus the largest posterior probability). These are
+#' `.uncertainty` (one minus the largest posterior probability); with a
+#' noise component (`bulkem(noise = TRUE)`), `.noise`, the posterior
+#' probability of being noise, and `.component` 0 where that is the most
+#' likely. These are
 #' `NA` outside the family's support and for a dataset without a fit; see
 #' [predict.bulkem_fit()]. With `data` the caller's data frame, that data
 #' frame with `.component`, `.posterior_1` .. `.posterior_K` and
@@ -126,20 +130,27 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   }
   check_unit(conf.level, "conf.level")
   # vectors over all fits at once; within a fit, parameters in the order of
-  # `se` (alpha1..K, mu1..K, shape1..K), then sorted by component
+  # `se` (alpha1..K, mu1..K, shape1..K, then a noise component's weight),
+  # then sorted by component (the noise, component 0, first)
   k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
+  noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
+  rows <- 3L * k + noise
   # as.double(), as.character(): no fits give columns of no rows
-  est <- as.double(unlist(lapply(fits, function(f) c(f$alpha, f$mu, fit_shape(f))), use.names = FALSE))
-  se <- as.double(unlist(lapply(fits, function(f) {
+  est <- as.double(unlist(lapply(fits, function(f) {
+    c(f$alpha, f$mu, fit_shape(f), if (has_noise(f)) f$noise)
+  }), use.names = FALSE))
+  se <- as.double(unlist(Map(function(f, r) {
     s <- unname(f$se)
-    if (length(s) != 3 * length(f$mu)) rep(NA_real_, 3 * length(f$mu)) else s
-  }), use.names = FALSE))
+    if (length(s) != r) rep(NA_real_, r) else s
+  }, fits, rows), use.names = FALSE))
   term <- as.character(unlist(lapply(fits, function(f) {
-    rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu))
+    c(rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu)), if (has_noise(f)) "alpha")
   }), use.names = FALSE))
-  fit_id <- rep(seq_along(fits), 3L * k)
-  component <- as.integer(unlist(lapply(k, function(kk) rep(seq_len(kk), 3)), use.names = FALSE))
-  term_order <- rep(rep(1:3, length(k)), rep(k, each = 3))
+  fit_id <- rep(seq_along(fits), rows)
+  component <- as.integer(unlist(Map(function(kk, z) c(rep(seq_len(kk), 3), if (z) 0L), k, noise),
+                                 use.names = FALSE))
+  term_order <- as.integer(unlist(Map(function(kk, z) c(rep(1:3, each = kk), if (z) 1L), k, noise),
+                                  use.names = FALSE))
   o <- order(fit_id, component, term_order)
   out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],
                     estimate = est[o], std.error = se[o], stringsAsFactors = FALSE)
@@ -210,9 +221,10 @@ augment.bulkem <- function(x, data = NULL, newdata = NULL, ...) {
   })
   fits <- unclass(x)
   kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
-  parts <- Map(function(f, d) augment_values(f, fit_data(f, d, arg), kmax), fits, given)
+  noise <- any(vapply(fits, has_noise, NA))
+  parts <- Map(function(f, d) augment_values(f, fit_data(f, d, arg), kmax, noise), fits, given)
   n <- vapply(parts, nrow, 0L, USE.NAMES = FALSE)
-  cols <- names(augment_values(fits[[1]], numeric(0), kmax))
+  cols <- names(augment_values(fits[[1]], numeric(0), kmax, noise))
   out <- lapply(cols, function(cl) unlist(lapply(parts, `[[`, cl), use.names = FALSE))
   names(out) <- cols
   idx <- rep(seq_along(fits), n)
@@ -250,12 +262,13 @@ augment_frame <- function(x, df) {
     }
   }
   kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
-  cols <- names(augment_values(fits[[1]], numeric(0), kmax))[-1]
+  noise <- any(vapply(fits, has_noise, NA))
+  cols <- names(augment_values(fits[[1]], numeric(0), kmax, noise))[-1]
   added <- lapply(cols, function(cl) rep(if (cl == ".component") NA_integer_ else NA_real_, nrow(df)))
   names(added) <- cols
   for (f in fits) {
     if (length(f$rows) == 0) next
-    a <- augment_values(f, f$data, kmax)
+    a <- augment_values(f, f$data, kmax, noise)
     at <- !is.na(f$rows)
     for (cl in cols) {
       added[[cl]][f$rows[at]] <- if (cl == ".component") as.integer(a[[cl]][at]) else a[[cl]][at]
@@ -270,14 +283,18 @@ augment_frame <- function(x, df) {
   df
 }
 
-# Values, class, posteriors (padded with NA columns up to `kmax`) and
-# uncertainty of one fit.
-augment_values <- function(fit, x, kmax) {
+# Values, class, posteriors (padded with NA columns up to `kmax`), with
+# `noise` the noise component's (NA for a fit without one), and uncertainty
+# of one fit.
+augment_values <- function(fit, x, kmax, noise = has_noise(fit)) {
   post <- mixture_posterior(fit, x)
   out <- data.frame(x = x, .component = posterior_class(post))
+  k <- length(fit$mu)
   pad <- matrix(NA_real_, nrow = length(x), ncol = kmax)
-  pad[, seq_len(ncol(post))] <- post
+  pad[, seq_len(k)] <- post[, seq_len(k)]
   for (m in seq_len(kmax)) out[[paste0(".posterior_", m)]] <- pad[, m]
+  # a noise component's posterior probability, the outliers' mark
+  if (noise) out$.noise <- if (has_noise(fit)) post[, k + 1] else rep(NA_real_, length(x))
   out$.uncertainty <- posterior_uncertainty(post)
   out
 }

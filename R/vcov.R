@@ -92,6 +92,7 @@ fit_estimates <- function(object) {
   shape <- shape_name(object$family)
   est <- c(object$alpha, object$mu, object[[shape]])
   names(est) <- paste0(rep(c("alpha", "mu", shape), each = k), seq_len(k))
+  if (has_noise(object)) est <- c(est, noise = object$noise)
   est
 }
 
@@ -130,7 +131,7 @@ wald <- function(est, se, level, term, family) {
   a <- c(a, 1 - a)
   z <- stats::qnorm(a[2])
   family <- rep_len(family, length(est))
-  logit <- term == "alpha"
+  logit <- term %in% c("alpha", "noise")
   positive <- term %in% c("lambda", "sigma", "shape") | (term == "mu" & family %in% c("invgauss", "gamma"))
   lo <- est - z * se
   hi <- est + z * se

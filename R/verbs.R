@@ -54,7 +54,8 @@ per_dataset <- function(object, value) {
   out
 }
 
-fit_df <- function(fit) as.numeric(free_parameters(length(fit$mu)))
+# a noise component's weight is one more parameter
+fit_df <- function(fit) as.numeric(free_parameters(length(fit$mu)) + has_noise(fit))
 
 fit_loglik <- function(fit) if (has_fit(fit)) as.numeric(fit$loglik) else NA_real_
 
@@ -341,7 +342,9 @@ bulkem_compare <- function(object) {
   chosen_k <- vapply(fits, function(f) if (has_fit(f)) length(f$mu) else NA_integer_, 0L,
                      USE.NAMES = FALSE)
   why_not <- as.character(unlist(lapply(fits, k_why_not), use.names = FALSE))
-  data.frame(dataset = rep(dataset_names(object), n), K = k, df = as.integer(free_parameters(k)),
+  noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
+  data.frame(dataset = rep(dataset_names(object), n), K = k,
+             df = as.integer(free_parameters(k) + rep(noise, n)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
              status = as.character(col("status")), delta_bic = bic - rep(best, n),
              chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n), why_not = why_not,

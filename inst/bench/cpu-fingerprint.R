@@ -77,8 +77,16 @@ if (args[1] == "save") {
     new <- cases[[n]]()
     # a field the old results lack is new, not a changed result: reported,
     # then left out of the comparison
+    # (in every K's fit of a choice over K too)
     added <- unique(unlist(lapply(seq_along(new), function(i) setdiff(names(new[[i]]), names(old[[n]][[i]])))))
-    if (length(added) > 0) new <- lapply(new, function(f) { f[added] <- NULL; f })
+    drop_new <- function(f, o) {
+      f[setdiff(names(f), names(o))] <- NULL
+      if (is.list(f$all_k) && is.list(o$all_k) && length(f$all_k) == length(o$all_k)) {
+        f$all_k <- Map(drop_new, f$all_k, o$all_k)
+      }
+      f
+    }
+    new <- Map(drop_new, new, old[[n]])
     same <- vapply(seq_along(new), function(i) identical(old[[n]][[i]], new[[i]]), NA)
     fields <- unique(unlist(lapply(which(!same), function(i) {
       o <- old[[n]][[i]]

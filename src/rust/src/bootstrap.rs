@@ -25,7 +25,10 @@ use crate::watch::{run_watched, timings};
 #[extendr]
 fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj {
     or_condition((|| {
-        let Call { settings, engine, threads, tuning } = Call::from_r(&settings)?;
+        let call = Call::from_r(&settings)?;
+        let datasets = borrow_doubles(&datasets)?;
+        let noise_supports = call.noise_supports_for(datasets.len());
+        let Call { settings, engine, threads, tuning, .. } = call;
         let plan = Named::of(&plan);
         let b = Bootstrap {
             null: nulls(
@@ -36,7 +39,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
             )?,
             replicates: plan.count("replicates")?,
             extra: plan.counts("extra")?,
-            job: Job { datasets: borrow_doubles(&datasets)?, settings, inits: Vec::new(), tuning },
+            job: Job { datasets, settings, inits: Vec::new(), tuning, noise_supports },
         };
         let counters = Counters::default();
         let report = Function::try_from(report).ok();

@@ -5,7 +5,7 @@
 
 use std::os::raw::{c_char, c_int};
 
-use bulkem_core::{parameter_names, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
+use bulkem_core::{free_parameter_names, parameter_names, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
@@ -17,7 +17,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 26] = [
+const FIELDS: [&str; 28] = [
     "shape",
     "mu",
     "alpha",
@@ -44,6 +44,8 @@ const FIELDS: [&str; 26] = [
     "starts_run",
     "se",
     "vcov",
+    "noise",
+    "noise_support",
 ];
 /// With several Ks: the K chosen, every K's summary, and every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of FIELDS.
@@ -107,6 +109,8 @@ mod field {
     /// `se`, then `vcov` at SE + 1.
     pub const SE: usize = at("se");
     pub const VCOV: usize = at("vcov");
+    pub const NOISE: usize = at("noise");
+    pub const NOISE_SUPPORT: usize = at("noise_support");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -261,7 +265,7 @@ enum Slot {
 
 impl FitLists {
     /// On R's main thread. `k`: the call's one K (None with several).
-    pub fn new(datasets: usize, family: Family, k: Option<usize>, standard_errors: bool) -> FitLists {
+    pub fn new(datasets: usize, family: Family, noise: bool, k: Option<usize>, standard_errors: bool) -> FitLists {
         let choice = k.is_none();
         let shape = family.shape_name();
         let init_shape = format!("init_{shape}");
@@ -300,7 +304,7 @@ impl FitLists {
             // shared scalars: R copies a shared object before changing it
             let yes = put(8, logical(true));
             let no = put(9, logical(false));
-            let labels = put(10, parameter_labels(family));
+            let labels = put(10, parameter_labels(family, noise));
             let na_real = put(11, real(f64::NAN));
             let ints = Ints { cache: put(12, Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) };
             let names_one = put(13, strings(&names_one));
@@ -465,6 +469,9 @@ impl FitLists {
         );
         set(field::STARTS_RUN, count(f.starts_run));
         set(field::K, ints.get(i32::try_from(k).ok()));
+        let noise = f.noise_support.map_or([f64::NAN; 2], |s| [s.lower, s.upper]);
+        store(field::NOISE, &[na(f.params.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))]);
+        store(field::NOISE_SUPPORT, &[na(noise[0]), na(noise[1])]);
         if self.standard_errors {
             set_standard_errors(l, field::SE, f, self.labels, reuse);
         }
@@ -491,28 +498,29 @@ impl FitLists {
     }
 }
 
-/// For every K, the names of `se` (all 3K parameters) at K − 1, the
-/// dimnames of `vcov` (the 3K − 1 free ones: all but alphaK) at
-/// MAX_COMPONENTS + K − 1 and its dim at 2 MAX_COMPONENTS + K − 1: made once
-/// per call, shared by every fit.
+/// For every K, the names of `se` (every parameter: 3K, and with a noise
+/// component its weight) at K − 1, the dimnames of `vcov` (the free ones:
+/// all but the dependent weight) at MAX_COMPONENTS + K − 1 and its dim at
+/// 2 MAX_COMPONENTS + K − 1: made once per call, shared by every fit.
 ///
 /// # Safety
 /// On R's main thread; the result is unprotected.
-unsafe fn parameter_labels(family: Family) -> SEXP {
+unsafe fn parameter_labels(family: Family, noise: bool) -> SEXP {
     let labels = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 3 * MAX_COMPONENTS as R_xlen_t));
     for k in 1..=MAX_COMPONENTS {
-        let all = parameter_names(family, k);
+        let all = parameter_names(family, k, noise);
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
         SET_VECTOR_ELT(labels, (k - 1) as R_xlen_t, strings(&all));
-        let free: Vec<&str> = all.iter().enumerate().filter(|&(i, _)| i != k - 1).map(|(_, &s)| s).collect();
+        let free = free_parameter_names(family, k, noise);
+        let free: Vec<&str> = free.iter().map(String::as_str).collect();
         let dimnames = Rf_allocVector(SEXPTYPE::VECSXP, 2);
         SET_VECTOR_ELT(labels, (MAX_COMPONENTS + k - 1) as R_xlen_t, dimnames);
+        let np = free.len() as c_int;
         let free = strings(&free);
         SET_VECTOR_ELT(dimnames, 0, free);
         SET_VECTOR_ELT(dimnames, 1, free);
         let dim = Rf_allocVector(SEXPTYPE::INTSXP, 2);
         SET_VECTOR_ELT(labels, (2 * MAX_COMPONENTS + k - 1) as R_xlen_t, dim);
-        let np = (3 * k - 1) as c_int;
         *INTEGER(dim) = np;
         *INTEGER(dim).add(1) = np;
     }
@@ -533,7 +541,9 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: 
         Some(Ok(c)) => (Some(&c.se[..]), Some(&c.vcov[..])),
         _ => (None, None),
     };
-    let np = (3 * k).saturating_sub(1);
+    let noise = f.noise_support.is_some() as usize;
+    let all = 3 * k + noise;
+    let np = all.saturating_sub(1);
     let fill = |v: SEXP, len: usize, values: Option<&[f64]>| {
         for i in 0..len {
             let x = values.and_then(|values| values.get(i).copied()).unwrap_or(f64::NAN);
@@ -541,15 +551,15 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: 
         }
     };
     let (old_se, old_vcov) = (VECTOR_ELT(l, at as R_xlen_t), VECTOR_ELT(l, at as R_xlen_t + 1));
-    if reuse && reals_of_len(old_se, 3 * k) && reals_of_len(old_vcov, np * np) {
-        fill(old_se, 3 * k, se);
+    if reuse && reals_of_len(old_se, all) && reals_of_len(old_vcov, np * np) {
+        fill(old_se, all, se);
         fill(old_vcov, np * np, vcov);
         return;
     }
     // stored at once, so protected by `l` while the attributes are set
-    let se_r = Rf_allocVector(SEXPTYPE::REALSXP, (3 * k) as R_xlen_t);
+    let se_r = Rf_allocVector(SEXPTYPE::REALSXP, all as R_xlen_t);
     SET_VECTOR_ELT(l, at as R_xlen_t, se_r);
-    fill(se_r, 3 * k, se);
+    fill(se_r, all, se);
     let vcov_r = Rf_allocVector(SEXPTYPE::REALSXP, (np * np) as R_xlen_t);
     SET_VECTOR_ELT(l, at as R_xlen_t + 1, vcov_r);
     fill(vcov_r, np * np, vcov);

@@ -29,17 +29,20 @@ fn fit_(datasets: List, settings: List, report: Robj) -> Robj {
 
 fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let started = std::time::Instant::now();
-    let Call { settings, engine, threads, tuning } = Call::from_r(&settings)?;
+    let call = Call::from_r(&settings)?;
+    let datasets = borrow_doubles(&datasets)?;
+    let noise_supports = call.noise_supports_for(datasets.len());
+    let Call { settings, engine, threads, tuning, .. } = call;
     let keep_starts = settings.keep_starts;
     let during = tuning.result_during;
-    let job = Job { datasets: borrow_doubles(&datasets)?, settings, inits: Vec::new(), tuning };
+    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     let choice = job.settings.components.len() > 1;
     let n = job.datasets.len();
     let finals = Finals::new(n);
     let one_k = job.settings.components.first().copied().filter(|_| !choice);
-    let mut lists = FitLists::new(n, job.settings.family, one_k, job.settings.standard_errors);
+    let mut lists = FitLists::new(n, job.settings.family, job.settings.noise, one_k, job.settings.standard_errors);
     let mut building = Building::default();
     // Lists of fits to come are reserved only while a GPU works: the CPU
     // engine keeps every core busy, and R's main thread would take one from

@@ -16,7 +16,7 @@ use extendr_api::prelude::*;
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
-    let df: Vec<i32> = (1..=MAX_COMPONENTS).map(|k| free_parameters(k) as i32).collect();
+    let df: Vec<i32> = (1..=MAX_COMPONENTS).map(|k| free_parameters(k, false) as i32).collect();
     let mut shapes = Robj::from(Family::ALL.iter().map(|f| f.shape_name()).collect::<Vec<_>>());
     // names() of a character vector cannot fail here; a failure would only lose the names
     let _ = shapes.set_names(Family::ALL.iter().map(|f| f.name()).collect::<Vec<_>>());

@@ -1,7 +1,7 @@
 //! A fitted mixture evaluated at new points, for predict() and plot() in R:
 //! the same densities and E-step as the fits themselves (bulkem-core).
 
-use bulkem_core::{estep, family, Error, Family, Params, MAX_COMPONENTS};
+use bulkem_core::{estep, family, Error, Family, Params, Support, MAX_COMPONENTS};
 use extendr_api::prelude::{extendr, extendr_module, Robj};
 
 use crate::error::or_condition;
@@ -33,12 +33,37 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Fam
 }
 
 /// Posterior probability of each component at each x (length(x) × K,
-/// column-major); NA outside the family's support. Or the condition saying
-/// why not, for R to raise.
+/// column-major; with a noise component of weight `noise` over `support`,
+/// length(x) × (K + 1), the noise's column last); NA outside the family's
+/// support. `noise` NA (and `support` anything): no noise component. Or
+/// the condition saying why not, for R to raise.
 /// @noRd
 #[extendr]
-fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Robj {
-    or_condition(params(family, alpha, mu, shape).map(|(family, p)| estep::posterior(family, x, &p)))
+fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], noise: f64, support: &[f64]) -> Robj {
+    or_condition(params(family, alpha, mu, shape).and_then(|(family, mut p)| {
+        let support = noise_support(noise, support)?;
+        p.noise = if support.is_some() { noise } else { 0.0 };
+        Ok(estep::posterior(family, x, &p, support.as_ref()))
+    }))
+}
+
+/// The noise component of a fit's fields: none where `noise` is NA.
+fn noise_support(noise: f64, support: &[f64]) -> Result<Option<Support>, Error> {
+    if noise.is_nan() {
+        return Ok(None);
+    }
+    let bad = || Error::Argument {
+        arg: "noise",
+        message: "of a fit must be a weight in [0, 1) with a support of two finite values, lower below upper"
+            .to_string(),
+    };
+    if !(0.0..1.0).contains(&noise) {
+        return Err(bad());
+    }
+    match *support {
+        [lower, upper] => Support::new(lower, upper).map(Some).ok_or_else(bad),
+        _ => Err(bad()),
+    }
 }
 
 /// alpha_m p_m(x) for each x and component (length(x) × K, column-major);

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{EngineKind, Error, Family, Settings, StartScheme, Tuning};
+use bulkem_core::{EngineKind, Error, Family, Settings, StartScheme, Support, Tuning};
 use extendr_api::prelude::*;
 
 use crate::error::Stop;
@@ -21,6 +21,36 @@ pub(crate) struct Call {
     /// Host threads (R resolved the default: parallelly's count).
     pub threads: usize,
     pub tuning: Tuning,
+    /// `noise.support`: one support for every dataset, one per dataset, or
+    /// none (each dataset's range); `None` for a dataset: its range.
+    pub noise_supports: Vec<Option<Support>>,
+}
+
+impl Call {
+    /// The noise supports of a call on `datasets` datasets (Job::noise_supports).
+    pub fn noise_supports_for(&self, datasets: usize) -> Vec<Option<Support>> {
+        match self.noise_supports[..] {
+            [one] => vec![one; datasets],
+            _ => self.noise_supports.clone(),
+        }
+    }
+}
+
+/// `noise.support` as R passes it, (lower, upper) pairs one after the
+/// other; a pair of NAs: that dataset's range. R checked them.
+fn supports(flat: &[f64]) -> Result<Vec<Option<Support>>, Stop> {
+    flat.chunks(2)
+        .map(|pair| match *pair {
+            [lo, hi] if lo.is_nan() && hi.is_nan() => Ok(None),
+            [lo, hi] => Support::new(lo, hi).map(Some).ok_or_else(|| {
+                Stop::from(Error::Argument {
+                    arg: "noise.support",
+                    message: format!("must be finite intervals, lower below upper, not ({lo}, {hi})"),
+                })
+            }),
+            _ => Err(internal("noise.support has an odd length".into())),
+        })
+        .collect()
 }
 
 /// A list R made for the glue (settings, the bootstrap's plan), its
@@ -118,12 +148,14 @@ impl Call {
             refine: s.count("refine")?,
             devices: s.counts("devices")?,
             standard_errors: s.flag("standard.errors")?,
+            noise: s.flag("noise")?,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),
             t => t as usize,
         };
-        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)? })
+        let noise_supports = supports(&s.reals("noise.support")?)?;
+        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports })
     }
 }
 

@@ -43,8 +43,10 @@ fn main() {
             refine: 0,
             devices: Vec::new(),
             standard_errors: true,
+            noise: false,
         },
         tuning: Tuning::default(),
+        noise_supports: Vec::new(),
     };
     let t = Instant::now();
     let fits =

@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::family::{component_sd, with_family, ComponentFamily};
 use crate::job::{Fit, Job, Settings};
 use crate::limits::{BOOTSTRAP_BLOCK_VALUES, MAX_COMPONENTS};
+use crate::noise::Support;
 use crate::outcome::Status;
 use crate::params::{Family, Params};
 use crate::simulate::{draw_mixture, replicate_rng};
@@ -101,6 +102,7 @@ pub fn bootstrap(
     counters: &Counters,
 ) -> Result<Vec<Refits>, Error> {
     b.validate()?;
+    call::supported(&b.job, kind)?;
     let engine = kind.engine(threads, &b.job.settings.devices, &b.job.tuning)?;
     let job = &b.job;
     let reps = b.replicates as usize;
@@ -221,7 +223,8 @@ fn refit_block(
         let (i, r) = (j / reps, j % reps);
         let (d, null) = block[i];
         let mut rng = replicate_rng(job.settings.seed, hashes[i], null.k, r as u32);
-        draw_mixture(job.settings.family, &null, job.datasets[d].len(), &mut rng)
+        let support = noise_support(job, d);
+        draw_mixture(job.settings.family, &null, support.as_ref(), job.datasets[d].len(), &mut rng)
     })?;
     counters.lap("simulate", clock);
     let mut out: Vec<BlockRefits> = vec![Vec::new(); b.extra.len()];
@@ -246,22 +249,38 @@ fn refit_block(
                 _ => None,
             };
             let inits = members.iter().flat_map(|&i| std::iter::repeat_n(init(i), per)).collect();
+            // a support the user gave holds for the replicates too; the
+            // default, the data's range, is each replicate's own, as a fit
+            // of that replicate would have it
+            let given = |i: usize| job.noise_supports.get(block[i].0).copied().flatten();
+            let noise_supports = members.iter().flat_map(|&i| std::iter::repeat_n(given(i), per)).collect();
             let refit = Job {
                 datasets: datasets.clone(),
                 settings: Settings {
                     components: vec![k + e],
                     keep_starts: false,
                     standard_errors: false,
+                    noise: false,
                     ..job.settings.clone()
                 },
                 inits,
                 tuning: job.tuning.clone(),
+                noise_supports,
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
         }
     }
     Ok(out)
+}
+
+/// The noise component's support of dataset `d` of `job` (None without a
+/// noise component): the one given, or the data's range.
+fn noise_support(job: &Job, d: usize) -> Option<Support> {
+    if !job.settings.noise {
+        return None;
+    }
+    job.noise_supports.get(d).copied().flatten().or_else(|| Support::range_of(job.datasets[d]))
 }
 
 /// A start for K + 1 components next to a K-component fit: its heaviest
@@ -315,8 +334,10 @@ mod tests {
                 refine: 0,
                 devices: Vec::new(),
                 standard_errors: false,
+                noise: false,
             },
             tuning: Tuning::default(),
+            noise_supports: Vec::new(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::finals::Finals;
 use crate::finish::finish;
 use crate::job::{Fit, Job, Task};
+use crate::noise::Support;
 use crate::restarts::{run_refinement, run_with_restarts};
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
@@ -31,6 +32,7 @@ pub fn fit(
     counters: &Counters,
 ) -> Result<Vec<Box<Fit>>, Error> {
     job.validate()?;
+    supported(job, kind)?;
     let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run(job, engine.as_ref(), threads, cancel, counters, true)
 }
@@ -47,8 +49,24 @@ pub fn fit_into(
     finals: &Finals,
 ) -> Result<(), Error> {
     job.validate()?;
+    supported(job, kind)?;
     let engine = kind.engine(threads, &job.settings.devices, &job.tuning)?;
     run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
+}
+
+/// Whether the engine `kind` fits what `job` asks for: the noise component
+/// is the CPU engine's only, so far (R chooses that engine for it).
+pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
+    if job.settings.noise && kind != EngineKind::Cpu {
+        return Err(Error::Argument {
+            arg: "noise",
+            message: format!(
+                "= TRUE is fitted by the \"cpu\" engine only so far, not by \"{}\"; use control$engine = \"cpu\"",
+                kind.name()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `fit` on an engine made already (its fits boxed, as `fit` says). With
@@ -81,9 +99,17 @@ fn run_into(
 ) -> Result<(), Error> {
     let clock = std::time::Instant::now();
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
-        prepare(job.datasets[d], job.settings.family).map(|mut ds| {
+        let values = job.datasets[d];
+        prepare(values, job.settings.family).map(|mut ds| {
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
-            ds
+            if !job.settings.noise {
+                return ds;
+            }
+            // a valid dataset's values are not all equal: it has a range
+            match job.noise_supports.get(d).copied().flatten().or_else(|| Support::range_of(values)) {
+                Some(support) => ds.with_noise(support, values),
+                None => ds,
+            }
         })
     })?;
     let clock = counters.lap("prepare", clock);
@@ -211,8 +237,10 @@ mod tests {
                     refine: 0,
                     devices: Vec::new(),
                     standard_errors: true,
+                    noise: false,
                 },
                 tuning: Tuning::default(),
+                noise_supports: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

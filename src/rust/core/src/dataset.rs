@@ -11,11 +11,12 @@
 
 use std::fmt;
 
-use crate::estep::e_step;
+use crate::estep::{e_step, e_step_noisy};
 use crate::family::{self, with_family, ComponentFamily};
-use crate::limits::OBS_PER_COMPONENT;
+use crate::limits::{NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
-use crate::params::{Family, Params};
+use crate::noise::{Noise, Support};
+use crate::params::{Family, Params, Stats};
 
 pub struct Prepared {
     /// The family the data were checked and rescaled for.
@@ -35,6 +36,8 @@ pub struct Prepared {
     pub hash: u64,
     /// Start 0's parameters when the job gives them (Job::inits), rescaled.
     pub init: Option<Params>,
+    /// The noise component (noise.rs), when the job fits one.
+    pub noise: Option<Noise>,
 }
 
 /// Why a dataset cannot be fitted; each reads after "dataset".
@@ -133,6 +136,42 @@ impl fmt::Display for Invalid {
 }
 
 impl Prepared {
+    /// The dataset with a noise component over `support` (the data's units;
+    /// `values` are the data the dataset was prepared from).
+    pub fn with_noise(mut self, support: Support, values: &[f64]) -> Prepared {
+        let terms = support.terms(self.family, values, &self.x, self.scale);
+        self.noise = Some(Noise { support, terms });
+        self
+    }
+
+    /// The noise component's t(x) per observation, if the dataset has one.
+    pub fn noise_terms(&self) -> Option<&[f64]> {
+        self.noise.as_ref().map(|n| &n.terms[..])
+    }
+
+    /// One E-step pass of `p` (rescaled units) over the prepared data, with
+    /// the noise component if the dataset has one.
+    pub fn e_step(&self, p: &Params) -> Stats {
+        match self.noise_terms() {
+            Some(t) => e_step_noisy(self.family, &self.x, &self.g, t, p),
+            None => e_step(self.family, &self.x, &self.g, p),
+        }
+    }
+
+    /// `p` as a start on this dataset: with a noise component, one that has
+    /// no weight for it yet gets NOISE_START, the components' weights
+    /// scaled to share the rest.
+    pub fn start(&self, p: Params) -> Params {
+        if self.noise.is_none() || p.noise > 0.0 {
+            return p;
+        }
+        let mut out = Params { noise: NOISE_START, ..p };
+        for a in &mut out.alpha[..p.k] {
+            *a *= 1.0 - NOISE_START;
+        }
+        out
+    }
+
     /// Parameters fitted on the rescaled data, in the original units.
     pub fn unscale(&self, p: &Params) -> Params {
         with_family!(self.family, F => self.unscale_of::<F>(p))
@@ -168,31 +207,46 @@ impl Prepared {
     /// same quantity is computed on the rescaled data: ℓ(θ; x) = ℓ(θ'; x') −
     /// N log scale, θ' being θ in rescaled units.
     pub fn log_likelihood(&self, family: Family, values: &[f64], params: &Params) -> f64 {
-        if family.on_log_scale() {
+        let logs: Vec<f64>;
+        let (fitted, jacobian) = if family.on_log_scale() {
             // the fitted family's on the logarithms, with the Jacobian
             // −Σ log x that h_sum holds here taken out and added back
-            let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-            let jacobian = -logs.iter().sum::<f64>();
-            return self.log_likelihood_fitted(family, &logs, params, self.h_sum - jacobian) + jacobian;
-        }
-        self.log_likelihood_fitted(family, values, params, self.h_sum)
+            logs = values.iter().map(|v| v.ln()).collect();
+            (&logs[..], -logs.iter().sum::<f64>())
+        } else {
+            (values, 0.0)
+        };
+        let noise = self.noise.as_ref().map(|n| n.support.terms(family, values, fitted, 1.0));
+        self.log_likelihood_fitted(family, fitted, noise.as_deref(), params, self.h_sum - jacobian) + jacobian
     }
 
     /// `log_likelihood` for a family fitted on the values themselves (or
-    /// on `values` already transformed), `h_sum` the prepared data's Σ h
-    /// without any Jacobian of that transform.
-    fn log_likelihood_fitted(&self, family: Family, values: &[f64], params: &Params, h_sum: f64) -> f64 {
+    /// on `values` already transformed; `noise` the noise component's t(x)
+    /// on them), `h_sum` the prepared data's Σ h without any Jacobian of
+    /// that transform.
+    fn log_likelihood_fitted(
+        &self,
+        family: Family,
+        values: &[f64],
+        noise: Option<&[f64]>,
+        params: &Params,
+        h_sum: f64,
+    ) -> f64 {
         let n = values.len() as f64;
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
             let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
             let h_unscaled = with_family!(family, F => F::log_h_sum_unscaled(h_sum, n, self.scale));
-            let ll = e_step(family, values, &g, params).ll + h_unscaled;
+            let stats = match noise {
+                Some(t) => e_step_noisy(family, values, &g, t, params),
+                None => e_step(family, values, &g, params),
+            };
+            let ll = stats.ll + h_unscaled;
             if ll.is_finite() {
                 return ll;
             }
         }
-        e_step(family, &self.x, &self.g, &self.rescale(params)).ll + h_sum - n * self.scale.ln()
+        self.e_step(&self.rescale(params)).ll + h_sum - n * self.scale.ln()
     }
 }
 
@@ -293,7 +347,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         }
         return Err(Invalid::TooSpread { min, max });
     }
-    Ok(Prepared { family, x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None })
+    Ok(Prepared { family, x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None, noise: None })
 }
 
 /// The largest power of two not above `v` (> 0, finite), or 1 for 0.

@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dataset::Prepared;
-use crate::estep::e_step;
 use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, SQUAREM_STEP_GROWTH};
 use crate::mstep::{check_component, m_step};
 use crate::outcome::{Degenerate, Outcome, StartFit};
@@ -195,6 +194,11 @@ fn extrapolate(
             vv += v[m][j] * v[m][j];
         }
     }
+    // the noise component's weight, a coordinate like the α's (0 without one)
+    let (n0, n1, n2) = (t0.noise, t1.noise, t2.noise);
+    let (r_noise, v_noise) = (n1 - n0, n2 - 2.0 * n1 + n0);
+    rr += r_noise * r_noise;
+    vv += v_noise * v_noise;
     if !(vv > 0.0) {
         return None;
     }
@@ -203,6 +207,12 @@ fn extrapolate(
         return None;
     }
     let mut p = Params::zeroed(k);
+    if n0 > 0.0 {
+        p.noise = n0 + 2.0 * step * r_noise + step * step * v_noise;
+        if !(p.noise > 0.0 && p.noise < 1.0) {
+            return None;
+        }
+    }
     for m in 0..k {
         let at = |j: usize| a[m][j] + 2.0 * step * r[m][j] + step * step * v[m][j];
         p.alpha[m] = at(0);
@@ -239,7 +249,7 @@ pub fn run_em(
                 outcome: Outcome::Cancelled,
             };
         }
-        let stats = e_step(family, &ds.x, &ds.g, &state.params);
+        let stats = ds.e_step(&state.params);
         if let Some(done) = state.advance(family, ds, &stats, max_iters, epsilon) {
             return done;
         }
@@ -260,7 +270,7 @@ mod tests {
         let mut state = EmState::new(init, true);
         let (mut lls, mut accepted, mut rejected) = (Vec::new(), 0, 0);
         loop {
-            let stats = e_step(family, &ds.x, &ds.g, &state.params);
+            let stats = ds.e_step(&state.params);
             let ll = stats.ll + ds.h_sum;
             let before = state.squarem.expect("accelerated");
             let done = state.advance(family, &ds, &stats, 10_000, 1e-12);

@@ -15,6 +15,7 @@
 use crate::family::{with_family, ComponentFamily};
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{exp_nonpos, exp_nonpos_all};
+use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
 
 /// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g)
@@ -79,44 +80,59 @@ fn vector_pass(family: Family) -> Option<VectorPass> {
 /// estep_avx2.rs give K ≥ 2 the same bits, faster, where the CPU has
 /// AVX-512F or AVX2).
 pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
-    with_family!(family, F => dispatch::<F>(x, g, p))
+    with_family!(family, F => dispatch::<F, false>(x, g, &[], p))
 }
 
-fn dispatch<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+/// e_step of a mixture with a noise component (noise.rs): `t` holds each
+/// observation's t(x), the noise's log-density less h, and `p.noise` its
+/// weight. By the block loops, with the noise as one more term of each
+/// observation's log-sum-exp.
+pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
+    let n = x.len().min(g.len()).min(t.len());
+    let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
+    with_family!(family, F => dispatch::<F, true>(x, g, t, p))
+}
+
+fn dispatch<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { e_step_avx2::<F>(x, g, p) };
+            return unsafe { e_step_avx2::<F, NOISY>(x, g, t, p) };
         }
     }
-    e_step_blocks::<F>(x, g, p)
+    e_step_blocks::<F, NOISY>(x, g, t, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn e_step_avx2<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
-    e_step_blocks::<F>(x, g, p)
+unsafe fn e_step_avx2<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
+    e_step_blocks::<F, NOISY>(x, g, t, p)
 }
 
+/// The block loops; with `NOISY`, row k of `l` is the noise's term
+/// log π0 + t(x) (`t` is read only then).
 #[inline(always)]
-fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt: &[f64], p: &Params) -> Stats {
     let k = p.k;
-    let t = F::terms(p);
-    let mut l = [[0.0f64; BLOCK]; MAX_COMPONENTS];
+    let rows = k + NOISY as usize;
+    let terms = F::terms(p);
+    let log_noise = p.noise.ln();
+    let mut l = [[0.0f64; BLOCK]; MAX_COMPONENTS + 1];
     // Padding observations (x = g = 1) of the last, short block are
     // computed and then given weight 0; full blocks are read in place.
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
-    let mut s0 = [[0.0f64; LANES]; MAX_COMPONENTS];
+    let mut t_pad = [0.0f64; BLOCK];
+    let mut s0 = [[0.0f64; LANES]; MAX_COMPONENTS + 1];
     let mut s1 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut s2 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut ll_max = [0.0f64; LANES];
     let mut ll_log = 0.0f64;
 
-    for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
+    for (i, (xc, gc)) in x.chunks(BLOCK).zip(g.chunks(BLOCK)).enumerate() {
         let len = xc.len();
         let (xb, gb): (&[f64; BLOCK], &[f64; BLOCK]) = match (xc.try_into(), gc.try_into()) {
             (Ok(xb), Ok(gb)) => (xb, gb),
@@ -126,10 +142,18 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
                 (&x_pad, &g_pad)
             }
         };
+        let t = &terms;
         for m in 0..k {
             let (c, km, mu) = (t.c[m], t.k[m], t.mu[m]);
             for j in 0..BLOCK {
                 l[m][j] = c - km * F::q(xb[j], gb[j], mu);
+            }
+        }
+        if NOISY {
+            let tc = &nt[i * BLOCK..i * BLOCK + len];
+            t_pad[..len].copy_from_slice(tc);
+            for j in 0..BLOCK {
+                l[k][j] = log_noise + t_pad[j];
             }
         }
         let mut mx = [0.0f64; BLOCK];
@@ -138,7 +162,7 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
         // picks the larger term, the compiler turned that choice into a
         // branch, mispredicted for about half the observations (IG, K = 2:
         // 15.4 ns per observation before, 9.1 after; examples/estep_timing.rs).
-        if k == 2 {
+        if rows == 2 && !NOISY {
             // one exponential per observation: the larger term's is exp(0) = 1
             let [l0, l1, ..] = &mut l;
             let mut e = [0.0f64; BLOCK];
@@ -156,12 +180,12 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
             }
         } else {
             mx = l[0];
-            for lm in &l[1..k] {
+            for lm in &l[1..rows] {
                 for j in 0..BLOCK {
                     mx[j] = if lm[j] > mx[j] { lm[j] } else { mx[j] };
                 }
             }
-            for lm in &mut l[..k] {
+            for lm in &mut l[..rows] {
                 for j in 0..BLOCK {
                     lm[j] -= mx[j];
                 }
@@ -179,8 +203,9 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
             mx[len..].fill(0.0);
             sum[len..].fill(1.0);
         }
-        // Σ_j log Σ_m = log Π_j Σ_m: each factor is in [1, M ≤ 8], so 16 of
-        // them per lane and 4 lanes stay below 2^192.
+        // Σ_j log Σ_m = log Π_j Σ_m: each factor is in [1, M ≤ 9] (8
+        // components and the noise), so 16 of them per lane and 4 lanes
+        // stay below 2^203.
         let mut prod = [1.0f64; LANES];
         for j in (0..BLOCK).step_by(LANES) {
             for lane in 0..LANES {
@@ -200,6 +225,14 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
                 }
             }
         }
+        if NOISY {
+            let lm = &l[k];
+            for j in (0..BLOCK).step_by(LANES) {
+                for lane in 0..LANES {
+                    s0[k][lane] += lm[j + lane] * inv[j + lane];
+                }
+            }
+        }
     }
 
     let fold = |a: &[f64; LANES]| (a[0] + a[1]) + (a[2] + a[3]);
@@ -210,29 +243,39 @@ fn e_step_blocks<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Stats 
         st.s1[m] = fold(&s1[m]);
         st.s2[m] = fold(&s2[m]);
     }
+    if NOISY {
+        st.s0_noise = fold(&s0[k]);
+    }
     st
 }
 
 /// Posterior probabilities of the components for each observation (N × K,
-/// column-major, as R stores a matrix), by the E-step's arithmetic: the
-/// responsibilities r_m = exp(l_m − max) / Σ exp(l_m' − max). NaN for an
-/// observation outside the family's support or not finite. `xs` are values
-/// of the data (a family fitted on the logarithms takes them here).
-pub fn posterior(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
-    if family.on_log_scale() {
+/// column-major, as R stores a matrix; with a noise component over
+/// `noise`, N × (K + 1), the noise's column last), by the E-step's
+/// arithmetic: the responsibilities r_m = exp(l_m − max) / Σ exp(l_m' −
+/// max). NaN for an observation outside the family's support or not
+/// finite. `xs` are values of the data (a family fitted on the logarithms
+/// takes them here).
+pub fn posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>) -> Vec<f64> {
+    let fitted: Vec<f64>;
+    let zs = if family.on_log_scale() {
         // log of a value <= 0 is NaN or -inf: outside the support below
-        let logs: Vec<f64> = xs.iter().map(|&x| if x > 0.0 { x.ln() } else { f64::NAN }).collect();
-        return with_family!(family, F => posterior_of::<F>(&logs, p));
-    }
-    with_family!(family, F => posterior_of::<F>(xs, p))
+        fitted = xs.iter().map(|&x| if x > 0.0 { x.ln() } else { f64::NAN }).collect();
+        &fitted
+    } else {
+        xs
+    };
+    let terms = noise.map(|s| s.terms(family, xs, zs, 1.0));
+    with_family!(family, F => posterior_of::<F>(zs, p, terms.as_deref()))
 }
 
-/// `posterior` for the family `F`.
-fn posterior_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> Vec<f64> {
+/// `posterior` for the family `F`, `terms` the noise's t(x) if any.
+fn posterior_of<F: ComponentFamily>(xs: &[f64], p: &Params, terms: Option<&[f64]>) -> Vec<f64> {
     let k = p.k;
+    let rows = k + terms.is_some() as usize;
     let t = F::terms(p);
-    let mut out = vec![f64::NAN; xs.len() * k];
-    let mut l = [0.0f64; MAX_COMPONENTS];
+    let mut out = vec![f64::NAN; xs.len() * rows];
+    let mut l = [0.0f64; MAX_COMPONENTS + 1];
     for (i, &x) in xs.iter().enumerate() {
         if !F::in_support(x) {
             continue;
@@ -242,9 +285,12 @@ fn posterior_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> Vec<f64> {
             let q = F::q(x, g, t.mu[m]);
             l[m] = t.c[m] - t.k[m] * q;
         }
-        let mx = l[..k].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let sum: f64 = l[..k].iter().map(|&v| exp_nonpos(v - mx)).sum();
-        for m in 0..k {
+        if let Some(terms) = terms {
+            l[k] = p.noise.ln() + terms[i];
+        }
+        let mx = l[..rows].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = l[..rows].iter().map(|&v| exp_nonpos(v - mx)).sum();
+        for m in 0..rows {
             out[m * xs.len() + i] = exp_nonpos(l[m] - mx) / sum;
         }
     }
@@ -407,6 +453,58 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_noise_is_one_more_term_of_each_observation() {
+        // e_step_noisy against the reference log-sum-exp with the noise's
+        // l_0 = log π0 + t(x) beside the components', t = −∞ for some
+        use crate::noise::Support;
+        let xs: Vec<f64> = (0..203).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 200.0).collect();
+        let support = Support::new(0.5, 4.0).expect("a support");
+        for family in Family::FITTED {
+            for k in 1..=MAX_COMPONENTS {
+                let mut p = params(
+                    &vec![0.9 / k as f64; k],
+                    &(0..k).map(|m| 0.4 + 0.6 * m as f64).collect::<Vec<_>>(),
+                    &(0..k).map(|m| 0.5 + 0.4 * m as f64).collect::<Vec<_>>(),
+                );
+                p.noise = 0.1;
+                let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                let t = support.terms(family, &xs, &xs, 1.0);
+                let fast = e_step_noisy(family, &xs, &g, &t, &p);
+                let mut slow = Stats::zero();
+                for (i, &x) in xs.iter().enumerate() {
+                    let mut l: Vec<f64> = (0..k)
+                        .map(|m| {
+                            p.alpha[m].ln() + family::log_density(family, x, p.mu[m], p.shape[m])
+                                - family::log_h(family, x)
+                        })
+                        .collect();
+                    l.push(p.noise.ln() + t[i]);
+                    let lse = log_sum_exp(&l);
+                    slow.ll += lse;
+                    for m in 0..k {
+                        let r = (l[m] - lse).exp();
+                        slow.s0[m] += r;
+                        slow.s1[m] += r * x;
+                        slow.s2[m] += r * g[i];
+                    }
+                    slow.s0_noise += (l[k] - lse).exp();
+                }
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+                assert!(close(fast.ll, slow.ll), "{family:?} k={k}: {} vs {}", fast.ll, slow.ll);
+                assert!(close(fast.s0_noise, slow.s0_noise), "{family:?} k={k}");
+                for m in 0..k {
+                    assert!(close(fast.s0[m], slow.s0[m]) && close(fast.s1[m], slow.s1[m]));
+                    assert!(close(fast.s2[m], slow.s2[m]), "{family:?} k={k} m={m}");
+                }
+                let total: f64 = fast.s0[..k].iter().sum::<f64>() + fast.s0_noise;
+                assert!((total - xs.len() as f64).abs() < 1e-9);
+                // outside the support no observation is noise
+                assert!(fast.s0_noise < xs.iter().filter(|&&x| support.contains(x)).count() as f64);
+            }
+        }
+    }
+
+    #[test]
     fn unequal_lengths_use_the_common_prefix() {
         // the vector passes must not read past the shorter slice
         let xs: Vec<f64> = (0..70).map(|i| 0.1 + i as f64 / 10.0).collect();
@@ -421,7 +519,7 @@ pub(crate) mod tests {
     fn posteriors_are_the_reference_responsibilities() {
         let p = params(&[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]);
         let xs = [0.5, 1.0, 2.0, 9.0, -1.0];
-        let post = posterior(Family::InvGauss, &xs, &p);
+        let post = posterior(Family::InvGauss, &xs, &p, None);
         for (i, &x) in xs.iter().enumerate().take(4) {
             let l: Vec<f64> = (0..2)
                 .map(|m| p.alpha[m].ln() + family::log_density(Family::InvGauss, x, p.mu[m], p.shape[m]))

@@ -43,42 +43,68 @@ use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
 
-/// Positions of the free parameters in θ.
-pub(crate) fn alpha_at(j: usize) -> usize {
-    j
-}
-pub(crate) fn mu_at(k: usize, m: usize) -> usize {
-    k - 1 + m
-}
-pub(crate) fn shape_at(k: usize, m: usize) -> usize {
-    2 * k - 1 + m
+/// Where each free parameter sits in θ: the free weights (α_1..α_{K−1};
+/// with a noise component α_1..α_K, its weight π_0 = 1 − Σ α being the one
+/// the others determine), the means, the shapes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Layout {
+    pub k: usize,
+    pub noise: bool,
 }
 
-/// `p` moved by `t` along `d` (a direction in the free parameters θ), α_K
+impl Layout {
+    /// The free weights.
+    pub fn weights(self) -> usize {
+        self.k - 1 + self.noise as usize
+    }
+    pub fn alpha(self, j: usize) -> usize {
+        j
+    }
+    pub fn mu(self, m: usize) -> usize {
+        self.weights() + m
+    }
+    pub fn shape(self, m: usize) -> usize {
+        self.weights() + self.k + m
+    }
+    pub fn len(self) -> usize {
+        free_parameters(self.k, self.noise)
+    }
+}
+
+/// `p` moved by `t` along `d` (a direction in the free parameters θ, with a
+/// noise component's weight among them if `noise`), the dependent weight
 /// following; `None` unless every weight stays in (0, 1) and every
 /// component stays usable (mstep::check_component) on data of spread
 /// `spread`.
-pub fn moved(family: Family, p: &Params, d: &[f64], t: f64, spread: f64) -> Option<Params> {
+pub fn moved(family: Family, p: &Params, noise: bool, d: &[f64], t: f64, spread: f64) -> Option<Params> {
     let k = p.k;
+    let at = Layout { k, noise };
     let mut q = *p;
-    for j in 0..k - 1 {
-        q.alpha[j] += t * d[alpha_at(j)];
+    for j in 0..at.weights() {
+        q.alpha[j] += t * d[at.alpha(j)];
     }
-    q.alpha[k - 1] = 1.0 - q.alpha[..k - 1].iter().sum::<f64>();
+    let rest = 1.0 - q.alpha[..at.weights()].iter().sum::<f64>();
+    if noise {
+        q.noise = rest;
+    } else {
+        q.alpha[k - 1] = rest;
+    }
     for m in 0..k {
-        q.mu[m] += t * d[mu_at(k, m)];
-        q.shape[m] += t * d[shape_at(k, m)];
+        q.mu[m] += t * d[at.mu(m)];
+        q.shape[m] += t * d[at.shape(m)];
     }
-    let weights_ok = q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || k == 1;
+    let weights_ok = (q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || (k == 1 && !noise))
+        && (!noise || (q.noise > 0.0 && q.noise < 1.0));
     let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
     (weights_ok && usable).then_some(q)
 }
 
 /// The observed information, −∇² ℓ(θ), of the mixture `p` on data `xs` (in
-/// the units of `p`): the 3K − 1 free parameters in the order of the module
-/// docs, a full symmetric matrix, column-major.
-pub fn observed_information(family: Family, xs: &[f64], p: &Params) -> Vec<f64> {
-    information(family, xs, p).observed
+/// the units of `p`; `noise`, the noise component's t(x) per observation,
+/// if it has one): the free parameters in the order of `Layout`, a full
+/// symmetric matrix, column-major.
+pub fn observed_information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Vec<f64> {
+    information(family, xs, noise, p).observed
 }
 
 /// What one pass over the data gives at a point θ, each in the order of
@@ -99,9 +125,10 @@ pub(crate) struct Information {
 }
 
 /// The observed information, the complete-data diagonal and the score of
-/// the mixture `p` on data `xs` (in the units of `p`).
-pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> Information {
-    with_family!(family, F => information_of::<F>(xs, p))
+/// the mixture `p` on data `xs` (in the units of `p`; `noise` as for
+/// `observed_information`).
+pub(crate) fn information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+    with_family!(family, F => information_of::<F>(xs, noise, p))
 }
 
 /// Observations per block of the pass: each block's per-observation terms
@@ -110,36 +137,46 @@ pub(crate) fn information(family: Family, xs: &[f64], p: &Params) -> Information
 /// and the sums run over contiguous memory (as the E-step does).
 const BLOCK: usize = 64;
 
-fn information_of<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
+fn information_of<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { information_avx2::<F>(xs, p) };
+            return unsafe { information_avx2::<F>(xs, noise, p) };
         }
     }
-    information_blocks::<F>(xs, p)
+    information_blocks::<F>(xs, noise, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
-    information_blocks::<F>(xs, p)
+unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+    information_blocks::<F>(xs, noise, p)
 }
 
+/// The pass. With a noise component its responsibility takes row K of `r`
+/// and, as the dependent weight, the place of α_K: ∂ log f / ∂α_j =
+/// r_j/α_j − r_0/π_0 for every j ≤ K, and no mean or shape of its own.
 #[inline(always)]
-fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information {
+fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
     let k = p.k;
-    let np = free_parameters(k);
+    let at = Layout { k, noise: noise.is_some() };
+    let np = at.len();
+    let rows = k + at.noise as usize;
     let t = F::terms(p);
-    let last = k - 1;
+    // the dependent weight's row: α_K's, or the noise's
+    let last = rows - 1;
+    let log_noise = p.noise.ln();
     let mut consts = [[0.0; 6]; MAX_COMPONENTS];
-    let mut inv_alpha = [0.0; MAX_COMPONENTS];
+    let mut inv_alpha = [0.0; MAX_COMPONENTS + 1];
     for m in 0..k {
         consts[m] = F::derivative_constants(p.mu[m], p.shape[m]);
         inv_alpha[m] = 1.0 / p.alpha[m];
+    }
+    if at.noise {
+        inv_alpha[k] = 1.0 / p.noise;
     }
     // Σ g gᵀ (upper triangle, row a holding columns b ≥ a), Σ g, the (μ, s)
     // blocks Σ r (h + u uᵀ), and the complete-data diagonal
@@ -152,11 +189,11 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
     // (3 per component), and the complete-data diagonal (np columns).
     let mut xb = [1.0f64; BLOCK];
     let mut gb = [1.0f64; BLOCK];
-    let mut r = [[0.0f64; BLOCK]; MAX_COMPONENTS];
+    let mut r = [[0.0f64; BLOCK]; MAX_COMPONENTS + 1];
     let mut g_cols = vec![[0.0f64; BLOCK]; np];
     let mut c_cols = vec![[0.0f64; BLOCK]; np];
     let mut h_cols = vec![[0.0f64; BLOCK]; 3 * k];
-    for xc in xs.chunks(BLOCK) {
+    for (i, xc) in xs.chunks(BLOCK).enumerate() {
         let len = xc.len();
         xb[..len].copy_from_slice(xc);
         for j in 0..len {
@@ -170,14 +207,19 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
                 r[m][j] = c - km * F::q(xb[j], gb[j], mu);
             }
         }
+        if let Some(nt) = noise {
+            for j in 0..len {
+                r[k][j] = log_noise + nt[i * BLOCK + j];
+            }
+        }
         let mut top = r[0];
-        for rm in &r[1..k] {
+        for rm in &r[1..rows] {
             for j in 0..len {
                 top[j] = if rm[j] > top[j] { rm[j] } else { top[j] };
             }
         }
         let mut total = [0.0f64; BLOCK];
-        for rm in &mut r[..k] {
+        for rm in &mut r[..rows] {
             for j in 0..len {
                 let e = exp_nonpos(rm[j] - top[j]);
                 rm[j] = e;
@@ -189,23 +231,23 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
             inv[j] = 1.0 / total[j];
             loglik += top[j] + total[j].ln();
         }
-        for rm in &mut r[..k] {
+        for rm in &mut r[..rows] {
             for j in 0..len {
                 rm[j] *= inv[j];
             }
         }
-        // ∂ log f / ∂α_j = r_j/α_j − r_K/α_K
+        // ∂ log f / ∂α_j = r_j/α_j − r_K/α_K (r_0/π_0 with a noise component)
         let (r_k, ia_k) = (r[last], inv_alpha[last]);
         for a in 0..last {
             let ia = inv_alpha[a];
             for j in 0..len {
                 let (r_j, r_l) = (r[a][j] * ia, r_k[j] * ia_k);
-                g_cols[alpha_at(a)][j] = r_j - r_l;
-                c_cols[alpha_at(a)][j] = r_j * ia + r_l * ia_k;
+                g_cols[at.alpha(a)][j] = r_j - r_l;
+                c_cols[at.alpha(a)][j] = r_j * ia + r_l * ia_k;
             }
         }
         for m in 0..k {
-            let (i_mu, i_s) = (mu_at(k, m), shape_at(k, m));
+            let (i_mu, i_s) = (at.mu(m), at.shape(m));
             let (mu, c) = (t.mu[m], &consts[m]);
             for j in 0..len {
                 let [u_mu, u_s, h_mumu, h_mus, h_ss] = F::derivatives(xb[j], gb[j], mu, c);
@@ -241,11 +283,12 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
         }
     }
     for m in 0..k {
-        let (i, s) = (mu_at(k, m), shape_at(k, m));
+        let (i, s) = (at.mu(m), at.shape(m));
         info[i + np * i] -= blocks[m][0];
         info[i + np * s] -= blocks[m][1];
         info[s + np * s] -= blocks[m][2];
-        // α_j–(μ_m, s_m): Σ score / α_m, with ∂α_m/∂α_j = δ_jm, or −1 for m = K
+        // α_j–(μ_m, s_m): Σ score / α_m, with ∂α_m/∂α_j = δ_jm, or −1 for
+        // m = K when α_K is the dependent weight
         for j in 0..last {
             let da = if m == last {
                 -1.0
@@ -254,8 +297,8 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
             } else {
                 continue;
             };
-            info[alpha_at(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
-            info[alpha_at(j) + np * s] -= da * g_sum[s] * inv_alpha[m];
+            info[at.alpha(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
+            info[at.alpha(j) + np * s] -= da * g_sum[s] * inv_alpha[m];
         }
     }
     for b in 0..np {
@@ -268,24 +311,27 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], p: &Params) -> Information
 
 /// The covariance of a fit's parameters `params` (in the data's own units)
 /// and their standard errors, from the observed information on the prepared
-/// dataset `ds`; or why there are none.
+/// dataset `ds` (with its noise component, if it has one); or why there
+/// are none.
 pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
-    covariance_from(ds, &information(family, &ds.x, &ds.rescale(params)))
+    covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), &ds.rescale(params)))
 }
 
 /// The covariance and standard errors, in the data's own units, from the
 /// information `info` computed on the rescaled data of `ds`.
 pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
     let np = info.complete.len();
-    let k = (np + 1) / 3;
+    let noise = ds.noise.is_some();
+    let k = (np + 1 - noise as usize) / 3;
+    let at = Layout { k, noise };
     let v = invert(&info.observed, &info.complete)?;
-    // the Jacobian's inverse: 1 for the α's, the scale for μ and for a
+    // the Jacobian's inverse: 1 for the weights, the scale for μ and for a
     // shape that is a scale (1 for one that is not: the gamma's)
     let shape_unit = if with_family!(ds.family, F => F::SHAPE_IS_SCALE) { ds.scale } else { 1.0 };
     let unit = |a: usize| {
-        if a < k - 1 {
+        if a < at.mu(0) {
             1.0
-        } else if a < 2 * k - 1 {
+        } else if a < at.shape(0) {
             ds.scale
         } else {
             shape_unit
@@ -297,17 +343,21 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
             vcov[a + np * b] = v[a + np * b] * unit(a) * unit(b);
         }
     }
-    let mut se = vec![0.0; 3 * k];
-    let mut alpha_k_var = 0.0;
-    for j in 0..k - 1 {
+    // in the order of parameter_names: α_1..α_K, μ, shapes, then the noise
+    let mut se = vec![0.0; 3 * k + noise as usize];
+    let weights = at.weights();
+    let mut dependent_var = 0.0;
+    for j in 0..weights {
         se[j] = v[j + np * j].sqrt();
-        alpha_k_var += (0..k - 1).map(|i| v[i + np * j]).sum::<f64>();
+        dependent_var += (0..weights).map(|i| v[i + np * j]).sum::<f64>();
     }
-    // Var(1 − Σ α_j) = 1ᵀ V_αα 1 (zero for K = 1: α_1 = 1 is not estimated)
-    se[k - 1] = alpha_k_var.max(0.0).sqrt();
+    // Var(1 − Σ α_j) = 1ᵀ V_αα 1 (zero for K = 1 without noise: α_1 = 1 is
+    // not estimated)
+    let dependent = if noise { 3 * k } else { k - 1 };
+    se[dependent] = dependent_var.max(0.0).sqrt();
     for m in 0..k {
-        se[k + m] = v[mu_at(k, m) * (np + 1)].sqrt() * ds.scale;
-        se[2 * k + m] = v[shape_at(k, m) * (np + 1)].sqrt() * shape_unit;
+        se[k + m] = v[at.mu(m) * (np + 1)].sqrt() * ds.scale;
+        se[2 * k + m] = v[at.shape(m) * (np + 1)].sqrt() * shape_unit;
     }
     Ok(Covariance { vcov, se })
 }
@@ -373,19 +423,19 @@ pub(crate) mod tests {
         }
         p.alpha[k - 1] = rest;
         for m in 0..k {
-            p.mu[m] = theta[mu_at(k, m)];
-            p.shape[m] = theta[shape_at(k, m)];
+            p.mu[m] = theta[Layout { k, noise: false }.mu(m)];
+            p.shape[m] = theta[Layout { k, noise: false }.shape(m)];
         }
         p
     }
 
     fn to_theta(p: &Params) -> Vec<f64> {
         let k = p.k;
-        let mut theta = vec![0.0; free_parameters(k)];
+        let mut theta = vec![0.0; free_parameters(k, false)];
         theta[..k - 1].copy_from_slice(&p.alpha[..k - 1]);
         for m in 0..k {
-            theta[mu_at(k, m)] = p.mu[m];
-            theta[shape_at(k, m)] = p.shape[m];
+            theta[Layout { k, noise: false }.mu(m)] = p.mu[m];
+            theta[Layout { k, noise: false }.shape(m)] = p.shape[m];
         }
         theta
     }
@@ -495,11 +545,13 @@ pub(crate) mod tests {
             for (xs, p) in cases(family) {
                 let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
                 let ll = |p: &Params| crate::estep::e_step(family, &xs, &g, p).ll;
-                let info = information(family, &xs, &p);
+                let info = information(family, &xs, None, &p);
                 assert!((info.loglik - ll(&p)).abs() < 1e-11 * ll(&p).abs(), "{family:?} K = {}", p.k);
                 // ∂ℓ/∂μ_m and ∂ℓ/∂s_m by central differences
                 for m in 0..p.k {
-                    for (at, field) in [(mu_at(p.k, m), 0), (shape_at(p.k, m), 1)] {
+                    for (at, field) in
+                        [(Layout { k: p.k, noise: false }.mu(m), 0), (Layout { k: p.k, noise: false }.shape(m), 1)]
+                    {
                         let (mut up, mut down) = (p, p);
                         let v = if field == 0 { &mut up.mu[m] } else { &mut up.shape[m] };
                         let h = 1e-6 * v.abs();
@@ -524,8 +576,8 @@ pub(crate) mod tests {
     fn information_matches_a_numerical_hessian() {
         for family in Family::FITTED {
             for (xs, p) in cases(family) {
-                let np = free_parameters(p.k);
-                let exact = observed_information(family, &xs, &p);
+                let np = free_parameters(p.k, false);
+                let exact = observed_information(family, &xs, None, &p);
                 let numeric = numerical_information(family, &xs, &p);
                 let w = worst(&exact, &numeric, np);
                 eprintln!("{family:?} K = {}: worst relative difference {w:.2e}", p.k);
@@ -543,10 +595,10 @@ pub(crate) mod tests {
         for family in Family::FITTED {
             for (xs, p) in mle_cases(family) {
                 let k = p.k;
-                let np = free_parameters(k);
+                let np = free_parameters(k, false);
                 let ds = prepare(&xs, family).unwrap();
                 let cov = covariance(family, &ds, &p).unwrap();
-                let info = observed_information(family, &xs, &p);
+                let info = observed_information(family, &xs, None, &p);
                 // V I = identity
                 for a in 0..np {
                     for b in 0..np {
@@ -564,7 +616,7 @@ pub(crate) mod tests {
                     (0..k - 1).flat_map(|a| (0..k - 1).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
                 assert!((cov.se[k - 1] - sum_alpha.sqrt()).abs() <= 1e-12 * cov.se[k - 1].max(1e-300));
                 for m in 0..k {
-                    let (i, s) = (mu_at(k, m), shape_at(k, m));
+                    let (i, s) = (Layout { k, noise: false }.mu(m), Layout { k, noise: false }.shape(m));
                     assert!((cov.se[k + m] / cov.vcov[i * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
                     assert!((cov.se[2 * k + m] / cov.vcov[s * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
                 }
@@ -611,7 +663,7 @@ pub(crate) mod tests {
                 let p = params(&alpha, &[2.0, 2.0], &[truth.shape[0]; 2]);
                 let why = covariance(family, &ds, &p).unwrap_err();
                 assert_eq!(why, Singular::Collinear { at: 0 }, "{family:?} {alpha:?}");
-                assert_eq!(why.describe(family, 2), "the observed information is singular (first at alpha1)");
+                assert_eq!(why.describe(family, 2, false), "the observed information is singular (first at alpha1)");
             }
             // the same data fitted by one component is fine
             let mut one = truth;
@@ -629,7 +681,7 @@ pub(crate) mod tests {
         let wide = params(&[1.0], &[0.0], &[10.0]);
         let why = covariance(Family::Normal, &ds, &wide).unwrap_err();
         assert_eq!(why, Singular::Indefinite { at: 1 });
-        assert!(why.describe(Family::Normal, 1).contains("(first at sigma1)"));
+        assert!(why.describe(Family::Normal, 1, false).contains("(first at sigma1)"));
         // and non-finite parameters give a non-finite information
         let nan = params(&[1.0], &[f64::NAN], &[1.0]);
         assert_eq!(covariance(Family::Normal, &ds, &nan).unwrap_err(), Singular::NotFinite);
@@ -638,15 +690,18 @@ pub(crate) mod tests {
     #[test]
     fn parameter_names_follow_the_free_parameters() {
         use crate::params::parameter_names;
-        assert_eq!(parameter_names(Family::InvGauss, 2), ["alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2"]);
         assert_eq!(
-            Singular::Collinear { at: 1 }.describe(Family::Normal, 2),
+            parameter_names(Family::InvGauss, 2, false),
+            ["alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2"]
+        );
+        assert_eq!(
+            Singular::Collinear { at: 1 }.describe(Family::Normal, 2, false),
             "the observed information is singular (first at mu1)"
         );
         assert_eq!(
-            Singular::Collinear { at: 4 }.describe(Family::Normal, 2),
+            Singular::Collinear { at: 4 }.describe(Family::Normal, 2, false),
             "the observed information is singular (first at sigma2)"
         );
-        assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2).contains("parameter 10"));
+        assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2, false).contains("parameter 10"));
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::limits::{free_parameters, MAX_COMPONENTS, MAX_REFINE};
+use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
 use crate::screen::Screen;
@@ -22,6 +23,9 @@ pub struct Job<'a> {
     pub inits: Vec<Option<Params>>,
     /// How the engines lay the work out (never what they compute).
     pub tuning: Tuning,
+    /// With Settings::noise, the noise component's support by dataset
+    /// (the data's units); empty, or `None` for a dataset: its range.
+    pub noise_supports: Vec<Option<Support>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -69,6 +73,9 @@ pub struct Settings {
     /// `control$standard.errors`: each fit's observed information (standard
     /// errors); the bootstrap's refits do not need it.
     pub standard_errors: bool,
+    /// `noise`: every mixture with a noise component (noise.rs), a uniform
+    /// over the dataset's support (Job::noise_supports).
+    pub noise: bool,
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -100,6 +107,12 @@ impl Job<'_> {
             return Err(Error::Argument {
                 arg: "inits",
                 message: format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()),
+            });
+        }
+        if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "noise.support",
+                message: format!("{} supports for {} datasets", self.noise_supports.len(), self.datasets.len()),
             });
         }
         Ok(())
@@ -217,6 +230,9 @@ pub struct Fit {
     /// Standard errors from the observed information at `params`, or why
     /// there are none; `None` without `params` or when the job asked for none.
     pub covariance: Option<Result<Covariance, Singular>>,
+    /// The noise component's support, when the fit has one (its weight is
+    /// `params.noise`).
+    pub noise_support: Option<Support>,
 }
 
 /// One K's result for a dataset, for choosing among several Ks.
@@ -230,10 +246,11 @@ pub struct KSummary {
 }
 
 impl Fit {
-    /// (AIC, BIC) with `free_parameters(K)` parameters; NaN without a fit.
+    /// (AIC, BIC) with `free_parameters` parameters (a noise component's
+    /// weight among them); NaN without a fit.
     pub fn information_criteria(&self) -> (f64, f64) {
         let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
-        let df = free_parameters(p.k) as f64;
+        let df = free_parameters(p.k, self.noise_support.is_some()) as f64;
         (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
     }
 
@@ -258,6 +275,7 @@ impl Fit {
             by_k: Vec::new(),
             other_k: Vec::new(),
             covariance: None,
+            noise_support: None,
         }
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Layers, each using only those above it in this list:
 //! - types and limits: `limits`, `error`, `params`, `outcome`, `tuning`;
-//! - mathematics: `mathx`, `linalg`; a component family's, behind one trait:
+//! - mathematics: `mathx`, `linalg`; the noise component's density, `noise`;
+//!   a component family's, behind one trait:
 //!   `family::component` (the trait), `family::invgauss` and
 //!   `family::normal` (one implementation each), `family` (the runtime tag
 //!   meets them); then `estep`, `mstep`, `screen`; the job, `job` (its
@@ -49,6 +50,7 @@ pub mod limits;
 mod linalg;
 pub mod mathx;
 pub mod mstep;
+pub mod noise;
 mod outcome;
 mod params;
 mod polish;
@@ -70,6 +72,7 @@ pub use error::{Error, Unavailable};
 pub use finals::Finals;
 pub use job::{Fit, Job, KSummary, Settings};
 pub use limits::MAX_COMPONENTS;
+pub use noise::Support;
 pub use outcome::{Outcome, StartRecord, Status};
-pub use params::{parameter_names, Covariance, Family, Params, Singular, StartScheme};
+pub use params::{free_parameter_names, parameter_names, Covariance, Family, Params, Singular, StartScheme};
 pub use tuning::{ResultDuring, Tuning};

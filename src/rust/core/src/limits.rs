@@ -39,10 +39,16 @@ pub const SQUAREM_STEP_GROWTH: f64 = 4.0;
 pub const MAX_DRAWS: usize = 1000;
 
 /// The number of free parameters of a K-component mixture: K means, K shapes
-/// and K − 1 weights.
-pub const fn free_parameters(k: usize) -> usize {
-    3 * k - 1
+/// and K − 1 weights; with a noise component, its weight too.
+pub const fn free_parameters(k: usize, noise: bool) -> usize {
+    3 * k - 1 + noise as usize
 }
+
+/// The noise component's weight in every start (noise.rs), the K
+/// components' weights scaled to share the rest: small enough that the
+/// components are where the start put them, large enough that EM finds a
+/// few gross outliers from the first pass.
+pub const NOISE_START: f64 = 0.05;
 
 /// The spurious-solution screen's defaults (control$spurious.*; 0 turns a
 /// rule off), chosen by the simulation in inst/bench/spurious-screen.R: a

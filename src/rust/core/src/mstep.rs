@@ -25,8 +25,8 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
     Ok(())
 }
 
-/// α = S0/N, and each component's (μ, shape) from the family's M-step
-/// (ComponentFamily::component_m_step).
+/// α = S0/N (the noise component's weight likewise), and each component's
+/// (μ, shape) from the family's M-step (ComponentFamily::component_m_step).
 pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
     with_family!(family, F => m_step_of::<F>(k, st, n, spread))
 }
@@ -46,6 +46,7 @@ fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: usize, spread: f64) ->
         p.mu[m] = mu;
         p.shape[m] = shape;
     }
+    p.noise = st.s0_noise / nf;
     Ok(p)
 }
 

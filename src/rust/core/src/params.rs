@@ -104,11 +104,15 @@ pub struct Params {
     pub alpha: [f64; MAX_COMPONENTS],
     pub mu: [f64; MAX_COMPONENTS],
     pub shape: [f64; MAX_COMPONENTS],
+    /// The weight of the noise component (noise.rs), a uniform over the
+    /// dataset's noise support; 0 for a mixture without one. The K
+    /// weights `alpha` and `noise` sum to 1.
+    pub noise: f64,
 }
 
 impl Params {
     pub fn zeroed(k: usize) -> Params {
-        Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS] }
+        Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS], noise: 0.0 }
     }
 
     /// The mixture of the weights, means and shapes given, one per
@@ -128,7 +132,7 @@ impl Params {
 
     /// The same mixture with its components reordered by `order`.
     pub fn permuted(&self, order: &[usize]) -> Params {
-        let mut p = Params::zeroed(self.k);
+        let mut p = Params { noise: self.noise, ..Params::zeroed(self.k) };
         for (to, &from) in order.iter().enumerate() {
             p.alpha[to] = self.alpha[from];
             p.mu[to] = self.mu[from];
@@ -148,40 +152,68 @@ impl Params {
 
 /// What one E-step pass produces: the log-likelihood of the parameters it
 /// was run with (without the parameter-free Σh) and, per component,
-/// S0 = Σr, S1 = Σr·x, S2 = Σr·g (g = 1/x or x², see `family`).
+/// S0 = Σr, S1 = Σr·x, S2 = Σr·g (g = 1/x or x², see `family`); and the
+/// noise component's Σr (0 without one).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
     pub ll: f64,
     pub s0: [f64; MAX_COMPONENTS],
     pub s1: [f64; MAX_COMPONENTS],
     pub s2: [f64; MAX_COMPONENTS],
+    pub s0_noise: f64,
 }
 
 impl Stats {
     pub fn zero() -> Stats {
-        Stats { ll: 0.0, s0: [0.0; MAX_COMPONENTS], s1: [0.0; MAX_COMPONENTS], s2: [0.0; MAX_COMPONENTS] }
+        Stats {
+            ll: 0.0,
+            s0: [0.0; MAX_COMPONENTS],
+            s1: [0.0; MAX_COMPONENTS],
+            s2: [0.0; MAX_COMPONENTS],
+            s0_noise: 0.0,
+        }
     }
 }
 
 /// The names of a K-component mixture's 3K parameters as R shows them:
-/// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK. The
-/// free parameters of the information and covariance matrices are these
-/// without alphaK.
-pub fn parameter_names(family: Family, k: usize) -> Vec<String> {
-    ["alpha", "mu", family.shape_name()].iter().flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}"))).collect()
+/// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK; with
+/// a noise component, its weight `noise` last. The free parameters of the
+/// information and covariance matrices are these without the weight that
+/// the others determine: alphaK, or with a noise component the noise's
+/// (information.rs's Layout).
+pub fn parameter_names(family: Family, k: usize, noise: bool) -> Vec<String> {
+    let mut names: Vec<String> = ["alpha", "mu", family.shape_name()]
+        .iter()
+        .flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}")))
+        .collect();
+    if noise {
+        names.push("noise".to_string());
+    }
+    names
+}
+
+/// The names of the free parameters, in the order of the information and
+/// covariance matrices: `parameter_names` without the weight the others
+/// determine (alphaK, or the noise's).
+pub fn free_parameter_names(family: Family, k: usize, noise: bool) -> Vec<String> {
+    let dependent = if noise { 3 * k } else { k.saturating_sub(1) };
+    let names = parameter_names(family, k, noise).into_iter().enumerate();
+    names.filter(|&(i, _)| i != dependent).map(|(_, name)| name).collect()
 }
 
 /// Standard errors of a fit, from the observed information at the fitted
 /// parameters, in the data's own units.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Covariance {
-    /// The inverse of the observed information over the 3K − 1 free
-    /// parameters (α_1..α_{K−1}, μ_1..μ_K, shape_1..shape_K), column-major.
+    /// The inverse of the observed information over the free parameters
+    /// (`free_parameter_names`: α_1..α_{K−1} (..α_K with a noise
+    /// component), μ_1..μ_K, shape_1..shape_K), column-major.
     /// Far from unit scale its μ and shape entries can underflow or overflow
     /// (they carry the square of the data's scale); `se` does not.
     pub vcov: Vec<f64>,
-    /// The standard error of each of the 3K parameters, in the order of
-    /// `parameter_names` (α_K's by the delta method, α_K = 1 − Σ α_j).
+    /// The standard error of each parameter, in the order of
+    /// `parameter_names` (the dependent weight's by the delta method, as
+    /// 1 − the sum of the others).
     pub se: Vec<f64>,
 }
 
@@ -190,9 +222,9 @@ pub struct Covariance {
 pub enum Singular {
     /// Some entry of the observed information is NaN or infinite.
     NotFinite,
-    /// The information about free parameter `at` (its index among the 3K − 1)
-    /// is lost to the parameters before it: the matrix is singular, up to
-    /// rounding.
+    /// The information about free parameter `at` (its index among the free
+    /// parameters) is lost to the parameters before it: the matrix is
+    /// singular, up to rounding.
     Collinear { at: usize },
     /// The information is clearly not positive definite, first at free
     /// parameter `at`: the parameters are not at a local maximum.
@@ -200,22 +232,23 @@ pub enum Singular {
 }
 
 impl Singular {
-    /// Reads after "no standard errors: ". `family` and `k` name the parameter.
-    pub fn describe(self, family: Family, k: usize) -> String {
+    /// Reads after "no standard errors: ". `family`, `k` and `noise` (a
+    /// noise component) name the parameter.
+    pub fn describe(self, family: Family, k: usize, noise: bool) -> String {
         match self {
-            Singular::Indefinite { .. } => format!("{}: the fit is not at a local maximum", self.what(family, k)),
-            _ => self.what(family, k),
+            Singular::Indefinite { .. } => {
+                format!("{}: the fit is not at a local maximum", self.what(family, k, noise))
+            }
+            _ => self.what(family, k, noise),
         }
     }
 
     /// What is wrong with the information, without what it means for the
     /// fit (`describe` adds that): for a message that says it already.
-    pub fn what(self, family: Family, k: usize) -> String {
+    pub fn what(self, family: Family, k: usize, noise: bool) -> String {
         let name = |at: usize| {
-            // the free parameters are all but alphaK
-            let alpha_k = k.checked_sub(1);
-            let free = parameter_names(family, k).into_iter().enumerate().filter(|&(i, _)| Some(i) != alpha_k);
-            free.map(|(_, name)| name).nth(at).unwrap_or_else(|| format!("parameter {}", at + 1))
+            let free = free_parameter_names(family, k, noise);
+            free.get(at).cloned().unwrap_or_else(|| format!("parameter {}", at + 1))
         };
         match self {
             Singular::NotFinite => "the observed information is not finite".to_string(),

@@ -37,7 +37,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.x.len());
     let mut fit = *at;
-    let mut here = information(family, &ds.x, &fit.params);
+    let mut here = information(family, &ds.x, ds.noise_terms(), &fit.params);
     here.loglik += ds.h_sum;
     let mut before: Option<(StartFit, Information)> = None;
     for _ in 0..POLISH_STEPS {
@@ -51,8 +51,8 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
         if delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED) {
             break;
         }
-        let Some(q) = moved(family, &fit.params, &delta, 1.0, ds.spread) else { break };
-        let mut next = information(family, &ds.x, &q);
+        let Some(q) = moved(family, &fit.params, ds.noise.is_some(), &delta, 1.0, ds.spread) else { break };
+        let mut next = information(family, &ds.x, ds.noise_terms(), &q);
         next.loglik += ds.h_sum;
         before = Some((fit, std::mem::replace(&mut here, next)));
         fit.params = q;

@@ -35,12 +35,14 @@ impl Refinement {
         let &(alpha, mu, shape) = self.seeds.get((j / k) % self.seeds.len().max(1))?;
         let m = j % k;
         let mut p = self.centre;
-        let rest = 1.0 - p.alpha[m];
+        // the components' share: all but a noise component's weight
+        let total = 1.0 - p.noise;
+        let rest = total - p.alpha[m];
         if !(rest > 0.0) {
             return None;
         }
         for i in 0..k {
-            p.alpha[i] *= (1.0 - alpha) / rest;
+            p.alpha[i] *= (total - alpha) / rest;
         }
         p.alpha[m] = alpha;
         p.mu[m] = mu;

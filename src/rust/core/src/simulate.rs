@@ -8,6 +8,7 @@ use rand_pcg::Pcg64;
 
 use crate::family::{with_family, ComponentFamily};
 use crate::mathx::mix64;
+use crate::noise::Support;
 use crate::params::{Family, Params};
 
 /// The generator of replicate `replicate` under a `k`-component null of the
@@ -21,30 +22,43 @@ pub fn replicate_rng(seed: u64, data_hash: u64, k: usize, replicate: u32) -> Pcg
     Pcg64::new(((hi as u128) << 64) | lo as u128, replicate as u128)
 }
 
-/// `n` draws from the mixture `p` of `family`: for each, a component by its
-/// weight, then a value from it (ComponentFamily::draw).
-pub fn draw_mixture(family: Family, p: &Params, n: usize, rng: &mut Pcg64) -> Vec<f64> {
-    let draws = with_family!(family, F => draw_mixture_of::<F>(p, n, rng));
-    // a family fitted on the logarithms draws them
-    if family.on_log_scale() {
-        return draws.into_iter().map(f64::exp).collect();
-    }
-    draws
+/// `n` draws from the mixture `p` of `family` (with its noise component, a
+/// uniform over `noise`, where `p.noise` > 0): for each, a component by its
+/// weight, then a value from it (ComponentFamily::draw, or the uniform's).
+pub fn draw_mixture(family: Family, p: &Params, noise: Option<&Support>, n: usize, rng: &mut Pcg64) -> Vec<f64> {
+    with_family!(family, F => draw_mixture_of::<F>(p, noise, family.on_log_scale(), n, rng))
 }
 
-/// `draw_mixture` for the family `F`.
-fn draw_mixture_of<F: ComponentFamily>(p: &Params, n: usize, rng: &mut Pcg64) -> Vec<f64> {
+/// `draw_mixture` for the family `F` (fitted on the logarithms when
+/// `on_log`: its draws are of them).
+fn draw_mixture_of<F: ComponentFamily>(
+    p: &Params,
+    noise: Option<&Support>,
+    on_log: bool,
+    n: usize,
+    rng: &mut Pcg64,
+) -> Vec<f64> {
     let k = p.k.max(1);
-    let total: f64 = p.alpha[..k].iter().sum();
+    let noise = noise.filter(|_| p.noise > 0.0);
+    let weights: f64 = p.alpha[..k].iter().sum();
+    let total = if noise.is_some() { weights + p.noise } else { weights };
     (0..n)
         .map(|_| {
             let mut u = rng.random::<f64>() * total;
+            if let Some(s) = noise.filter(|_| u >= weights) {
+                return s.draw(rng);
+            }
             let mut m = 0;
             while m + 1 < k && u >= p.alpha[m] {
                 u -= p.alpha[m];
                 m += 1;
             }
-            F::draw(p.mu[m], p.shape[m], rng)
+            let v = F::draw(p.mu[m], p.shape[m], rng);
+            if on_log {
+                v.exp()
+            } else {
+                v
+            }
         })
         .collect()
 }
@@ -66,12 +80,12 @@ mod tests {
     #[test]
     fn replicates_are_pure_functions_of_seed_data_and_index() {
         let p = params(&[0.3, 0.7], &[1.0, 3.0], &[30.0, 0.2]);
-        let draw = |seed, hash, b| draw_mixture(Family::InvGauss, &p, 50, &mut replicate_rng(seed, hash, 2, b));
+        let draw = |seed, hash, b| draw_mixture(Family::InvGauss, &p, None, 50, &mut replicate_rng(seed, hash, 2, b));
         assert_eq!(draw(1, 2, 3), draw(1, 2, 3));
         assert_ne!(draw(1, 2, 3), draw(1, 2, 4));
         assert_ne!(draw(1, 2, 3), draw(1, 5, 3));
         assert_ne!(draw(1, 2, 3), draw(6, 2, 3));
-        let other_k = draw_mixture(Family::InvGauss, &p, 50, &mut replicate_rng(1, 2, 3, 3));
+        let other_k = draw_mixture(Family::InvGauss, &p, None, 50, &mut replicate_rng(1, 2, 3, 3));
         assert_ne!(draw(1, 2, 3), other_k);
     }
 
@@ -87,7 +101,7 @@ mod tests {
             (Family::InvGauss, params(&[1.0], &[2.0], &[0.05])),
             (Family::Gamma, params(&[0.4, 0.6], &[1.0, 5.0], &[4.0, 0.6])),
         ] {
-            let x = draw_mixture(family, &p, n, &mut replicate_rng(7, 11, p.k, 0));
+            let x = draw_mixture(family, &p, None, n, &mut replicate_rng(7, 11, p.k, 0));
             let (m, v) = mean_var(&x);
             let comp_var = |j: usize| match family {
                 Family::Normal | Family::Lognormal => p.shape[j] * p.shape[j],

@@ -68,8 +68,10 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
             refine: 0,
             devices: Vec::new(),
             standard_errors: true,
+            noise: false,
         },
         tuning: Tuning::default(),
+        noise_supports: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -208,8 +210,10 @@ fn cancelling_stops_the_call() {
             refine: 0,
             devices: Vec::new(),
             standard_errors: true,
+            noise: false,
         },
         tuning: Tuning::default(),
+        noise_supports: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -245,8 +249,10 @@ fn run_accelerated(
             refine: 0,
             devices: Vec::new(),
             standard_errors: false,
+            noise: false,
         },
         tuning: Tuning::default(),
+        noise_supports: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -333,8 +339,10 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
             refine: 0,
             devices: Vec::new(),
             standard_errors: false,
+            noise: false,
         },
         tuning: Tuning::default(),
+        noise_supports: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -392,8 +400,10 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                     refine: 0,
                     devices: Vec::new(),
                     standard_errors,
+                    noise: false,
                 },
                 tuning: Tuning::default(),
+                noise_supports: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

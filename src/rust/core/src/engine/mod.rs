@@ -40,14 +40,17 @@ impl<'a> Work<'a> {
 
     /// The initial parameters of start `start` of dataset `d` (rescaled
     /// units), what every engine starts from: drawn by the task's scheme
-    /// (starts.rs), or in a refinement round the refinement's start.
+    /// (starts.rs), or in a refinement round the refinement's start; with
+    /// the noise component's weight where the dataset has one
+    /// (Prepared::start).
     pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
         let t = &self.task;
         let ds = self.datasets.get(d).copied().flatten()?;
-        match self.refine.get(d) {
+        let p = match self.refine.get(d) {
             Some(r) => r.as_ref()?.start(start - t.first_start),
             None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start),
-        }
+        };
+        p.map(|p| ds.start(p))
     }
 
     /// Indices of the datasets to fit.

@@ -1,0 +1,50 @@
+# The noise component (bulkem(noise = TRUE)): a uniform density over a
+# support, its weight estimated with the components' (noise.rs in the core).
+# A fit with one carries `noise` (its weight) and `noise_support` (lower,
+# upper); without one, both are NA.
+
+has_noise <- function(fit) {
+  s <- fit$noise_support
+  length(s) == 2 && !anyNA(s) && length(fit$noise) == 1 && !is.na(fit$noise)
+}
+
+# The noise's share of the mixture density at x: weight / width inside the
+# support, 0 outside, NA at NA.
+noise_density <- function(fit, x) {
+  s <- fit$noise_support
+  ifelse(x >= s[1] & x <= s[2], fit$noise / (s[2] - s[1]), 0)
+}
+
+# The noise's share of the mixture cdf at x.
+noise_cdf <- function(fit, x) fit$noise * stats::punif(x, fit$noise_support[1], fit$noise_support[2])
+
+# `n` draws from the uniform over the fit's noise support.
+noise_draws <- function(fit, n) stats::runif(n, fit$noise_support[1], fit$noise_support[2])
+
+# bulkem()'s `noise.support`, checked, as the flat (lower, upper) pairs the
+# core takes: NULL (each dataset's range: no pairs), one support for every
+# dataset (one pair), or one per dataset: a list of length-2 vectors (NULL:
+# that dataset's range, a pair of NAs) or a matrix of two columns.
+check_noise_support <- function(support, n_datasets, noise) {
+  if (is.null(support)) return(numeric(0))
+  if (!noise) stop_arg("`noise.support` is given but `noise = FALSE`: set `noise = TRUE` to fit a noise component")
+  bad <- function(what) {
+    stop_arg("`noise.support` must be c(lower, upper) with finite lower < upper, or one such pair per dataset ",
+             "(a list or a two-column matrix with ", n_datasets, " rows)", what)
+  }
+  pair <- function(p, i = NULL) {
+    if (is.null(p)) return(c(NA_real_, NA_real_))
+    where <- if (is.null(i)) "" else paste0("; element ", i, " is not")
+    if (!is.numeric(p) || length(p) != 2 || any(!is.finite(p)) || !(p[1] < p[2])) bad(where)
+    as.double(p)
+  }
+  if (is.matrix(support)) {
+    if (!is.numeric(support) || ncol(support) != 2 || nrow(support) != n_datasets) bad("")
+    return(as.double(unlist(lapply(seq_len(nrow(support)), function(i) pair(support[i, ], i)))))
+  }
+  if (is.list(support) && !is.data.frame(support)) {
+    if (length(support) != n_datasets) bad(paste0("; it has ", length(support), " elements"))
+    return(as.double(unlist(Map(pair, support, seq_along(support)))))
+  }
+  pair(support)
+}

@@ -1,0 +1,193 @@
+# noise = TRUE: a uniform noise component over the data's range (or a given
+# support), its weight estimated with the others. Every number checked
+# against R's own densities (dunif plus dnorm, statmod's dinvgauss, dlnorm,
+# dgamma), a direct maximisation (optim) or a numerical Hessian.
+
+shape_of <- function(family) switch(family, invgauss = "lambda", gamma = "shape", "sigma")
+
+# Two components and a few gross outliers.
+contaminated <- function(family, n = 300, outliers = 6, seed = 1) {
+  set.seed(seed)
+  half <- n / 2
+  core <- switch(family,
+    normal = c(rnorm(half, 0, 1), rnorm(half, 5, 1)),
+    invgauss = c(statmod::rinvgauss(half, 1, 20), statmod::rinvgauss(half, 3, 40)),
+    lognormal = c(rlnorm(half, 0, 0.3), rlnorm(half, 1.2, 0.3)),
+    gamma = c(rgamma(half, 20, 20), rgamma(half, 20, 20 / 3)))
+  extra <- switch(family, normal = runif(outliers, -30, 40), runif(outliers, 8, 40))
+  c(core, extra)
+}
+
+test_that("a noise fit's log-likelihood is R's mixture density plus dunif, for every family", {
+  for (family in c("normal", "invgauss", "lognormal", "gamma")) {
+    x <- contaminated(family)
+    f <- bulkem(list(x), 2, family = family, noise = TRUE, seed = 3, use.gpu = FALSE)[[1]]
+    expect_identical(f$status, "converged")
+    expect_equal(f$noise_support, range(x))
+    expect_equal(sum(f$alpha) + f$noise, 1, tolerance = 1e-12)
+    # the outliers are noise: about 6 of 306 observations
+    expect_gt(f$noise * length(x), 3)
+    expect_lt(f$noise * length(x), 12)
+    th <- c(f$alpha, f$mu, f[[shape_of(family)]])
+    expect_equal(f$loglik, theta_loglik(th, x, 2, family, support = range(x)), tolerance = 1e-12,
+                 info = family)
+    expect_named(f$se, c("alpha1", "alpha2", "mu1", "mu2", paste0(shape_of(family), 1:2), "noise"))
+    expect_identical(dim(f$vcov), c(6L, 6L))
+    expect_identical(rownames(f$vcov), c("alpha1", "alpha2", "mu1", "mu2", paste0(shape_of(family), 1:2)))
+  }
+})
+
+test_that("a noise fit's maximum is at least optim's, its standard errors a numerical Hessian's", {
+  for (family in c("normal", "invgauss")) {
+    x <- contaminated(family, seed = 7)
+    f <- bulkem(list(x), 2, family = family, noise = TRUE, seed = 1, use.gpu = FALSE)[[1]]
+    s <- range(x)
+    nll <- function(t) {
+      if (any(t[1:2] <= 0) || sum(t[1:2]) >= 1 || any(t[5:6] <= 0) ||
+          (family == "invgauss" && any(t[3:4] <= 0))) return(1e10)
+      -theta_loglik(t, x, 2, family, support = s)
+    }
+    set.seed(4)
+    best <- -Inf
+    for (start in 1:20) {
+      m <- sort(sample(x[x > quantile(x, 0.02) & x < quantile(x, 0.98)], 2))
+      t0 <- c(0.45, 0.45, m, if (family == "normal") c(1, 1) else c(10, 10))
+      o <- optim(t0, nll, control = list(maxit = 20000, reltol = 1e-14))
+      best <- max(best, -o$value)
+    }
+    expect_gte(f$loglik, best - 1e-7 * abs(best))
+    th <- c(f$alpha, f$mu, f[[shape_of(family)]])
+    se <- sqrt(diag(solve(numerical_information(th, x, 2, family, support = s))))
+    expect_equal(unname(f$se[1:6]), se, tolerance = 1e-3, info = family)
+    # the noise weight's, by the delta method: 1 - alpha1 - alpha2
+    v <- f$vcov[1:2, 1:2]
+    expect_equal(unname(f$se["noise"]), sqrt(sum(v)), tolerance = 1e-10)
+  }
+})
+
+test_that("the noise component keeps the components where outliers stretch a plain fit", {
+  x <- contaminated("normal", outliers = 6, seed = 11)
+  plain <- bulkem(list(x), 2, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
+  noisy <- bulkem(list(x), 2, family = "normal", seed = 2, noise = TRUE, use.gpu = FALSE)[[1]]
+  # the true means are 0 and 5, sds 1
+  expect_lt(max(abs(noisy$mu - c(0, 5))), 0.3)
+  expect_lt(max(abs(noisy$sigma - 1)), 0.2)
+  expect_gt(max(plain$sigma), 2)
+  # BIC prefers the noise: the outliers cost the plain fit far more than one parameter
+  expect_lt(BIC(bulkem(list(x), 2, family = "normal", seed = 2, noise = TRUE, use.gpu = FALSE)),
+            BIC(bulkem(list(x), 2, family = "normal", seed = 2, use.gpu = FALSE)))
+})
+
+test_that("predict and augment give each observation's probability of being noise", {
+  x <- contaminated("invgauss", seed = 5)
+  fits <- bulkem(list(a = x, b = x[-(1:20)]), 2, noise = TRUE, seed = 1, use.gpu = FALSE,
+                 control = list(keep.data = TRUE))
+  f <- fits$a
+  p <- predict(f)
+  expect_named(p, c("x", "comp1", "comp2", "noise", "component"))
+  expect_equal(rowSums(p[, c("comp1", "comp2", "noise")]), rep(1, length(x)), tolerance = 1e-12)
+  # the posterior of the noise is its share of R's mixture density
+  dens <- function(m) f$alpha[m] * statmod::dinvgauss(x, f$mu[m], f$lambda[m])
+  u <- f$noise / diff(f$noise_support)
+  expect_equal(p$noise, u / (dens(1) + dens(2) + u), tolerance = 1e-10)
+  expect_equal(predict(f, type = "density"), dens(1) + dens(2) + u, tolerance = 1e-12)
+  outliers <- seq(301, 306)
+  expect_true(all(p$component[outliers] == 0L))
+  expect_identical(predict(f, type = "class"), p$component)
+  a <- augment(fits)
+  expect_true(".noise" %in% names(a))
+  expect_equal(a$.noise[a$dataset == "a"], p$noise)
+  # outside the support a value cannot be noise
+  expect_equal(predict(f, 1e3)$noise, 0)
+  # tidy: the noise weight as component 0's alpha; glance's df counts it
+  td <- tidy(fits)
+  w <- td[td$dataset == "a" & td$component == 0, ]
+  expect_identical(w$term, "alpha")
+  expect_equal(w$estimate, f$noise)
+  expect_equal(w$std.error, unname(f$se["noise"]))
+  expect_identical(glance(fits)$df, c(6L, 6L))
+  expect_equal(attr(logLik(f), "df"), 6)
+  expect_equal(BIC(fits)[["a"]], -2 * f$loglik + 6 * log(length(x)))
+})
+
+test_that("the cdf, quantiles and draws include the noise", {
+  x <- contaminated("normal", seed = 9)
+  f <- bulkem(list(x), 2, family = "normal", noise = TRUE, seed = 1, use.gpu = FALSE)[[1]]
+  s <- f$noise_support
+  cdf <- function(v) {
+    f$alpha[1] * pnorm(v, f$mu[1], f$sigma[1]) + f$alpha[2] * pnorm(v, f$mu[2], f$sigma[2]) +
+      f$noise * punif(v, s[1], s[2])
+  }
+  at <- c(-25, -1, 2.5, 6, 30)
+  expect_equal(predict(f, at, type = "cdf"), cdf(at), tolerance = 1e-12)
+  q <- quantile(f, c(0.001, 0.5, 0.999))
+  expect_equal(cdf(unname(q)), c(0.001, 0.5, 0.999), tolerance = 1e-8)
+  draws <- unlist(simulate(f, nsim = 50, seed = 2))
+  expect_gt(stats::ks.test(draws, cdf)$p.value, 1e-3)
+})
+
+test_that("noise.support: one for every dataset, one per dataset, or each dataset's range", {
+  x <- contaminated("normal", seed = 12)
+  y <- contaminated("normal", seed = 13)
+  given <- bulkem(list(x, y), 2, family = "normal", noise = TRUE, noise.support = c(-50, 50),
+                  seed = 1, use.gpu = FALSE)
+  expect_equal(given[[2]]$noise_support, c(-50, 50))
+  th <- c(given[[1]]$alpha, given[[1]]$mu, given[[1]]$sigma)
+  expect_equal(given[[1]]$loglik, theta_loglik(th, x, 2, "normal", support = c(-50, 50)), tolerance = 1e-12)
+  each <- bulkem(list(x, y), 2, family = "normal", noise = TRUE, noise.support = list(c(-50, 50), NULL),
+                 seed = 1, use.gpu = FALSE)
+  expect_equal(each[[1]][c("mu", "loglik")], given[[1]][c("mu", "loglik")])
+  expect_equal(each[[2]]$noise_support, range(y))
+  m <- bulkem(list(x, y), 2, family = "normal", noise = TRUE, noise.support = rbind(c(-50, 50), c(-60, 60)),
+              seed = 1, use.gpu = FALSE)
+  expect_equal(m[[2]]$noise_support, c(-60, 60))
+  # a support that leaves out some data: those can only be a component's
+  narrow <- bulkem(list(x), 2, family = "normal", noise = TRUE, noise.support = c(-5, 10),
+                   seed = 1, use.gpu = FALSE)[[1]]
+  th <- c(narrow$alpha, narrow$mu, narrow$sigma)
+  expect_equal(narrow$loglik, theta_loglik(th, x, 2, "normal", support = c(-5, 10)), tolerance = 1e-12)
+  expect_equal(predict(narrow, 30)$noise, 0)
+})
+
+test_that("bad noise arguments are classed errors naming the argument", {
+  x <- list(contaminated("normal"))
+  expect_error(bulkem(x, 2, family = "normal", noise = NA, use.gpu = FALSE),
+               class = "bulkem_error_argument", regexp = "noise")
+  expect_error(bulkem(x, 2, family = "normal", noise.support = c(0, 1), use.gpu = FALSE),
+               class = "bulkem_error_argument", regexp = "noise = TRUE")
+  for (bad in list(c(1, 0), c(0, Inf), "a", c(0, 1, 2), list(c(0, 1), c(0, 1)), matrix(1:4, 1))) {
+    expect_error(bulkem(x, 2, family = "normal", noise = TRUE, noise.support = bad, use.gpu = FALSE),
+                 class = "bulkem_error_argument", regexp = "noise.support")
+  }
+  expect_error(bulkem(x, 2, family = "normal", noise = TRUE, use.gpu = TRUE),
+               class = "bulkem_error_argument", regexp = "cpu")
+  expect_error(bulkem(x, 2, family = "normal", noise = TRUE, control = list(engine = "cuda-batched")),
+               class = "bulkem_error_argument", regexp = "cpu")
+  f <- bulkem(x, 2, family = "normal", noise = TRUE, seed = 1, use.gpu = FALSE)
+  expect_error(bulkem_bootstrap(f, B = 19), class = "bulkem_error_argument", regexp = "noise")
+})
+
+test_that("noise fits choose K by BIC, reproduce by seed, and shard alike", {
+  x <- contaminated("normal", seed = 21)
+  f <- bulkem(list(x, x[1:200]), 1:3, family = "normal", noise = TRUE, seed = 4, use.gpu = FALSE,
+              control = list(threads = 1))
+  expect_identical(length(f[[1]]$mu), 2L)
+  tab <- bulkem_compare(f)
+  expect_identical(tab$df[tab$dataset == "1"], c(3L, 6L, 9L))
+  again <- bulkem(list(x, x[1:200]), 1:3, family = "normal", noise = TRUE, seed = 4, use.gpu = FALSE,
+                  control = list(threads = 2))
+  expect_identical(again[[1]][c("mu", "sigma", "alpha", "noise", "loglik")],
+                   f[[1]][c("mu", "sigma", "alpha", "noise", "loglik")])
+})
+
+test_that("confint has the noise weight's interval, and the plot draws the noise level", {
+  x <- contaminated("gamma", seed = 31)
+  f <- bulkem(list(x), 2, family = "gamma", noise = TRUE, seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))[[1]]
+  ci <- confint(f)
+  expect_identical(rownames(ci)[7], "noise")
+  expect_true(ci["noise", 1] > 0 && ci["noise", 1] < f$noise && ci["noise", 2] > f$noise)
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(f))
+})
