@@ -249,8 +249,8 @@
 #'   and the support as `noise_support`; [predict()][predict.bulkem_fit]
 #'   and [augment()][augment.bulkem] give each observation's probability of
 #'   being noise (column `noise`, `.noise`); AIC and BIC count the weight as
-#'   one more parameter. Fitted by the `"cpu"` engine (the default engine
-#'   is the CPU's when `noise = TRUE`).
+#'   one more parameter. Every engine fits it (`cuda-batched` in double
+#'   precision only: `control$precision = "mixed"` is an error with it).
 #' @param noise.support Where the noise component's density lives, in the
 #'   data's units: `NULL` (default) for each dataset's range, `c(lower,
 #'   upper)` for every dataset, or one pair per dataset (a list of such
@@ -482,7 +482,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise),
                       control, verbose, started, noise.support))
   }
-  engine <- choose_engine(use.gpu, control$engine, noise)
+  engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support), reporter$update)

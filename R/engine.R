@@ -6,17 +6,7 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# A noise component is the CPU engine's only so far: "auto" chooses it; a
-# GPU engine asked for by name or by use.gpu = TRUE is an error naming
-# `noise`.
-choose_engine <- function(use.gpu, engine, noise = FALSE) {
-  if (noise) {
-    if (isTRUE(use.gpu) || engine %in% c("cuda-streams", "cuda-batched")) {
-      stop_arg("`noise = TRUE` is fitted by the \"cpu\" engine only so far: leave `use.gpu` and ",
-               "`control$engine` at their defaults, or set `control$engine = \"cpu\"`")
-    }
-    return("cpu")
-  }
+choose_engine <- function(use.gpu, engine) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")

@@ -159,10 +159,6 @@ test_that("bad noise arguments are classed errors naming the argument", {
     expect_error(bulkem(x, 2, family = "normal", noise = TRUE, noise.support = bad, use.gpu = FALSE),
                  class = "bulkem_error_argument", regexp = "noise.support")
   }
-  expect_error(bulkem(x, 2, family = "normal", noise = TRUE, use.gpu = TRUE),
-               class = "bulkem_error_argument", regexp = "cpu")
-  expect_error(bulkem(x, 2, family = "normal", noise = TRUE, control = list(engine = "cuda-batched")),
-               class = "bulkem_error_argument", regexp = "cpu")
   f <- bulkem(x, 2, family = "normal", noise = TRUE, seed = 1, use.gpu = FALSE)
   expect_error(bulkem_bootstrap(f, B = 19), class = "bulkem_error_argument", regexp = "noise")
 })
@@ -190,4 +186,16 @@ test_that("confint has the noise weight's interval, and the plot draws the noise
   grDevices::pdf(NULL)
   on.exit(grDevices::dev.off())
   expect_silent(plot(f))
+})
+
+test_that("invalid and failed datasets among noise fits keep their place and their fields' shapes", {
+  x <- contaminated("normal", seed = 41)
+  f <- suppressWarnings(bulkem(list(x, c(1, NA, 3), rep(2, 20), x[1:4]), 2, family = "normal", noise = TRUE,
+                               seed = 1, use.gpu = FALSE))
+  expect_identical(vapply(f, `[[`, "", "status"), c("converged", "invalid", "invalid", "invalid"))
+  for (i in 2:4) {
+    expect_identical(names(f[[i]]$se), c("alpha1", "alpha2", "mu1", "mu2", "sigma1", "sigma2", "noise"))
+    expect_true(all(is.na(f[[i]]$se)) && is.na(f[[i]]$noise))
+  }
+  expect_equal(f[[1]]$mu, bulkem(list(x), 2, family = "normal", noise = TRUE, seed = 1, use.gpu = FALSE)[[1]]$mu)
 })

@@ -246,6 +246,9 @@ pub struct FitLists {
     width: usize,
     choice: bool,
     standard_errors: bool,
+    /// the call fits a noise component: every fit's `se` and `vcov` have
+    /// its weight's entries (NA in a fit without parameters too)
+    noise: bool,
     /// Where each dataset's list stands.
     slots: Vec<Slot>,
     /// The call's one K's stand-in fit, whose list `reserve` makes (None
@@ -329,6 +332,7 @@ impl FitLists {
                 width,
                 choice,
                 standard_errors,
+                noise,
                 slots: vec![Slot::Empty; datasets],
                 blank: k.map(|k| Fit::without_params(0, k, Status::Failed, String::new(), 0, 0)),
                 cursor: 0,
@@ -473,7 +477,7 @@ impl FitLists {
         store(field::NOISE, &[na(f.params.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))]);
         store(field::NOISE_SUPPORT, &[na(noise[0]), na(noise[1])]);
         if self.standard_errors {
-            set_standard_errors(l, field::SE, f, self.labels, reuse);
+            set_standard_errors(l, field::SE, f, self.noise, self.labels, reuse);
         }
         if choice {
             set(field::NUM_COMPONENTS, int(i32::try_from(f.k).ok()));
@@ -535,14 +539,13 @@ unsafe fn parameter_labels(family: Family, noise: bool) -> SEXP {
 /// # Safety
 /// On R's main thread; `l` and `labels` (from `parameter_labels`) protected;
 /// with `reuse`, `l`'s vectors at `at`, `at + 1` are its own, unshared.
-unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, labels: SEXP, reuse: bool) {
+unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, noise: bool, labels: SEXP, reuse: bool) {
     let k = f.k;
     let (se, vcov) = match &f.covariance {
         Some(Ok(c)) => (Some(&c.se[..]), Some(&c.vcov[..])),
         _ => (None, None),
     };
-    let noise = f.noise_support.is_some() as usize;
-    let all = 3 * k + noise;
+    let all = 3 * k + noise as usize;
     let np = all.saturating_sub(1);
     let fill = |v: SEXP, len: usize, values: Option<&[f64]>| {
         for i in 0..len {

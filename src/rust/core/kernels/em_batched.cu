@@ -41,8 +41,9 @@
 // the group, the less of it per observation.
 //
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
-// a start of dataset fit_ds[f] beginning at init[f][3K] (alpha[K], mu[K],
-// shape[K]); results go to out_params[f][3K], out_ll[f], out_info[f] =
+// a start of dataset fit_ds[f] beginning at init[f][W] (alpha[K], mu[K],
+// shape[K], and with a noise component (N = 1) its weight: W = 3K + N);
+// results go to out_params[f][W], out_ll[f], out_info[f] =
 // {iterations, outcome, spurious} (FIT_INFO values; outcome codes:
 // outcome.rs Outcome::code; spurious: screen.rs Screen::spurious of the final
 // parameters, with the call's thresholds). While fit f runs, out_params[f]
@@ -61,7 +62,10 @@
 // codes FAM_*, the special functions' SERIES_FROM, HALF_LN_2PI and
 // GAMMA_SHAPE_*) comes from the prelude that gpu/prelude.rs generates from
 // the Rust definitions. F, a template parameter throughout, is the family's
-// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS or FAM_GAMMA.
+// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS or FAM_GAMMA; N is 1
+// for a mixture with a noise component (noise.rs): a uniform whose
+// log-density less h, t(x), comes per observation in noise_t (laid out as
+// obs), its weight beside the components' (fp64 kernels only).
 
 // special.rs, step for step: log Gamma, digamma and trigamma (together) by
 // their recurrences up to SERIES_FROM and their asymptotic series there, and
@@ -135,8 +139,10 @@ __device__ __forceinline__ int check_component(double mu, double shape, double s
 // outcome code. `total` is the weights' total: n (as double), or in fp32
 // passes the sum of S0 (see advance).
 template <int K, int F>
-__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], double total,
-                                      double spread, double alpha[K], double mu[K], double shape[K]) {
+__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], double s0n,
+                                      double total, double spread, double alpha[K], double mu[K], double shape[K],
+                                      double& noise) {
+    noise = s0n / total;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
@@ -179,12 +185,15 @@ __device__ __forceinline__ void terms(const double alpha[K], const double mu[K],
 template <int K>
 struct Pass {
     double s0[K], s1[K], s2[K];
+    // the noise component's S0 (unused, so dropped, without one)
+    double s0n;
     double ll_max, prod;
     long long prod_exp;
 
     __device__ __forceinline__ void reset() {
 #pragma unroll
         for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = 0.0;
+        s0n = 0.0;
         ll_max = 0.0;
         prod = 1.0;
         prod_exp = 0;
@@ -218,6 +227,8 @@ struct State {
     double alpha[K], mu[K], shape[K], c[K], kk[K];
     // 1/mu, what the gamma's q takes (unused, so dropped, for the others)
     double inv_mu[K];
+    // the noise component's weight and its logarithm (N = 1)
+    double noise, log_noise;
     double prev, ll1, step, step_max;
     int iterations, phase;
     bool has_prev;
@@ -228,6 +239,7 @@ struct State {
     template <int F>
     __device__ __forceinline__ void retermed() {
         terms<K, F>(alpha, mu, shape, c, kk);
+        log_noise = log(noise);
 #pragma unroll
         for (int m = 0; m < K; ++m) {
             inv_mu[m] = 1.0 / mu[m];
@@ -279,8 +291,8 @@ __device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, c
 // One observation of the E-step (estep.rs): responsibilities of the K
 // components, accumulated into the pass's sums. The largest term's
 // exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
-template <int K, int F>
-__device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st, Pass<K>& p) {
+template <int K, int F, int N>
+__device__ __forceinline__ void accumulate(const double2 xg, const double t, const State<K>& st, Pass<K>& p) {
     double l[K];
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -290,7 +302,25 @@ __device__ __forceinline__ void accumulate(const double2 xg, const State<K>& st,
         l[m] = st.c[m] - st.kk[m] * q;
     }
     double mx, sum, r[K];
-    if (K == 2) {
+    if (N) {
+        // the noise's term beside the components' (estep.rs's row K): every
+        // exponential computed, the largest being exp(0)
+        const double ln = st.log_noise + t;
+        mx = ln;
+#pragma unroll
+        for (int m = 0; m < K; ++m) mx = l[m] > mx ? l[m] : mx;
+        const double en = term_exp(ln - mx);
+        sum = en;
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            l[m] = term_exp(l[m] - mx);
+            sum += l[m];
+        }
+        const double inv = reciprocal(sum);
+#pragma unroll
+        for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
+        p.s0n += en * inv;
+    } else if (K == 2) {
         two_components<double>(l[0], l[1], mx, sum, r[0], r[K - 1]);
     } else if (K > 2) {
         // The largest term's exponential is exp(0) = 1 (exp_nonpos(0) is
@@ -447,6 +477,7 @@ __device__ __forceinline__ double weights_total(const Pass<K>& p, int n) {
 // of keep when the extrapolated point's pass was not finite.
 template <int K>
 __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__ keep) {
+    // (mixed precision has no noise component: keep's noise is not read)
     if (st.phase == PHASE_EXTRAPOLATED) {
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -470,15 +501,15 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // s = ‖r‖/‖v‖ over (alpha, mu, log shape), at most step_max, and
 // θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2 replaces θ0 in keep; if
 // s is not above 1 or θ' is not a usable mixture, the cycle ends at θ2.
-template <int K, int F, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
                                        int max_iters, double epsilon, double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
-    double a2[K], m2[K], sh2[K];
+    double a2[K], m2[K], sh2[K], n2;
     if (ACC && st.phase == PHASE_EXTRAPOLATED) {
         // accepted when θ' is at least as likely as θ1 and its M-step is
         // usable; otherwise the cycle ends at θ2
-        const bool ok = loglik >= st.ll1 && m_step<K, F>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2) == 0;
+        const bool ok = loglik >= st.ll1 && m_step<K, F>(p.s0, p.s1, p.s2, p.s0n, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2, n2) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -486,6 +517,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.mu[m] = ok ? m2[m] : keep[K + m];
             st.shape[m] = ok ? sh2[m] : keep[2 * K + m];
         }
+        if (N) st.noise = ok ? n2 : keep[3 * K];
         st.prev = ok ? loglik : st.ll1;
         if (reached) st.step_max = ok ? st.step_max * SQUAREM_STEP_GROWTH : fmax(st.step_max / SQUAREM_STEP_GROWTH, SQUAREM_STEP_GROWTH);
         st.has_prev = true;
@@ -500,7 +532,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
-    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2);
+    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.s0n, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2, n2);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
         double c2[K], k2[K];
@@ -518,6 +550,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             keep[K + m] = st.mu[m];
             keep[2 * K + m] = st.shape[m];
         }
+        if (N) keep[3 * K] = st.noise;
         st.phase = PHASE_SECOND;
     } else if (ACC) {
         st.phase = PHASE_FIRST;
@@ -538,9 +571,22 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                 vv += vm * vm;
                 vv += vs * vs;
             }
+            // the noise's weight, a coordinate like the weights (em.rs)
+            const double rn = N ? st.noise - keep[3 * K] : 0.0;
+            const double vn = N ? n2 - 2.0 * st.noise + keep[3 * K] : 0.0;
+            if (N) {
+                rr += rn * rn;
+                vv += vn * vn;
+            }
             const double step = vv > 0.0 ? fmin(sqrt(rr / vv), st.step_max) : 0.0;
             extrapolated = step > 1.0;
             if (extrapolated) {
+                if (N) {
+                    const double n0 = keep[3 * K];
+                    st.noise = n0 + 2.0 * step * rn + step * step * vn;
+                    keep[3 * K] = n2;
+                    extrapolated = st.noise > 0.0 && st.noise < 1.0;
+                }
 #pragma unroll
                 for (int m = 0; m < K; ++m) {
                     const double a0 = keep[m], m0 = keep[K + m], l0 = log(keep[2 * K + m]);
@@ -569,6 +615,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.mu[m] = m2[m];
             st.shape[m] = sh2[m];
         }
+        if (N) st.noise = n2;
     }
     st.template retermed<F>();
     return -1;
@@ -599,16 +646,19 @@ struct Batch {
     // writes it) and each fit goes on from its iterations in out_info
     int finish;
     int screen_distinct;  // screen.rs Screen::distinct
+    const double* noise_t;  // t(x) of each observation, laid out as obs (N = 1; else null)
 };
 
-template <int K, int F>
+template <int K, int F, int N>
 __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
+    const size_t w = 3 * K + N;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        st.alpha[m] = b.init[(size_t)f * 3 * K + m];
-        st.mu[m] = b.init[(size_t)f * 3 * K + K + m];
-        st.shape[m] = b.init[(size_t)f * 3 * K + 2 * K + m];
+        st.alpha[m] = b.init[(size_t)f * w + m];
+        st.mu[m] = b.init[(size_t)f * w + K + m];
+        st.shape[m] = b.init[(size_t)f * w + 2 * K + m];
     }
+    st.noise = N ? b.init[(size_t)f * w + 3 * K] : 0.0;
     st.template retermed<F>();
     st.iterations = b.finish ? b.out_info[FIT_INFO * f] : 0;
     st.has_prev = false;
@@ -666,15 +716,17 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
     return any;
 }
 
-template <int K, int F>
+template <int K, int F, int N>
 __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n,
                                           const double2* x) {
+    const size_t w = 3 * K + N;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
-        b.out_params[(size_t)f * 3 * K + m] = st.alpha[m];
-        b.out_params[(size_t)f * 3 * K + K + m] = st.mu[m];
-        b.out_params[(size_t)f * 3 * K + 2 * K + m] = st.shape[m];
+        b.out_params[(size_t)f * w + m] = st.alpha[m];
+        b.out_params[(size_t)f * w + K + m] = st.mu[m];
+        b.out_params[(size_t)f * w + 2 * K + m] = st.shape[m];
     }
+    if (N) b.out_params[(size_t)f * w + 3 * K] = st.noise;
     b.out_ll[f] = loglik;
     b.out_info[FIT_INFO * f] = st.iterations;
     b.out_info[FIT_INFO * f + 1] = outcome;
@@ -682,7 +734,7 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
 }
 
 // One lane per fit, one observation per step (see the top of the file).
-template <int K, int F, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ void em_lane(const Batch& b) {
     int fit = blockIdx.x * blockDim.x + threadIdx.x;
     if (fit >= b.n_fits) return;
@@ -692,8 +744,9 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     int d = b.fit_ds[fit];
     const double2* x = b.obs + b.ds_offset[d];
     const float2* x32 = MIXED ? b.obs32 + b.ds_offset[d] : nullptr;
+    const double* tn = N ? b.noise_t + b.ds_offset[d] : nullptr;
     int n = b.ds_n[d];
-    load_fit<K, F>(b, fit, st);
+    load_fit<K, F, N>(b, fit, st);
     p.reset();
     p32.reset();
     int i = 0;
@@ -710,21 +763,22 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             if ((i + 1) % SINGLE_BLOCK == 0 || i + 1 == n) p32.flush(p);
         } else {
             const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
-            accumulate<K, F>(cur, st, p);
+            accumulate<K, F, N>(cur, N ? __ldg(tn + i) : 0.0, st, p);
             cur = next;
         }
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, F,  MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+        const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * (3 * K + N));
         if (outcome >= 0) {
-            store_fit<K, F>(b, fit, st, loglik, outcome, n, x);
+            store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
             fit = (int)atomicAdd(b.next, 1u);
             if (fit >= b.n_fits) return;
             d = b.fit_ds[fit];
             x = b.obs + b.ds_offset[d];
+            if (N) tn = b.noise_t + b.ds_offset[d];
             n = b.ds_n[d];
-            load_fit<K, F>(b, fit, st);
+            load_fit<K, F, N>(b, fit, st);
             if (MIXED) {
                 x32 = b.obs32 + b.ds_offset[d];
                 cur32 = __ldg(x32);
@@ -752,7 +806,7 @@ __device__ __forceinline__ double group_sum(double v, unsigned mask, int width) 
 // Every lane of a group holds the same totals and makes the same decisions;
 // groups of one warp run their own fits, and their shuffles name only their
 // own lanes, so they may diverge.
-template <int K, int F, int MIXED, int ACC>
+template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ void em_group(const Batch& b) {
     const int width = b.group;
     const int lane = threadIdx.x & 31;
@@ -765,7 +819,8 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         const int d = b.fit_ds[fit];
         const double2* x = b.obs + b.ds_offset[d];
         const int n = b.ds_n[d];
-        load_fit<K, F>(b, fit, st);
+        const double* tn = N ? b.noise_t + b.ds_offset[d] : nullptr;
+        load_fit<K, F, N>(b, fit, st);
         for (;;) {
             p.reset();
             // as in em_lane, the next observation is loaded before this one is used
@@ -789,7 +844,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 double2 cur = __ldg(x + sub);
                 for (int i = sub; i < n; i += width) {
                     const double2 next = __ldg(x + (i + width < n ? i + width : sub));
-                    accumulate<K, F>(cur, st, p);
+                    accumulate<K, F, N>(cur, N ? __ldg(tn + i) : 0.0, st, p);
                     cur = next;
                 }
             }
@@ -801,9 +856,10 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 p.s1[m] = group_sum(p.s1[m], mask, width);
                 p.s2[m] = group_sum(p.s2[m], mask, width);
             }
-            const int outcome = advance<K, F,  MIXED, ACC>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * 3 * K);
+            if (N) p.s0n = group_sum(p.s0n, mask, width);
+            const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * (3 * K + N));
             if (outcome >= 0) {
-                if (sub == 0) store_fit<K, F>(b, fit, st, loglik, outcome, n, x);
+                if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
                 unsigned int next = 0;
                 if (sub == 0) next = atomicAdd(b.next, 1u);
                 fit = (int)__shfl_sync(mask, next, 0, width);
@@ -815,14 +871,14 @@ __device__ __forceinline__ void em_group(const Batch& b) {
     }
 }
 
-// The host appends one instantiation per (family, K, precision) it needs
-// (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0) for the 2-component inverse
-// Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, which defines em_batched_lane
-// and em_batched_group.
-#define EM_BATCHED(K, F,  MIXED, ACC)                                                       \
+// The host appends one instantiation per (family, K, precision, noise) it
+// needs (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0, 0) for the
+// 2-component inverse Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, no
+// noise component, which defines em_batched_lane and em_batched_group.
+#define EM_BATCHED(K, F, MIXED, ACC, N)                                                    \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
-        em_lane<K, F,  MIXED, ACC>(b);                                                     \
+        em_lane<K, F, MIXED, ACC, N>(b);                                                   \
     }                                                                                      \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_group(const Batch b) {   \
-        em_group<K, F,  MIXED, ACC>(b);                                                    \
+        em_group<K, F, MIXED, ACC, N>(b);                                                  \
     }

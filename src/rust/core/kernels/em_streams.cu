@@ -6,7 +6,10 @@
 //   of every sum the M-step needs: lse_i, then r_im, r_im x_i, r_im g_i for
 //   each component m. Layout per_obs[a][j][i], j = 0 .. 3k, so that the sum
 //   kernel reads each row with consecutive threads (coalesced).
-//   terms[a] = c[8], k[8], mu[8] (ComponentFamily::terms, computed on the host).
+//   terms[a] = c[8], k[8], mu[8] (ComponentFamily::terms, computed on the host),
+//   log(noise weight) (TERMS_PER_START values). With a noise component,
+//   noise_t holds t(x) of each observation (noise.rs) and a last row holds
+//   the noise's r; noise_t is null without one.
 //
 // em_fused_sum: the single-launch fused sum kernel. One block of
 //   SUM_THREADS per active start reduces all 1 + 3k rows of that start in one
@@ -18,15 +21,49 @@
 extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const double* __restrict__ g,
                                         int n, int k, int family,
                                         const double* __restrict__ terms,
+                                        const double* __restrict__ noise_t,
                                         double* __restrict__ per_obs) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int a = blockIdx.y;
     if (i >= n) return;
-    const int rows = 1 + 3 * k;
+    // with a noise component (noise_t not null): one more row, its r
+    const bool noisy = noise_t != nullptr;
+    const int rows = 1 + 3 * k + (noisy ? 1 : 0);
     const double xi = x[i];
     const double gi = g[i];
+    const double* t = terms + (size_t)a * TERMS_PER_START;
     double r[MAX_COMPONENTS];
-    const double lse = responsibilities(xi, gi, k, family, terms + (size_t)a * 3 * MAX_COMPONENTS, r);
+    double lse, rn = 0.0;
+    if (noisy) {
+        // the noise's term log(weight) + t(x) beside the components' (estep.rs)
+        const double ln = t[3 * MAX_COMPONENTS] + noise_t[i];
+        double mx = ln;
+#pragma unroll
+        for (int m = 0; m < MAX_COMPONENTS; ++m) {
+            if (m < k) {
+                r[m] = t[m] - t[MAX_COMPONENTS + m] * q_family(family, xi, gi, t[2 * MAX_COMPONENTS + m]);
+                mx = r[m] > mx ? r[m] : mx;
+            }
+        }
+        rn = exp_nonpos(ln - mx);
+        double sum = rn;
+#pragma unroll
+        for (int m = 0; m < MAX_COMPONENTS; ++m) {
+            if (m < k) {
+                r[m] = exp_nonpos(r[m] - mx);
+                sum += r[m];
+            }
+        }
+        const double inv = 1.0 / sum;
+#pragma unroll
+        for (int m = 0; m < MAX_COMPONENTS; ++m) {
+            if (m < k) r[m] *= inv;
+        }
+        rn *= inv;
+        lse = mx + log(sum);
+    } else {
+        lse = responsibilities(xi, gi, k, family, t, r);
+    }
     double* out = per_obs + (size_t)a * rows * n;
     out[i] = lse;
 #pragma unroll
@@ -37,6 +74,7 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
             out[(size_t)(1 + 2 * k + m) * n + i] = r[m] * gi;
         }
     }
+    if (noisy) out[(size_t)(1 + 3 * k) * n + i] = rn;
 }
 
 extern "C" __global__ void em_fused_sum(const double* __restrict__ per_obs, int n, int rows,

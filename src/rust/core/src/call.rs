@@ -54,16 +54,14 @@ pub fn fit_into(
     run_into(job, engine.as_ref(), threads, cancel, counters, true, finals)
 }
 
-/// Whether the engine `kind` fits what `job` asks for: the noise component
-/// is the CPU engine's only, so far (R chooses that engine for it).
+/// Whether the engine `kind` fits what `job` asks for: a noise component
+/// only in fp64 (mixed precision's fp32 passes have none).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
-    if job.settings.noise && kind != EngineKind::Cpu {
+    if job.settings.noise && job.settings.mixed_precision && kind == EngineKind::CudaBatched {
         return Err(Error::Argument {
-            arg: "noise",
-            message: format!(
-                "= TRUE is fitted by the \"cpu\" engine only so far, not by \"{}\"; use control$engine = \"cpu\"",
-                kind.name()
-            ),
+            arg: "control$precision",
+            message: "= \"mixed\" does not fit a noise component (noise = TRUE): use precision = \"double\""
+                .to_string(),
         });
     }
     Ok(())

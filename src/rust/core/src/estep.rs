@@ -40,6 +40,12 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
 #[cfg(target_arch = "x86_64")]
 pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
 
+/// A vector E-step with a noise component, for 1 ≤ K ≤ 8 (None for
+/// another K); unsafe: the CPU must have its instructions, and x, g and t
+/// the same length.
+#[cfg(target_arch = "x86_64")]
+pub(crate) type NoisyPass = unsafe fn(&[f64], &[f64], &[f64], &Params) -> Option<Stats>;
+
 /// The widest vector instructions the E-step may use, in bits (512, 256,
 /// or 0 for the block loops). All give the same bits, so this is for tests
 /// and benchmarks; process-wide, as the CPU is: the glue sets it once, from
@@ -57,8 +63,30 @@ pub fn cap_vector_width(bits: usize) {
 #[cfg(target_arch = "x86_64")]
 fn vector_pass(family: Family) -> Option<VectorPass> {
     use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
+    with_family!(family, F => match vector_width() {
+        512 => Some(avx512::e_step::<F> as VectorPass),
+        256 => Some(avx2::e_step::<F> as VectorPass),
+        _ => None,
+    })
+}
+
+/// `vector_pass` with a noise component.
+#[cfg(target_arch = "x86_64")]
+fn noisy_pass(family: Family) -> Option<NoisyPass> {
+    use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
+    with_family!(family, F => match vector_width() {
+        512 => Some(avx512::e_step_noisy::<F> as NoisyPass),
+        256 => Some(avx2::e_step_noisy::<F> as NoisyPass),
+        _ => None,
+    })
+}
+
+/// The widest vector instructions this CPU has, at most VECTOR_CAP: 512,
+/// 256 or 0 bits.
+#[cfg(target_arch = "x86_64")]
+fn vector_width() -> usize {
     static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let width = *WIDTH.get_or_init(|| {
+    *WIDTH.get_or_init(|| {
         let cap = VECTOR_CAP.get().copied().unwrap_or(512);
         let has = if std::arch::is_x86_feature_detected!("avx512f") {
             512
@@ -68,11 +96,6 @@ fn vector_pass(family: Family) -> Option<VectorPass> {
             0
         };
         has.min(cap)
-    });
-    with_family!(family, F => match width {
-        512 => Some(avx512::e_step::<F> as VectorPass),
-        256 => Some(avx2::e_step::<F> as VectorPass),
-        _ => None,
     })
 }
 
@@ -85,9 +108,25 @@ pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats
 
 /// e_step of a mixture with a noise component (noise.rs): `t` holds each
 /// observation's t(x), the noise's log-density less h, and `p.noise` its
-/// weight. By the block loops, with the noise as one more term of each
-/// observation's log-sum-exp.
+/// weight; the noise is one more term of each observation's log-sum-exp,
+/// the last. By the vector passes where the CPU has them (the same bits),
+/// else the block loops.
 pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
+    let n = x.len().min(g.len()).min(t.len());
+    let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(pass) = noisy_pass(family) {
+        // SAFETY: noisy_pass gives only a pass the CPU has the instructions
+        // for, and x, g and t have the same length
+        if let Some(st) = unsafe { pass(x, g, t, p) } {
+            return st;
+        }
+    }
+    e_step_noisy_blocked(family, x, g, t, p)
+}
+
+/// e_step_noisy by the block loops, for any K and CPU.
+pub fn e_step_noisy_blocked(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
     let n = x.len().min(g.len()).min(t.len());
     let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
     with_family!(family, F => dispatch::<F, true>(x, g, t, p))
@@ -357,6 +396,49 @@ pub(crate) mod tests {
         // K = 1 is left to the block loops
         // SAFETY: as above
         assert!(unsafe { ig(&[1.0], &[1.0], &Params::zeroed(1)) }.is_none());
+    }
+
+    /// A noisy vector pass against the noisy block loops, bit for bit: K
+    /// 1-8, lengths around the edges of blocks and vectors, noise terms
+    /// finite and −∞ (outside the support), weights down to 1e-300.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn assert_noisy_pass_is_blocked(ig: NoisyPass, normal: NoisyPass) {
+        let mut seed = 11u64;
+        let mut unif = || {
+            seed = mathx::mix64(seed);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [0usize, 1, 3, 5, 8, 9, 31, 33, 63, 64, 65, 129, 200, 2001] {
+            let xs: Vec<f64> = (0..n).map(|_| 1e-3 + 20.0 * unif() * unif()).collect();
+            let t: Vec<f64> =
+                xs.iter().map(|&x| if x > 15.0 { f64::NEG_INFINITY } else { -3.0 + 1.5 * x.ln() }).collect();
+            for k in 1..=MAX_COMPONENTS {
+                for trial in 0..6 {
+                    let mut p = Params::zeroed(k);
+                    let mut total = 0.0;
+                    for m in 0..k {
+                        p.alpha[m] = 0.01 + unif();
+                        total += p.alpha[m];
+                        p.mu[m] = 10f64.powf(4.0 * unif() - 2.0);
+                        p.shape[m] = 10f64.powf(6.0 * unif() - 3.0);
+                    }
+                    p.noise = if trial == 0 { 1e-300 } else { 0.5 * unif() };
+                    for m in 0..k {
+                        p.alpha[m] *= (1.0 - p.noise) / total;
+                    }
+                    for (family, pass) in [(Family::InvGauss, ig), (Family::Normal, normal)] {
+                        let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                        // SAFETY: the caller checked the CPU
+                        let fast = unsafe { pass(&xs, &g, &t, &p) }.expect("K in 1..=8 has a noisy pass");
+                        let blocked = e_step_noisy_blocked(family, &xs, &g, &t, &p);
+                        assert!(
+                            same(&fast, &blocked) && fast.s0_noise.to_bits() == blocked.s0_noise.to_bits(),
+                            "n={n} k={k} trial={trial} {family:?}: {fast:?} vs {blocked:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A vector exponential of W values against mathx::exp_nonpos, bit for

@@ -33,22 +33,49 @@ pub unsafe fn e_step<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Op
     // examples/estep_timing.rs). Wider groups spill out of the 16 vector
     // registers.
     Some(match p.k {
-        2 => pass::<F, 2, 8>(x, g, p),
-        3 => pass::<F, 3, 8>(x, g, p),
-        4 => pass::<F, 4, 4>(x, g, p),
-        5 => pass::<F, 5, 4>(x, g, p),
-        6 => pass::<F, 6, 4>(x, g, p),
-        7 => pass::<F, 7, 4>(x, g, p),
-        8 => pass::<F, 8, 4>(x, g, p),
+        2 => pass::<F, false, 2, 8>(x, g, &[], p),
+        3 => pass::<F, false, 3, 8>(x, g, &[], p),
+        4 => pass::<F, false, 4, 4>(x, g, &[], p),
+        5 => pass::<F, false, 5, 4>(x, g, &[], p),
+        6 => pass::<F, false, 6, 4>(x, g, &[], p),
+        7 => pass::<F, false, 7, 4>(x, g, &[], p),
+        8 => pass::<F, false, 8, 4>(x, g, &[], p),
+        _ => return None,
+    })
+}
+
+/// e_step_noisy (estep.rs) for 1 ≤ p.k ≤ 8 on a CPU with AVX2 (None for
+/// another K): the noise's term log π0 + t(x) one more row, as estep.rs
+/// orders it.
+///
+/// # Safety
+/// The CPU must support AVX2, and `x`, `g` and `t` must have the same length.
+#[target_feature(enable = "avx2")]
+pub unsafe fn e_step_noisy<F: ComponentFamily>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
+    Some(match p.k {
+        1 => pass::<F, true, 1, 8>(x, g, t, p),
+        2 => pass::<F, true, 2, 8>(x, g, t, p),
+        3 => pass::<F, true, 3, 8>(x, g, t, p),
+        4 => pass::<F, true, 4, 4>(x, g, t, p),
+        5 => pass::<F, true, 5, 4>(x, g, t, p),
+        6 => pass::<F, true, 6, 4>(x, g, t, p),
+        7 => pass::<F, true, 7, 4>(x, g, t, p),
+        8 => pass::<F, true, 8, 4>(x, g, t, p),
         _ => return None,
     })
 }
 
 /// The pass for K components, W groups of four observations at a time.
 #[inline(always)]
-unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize>(
+    x: &[f64],
+    g: &[f64],
+    nt: &[f64],
+    p: &Params,
+) -> Stats {
     debug_assert_eq!(p.k, K);
     let t = F::terms(p);
+    let log_noise = _mm256_set1_pd(p.noise.ln());
     let c: [__m256d; K] = std::array::from_fn(|m| _mm256_set1_pd(t.c[m]));
     let k: [__m256d; K] = std::array::from_fn(|m| _mm256_set1_pd(t.k[m]));
     let mu: [__m256d; K] = std::array::from_fn(|m| _mm256_set1_pd(t.mu[m]));
@@ -61,9 +88,15 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
     let mut ll_log = 0.0f64;
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
+    let mut t_pad = [0.0f64; BLOCK];
+    let mut s0n = zero;
 
-    for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
+    for (b, (xc, gc)) in x.chunks(BLOCK).zip(g.chunks(BLOCK)).enumerate() {
         let len = xc.len();
+        // the noise's t(x) of the block (padding 0, given weight 0)
+        if N {
+            t_pad[..len].copy_from_slice(&nt[b * BLOCK..b * BLOCK + len]);
+        }
         let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
             (xc, gc)
         } else {
@@ -80,6 +113,7 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
             let mut l = [[zero; W]; K];
             let mut mx = [zero; W];
             let mut sum = [zero; W];
+            let mut ln = [zero; W];
             for w in 0..W {
                 // SAFETY: j + 4W <= BLOCK = xb.len() = gb.len()
                 xv[w] = _mm256_loadu_pd(xb.as_ptr().add(j + 4 * w));
@@ -87,8 +121,12 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                 for m in 0..K {
                     l[m][w] = term::<F>(xv[w], gv[w], c[m], k[m], mu[m]);
                 }
+                if N {
+                    // SAFETY: as above, t_pad is BLOCK long
+                    ln[w] = _mm256_add_pd(log_noise, _mm256_loadu_pd(t_pad.as_ptr().add(j + 4 * w)));
+                }
             }
-            if K == 2 {
+            if K == 2 && !N {
                 // estep.rs's one exponential per observation: the larger
                 // term's is exp(0) = 1
                 let mut first = [zero; W];
@@ -114,6 +152,11 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                         mx[w] = _mm256_max_pd(lm[w], mx[w]);
                     }
                 }
+                if N {
+                    for w in 0..W {
+                        mx[w] = _mm256_max_pd(ln[w], mx[w]);
+                    }
+                }
                 for lm in &mut l {
                     for w in 0..W {
                         lm[w] = _mm256_sub_pd(lm[w], mx[w]);
@@ -121,6 +164,15 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                     *lm = exp_nonpos(*lm);
                     for w in 0..W {
                         sum[w] = _mm256_add_pd(sum[w], lm[w]);
+                    }
+                }
+                if N {
+                    for w in 0..W {
+                        ln[w] = _mm256_sub_pd(ln[w], mx[w]);
+                    }
+                    ln = exp_nonpos(ln);
+                    for w in 0..W {
+                        sum[w] = _mm256_add_pd(sum[w], ln[w]);
                     }
                 }
             }
@@ -136,6 +188,9 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                 }
                 prod = _mm256_mul_pd(prod, sum);
                 ll_max = _mm256_add_pd(ll_max, mx);
+                if N {
+                    s0n = _mm256_add_pd(s0n, _mm256_mul_pd(ln[w], inv));
+                }
                 for m in 0..K {
                     let r = _mm256_mul_pd(l[m][w], inv);
                     s0[m] = _mm256_add_pd(s0[m], r);
@@ -158,6 +213,9 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
         st.s0[m] = fold(s0[m]);
         st.s1[m] = fold(s1[m]);
         st.s2[m] = fold(s2[m]);
+    }
+    if N {
+        st.s0_noise = fold(s0n);
     }
     st
 }
@@ -230,13 +288,14 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m256d; V]) -> [__m256d; V] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_pass_is_blocked};
+    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked};
     use crate::family::{InvGauss, Normal};
 
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx2") {
             assert_pass_is_blocked(e_step::<InvGauss>, e_step::<Normal>);
+            assert_noisy_pass_is_blocked(e_step_noisy::<InvGauss>, e_step_noisy::<Normal>);
         }
     }
 

@@ -29,22 +29,49 @@ pub unsafe fn e_step<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Op
     // 5.5 / 10.0; examples/estep_timing.rs). With 32 vector registers,
     // wider than AVX2's.
     Some(match p.k {
-        2 => pass::<F, 2, 8>(x, g, p),
-        3 => pass::<F, 3, 8>(x, g, p),
-        4 => pass::<F, 4, 4>(x, g, p),
-        5 => pass::<F, 5, 4>(x, g, p),
-        6 => pass::<F, 6, 4>(x, g, p),
-        7 => pass::<F, 7, 4>(x, g, p),
-        8 => pass::<F, 8, 4>(x, g, p),
+        2 => pass::<F, false, 2, 8>(x, g, &[], p),
+        3 => pass::<F, false, 3, 8>(x, g, &[], p),
+        4 => pass::<F, false, 4, 4>(x, g, &[], p),
+        5 => pass::<F, false, 5, 4>(x, g, &[], p),
+        6 => pass::<F, false, 6, 4>(x, g, &[], p),
+        7 => pass::<F, false, 7, 4>(x, g, &[], p),
+        8 => pass::<F, false, 8, 4>(x, g, &[], p),
+        _ => return None,
+    })
+}
+
+/// e_step_noisy (estep.rs) for 1 ≤ p.k ≤ 8 on a CPU with AVX-512F (None for
+/// another K): the noise's term log π0 + t(x) one more row, as estep.rs
+/// orders it.
+///
+/// # Safety
+/// The CPU must support AVX-512F, and `x`, `g` and `t` must have the same length.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn e_step_noisy<F: ComponentFamily>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
+    Some(match p.k {
+        1 => pass::<F, true, 1, 8>(x, g, t, p),
+        2 => pass::<F, true, 2, 8>(x, g, t, p),
+        3 => pass::<F, true, 3, 8>(x, g, t, p),
+        4 => pass::<F, true, 4, 4>(x, g, t, p),
+        5 => pass::<F, true, 5, 4>(x, g, t, p),
+        6 => pass::<F, true, 6, 4>(x, g, t, p),
+        7 => pass::<F, true, 7, 4>(x, g, t, p),
+        8 => pass::<F, true, 8, 4>(x, g, t, p),
         _ => return None,
     })
 }
 
 /// The pass for K components, W groups of eight observations at a time.
 #[inline(always)]
-unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g: &[f64], p: &Params) -> Stats {
+unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize>(
+    x: &[f64],
+    g: &[f64],
+    nt: &[f64],
+    p: &Params,
+) -> Stats {
     debug_assert_eq!(p.k, K);
     let t = F::terms(p);
+    let log_noise = _mm512_set1_pd(p.noise.ln());
     let c: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.c[m]));
     let k: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.k[m]));
     let mu: [__m512d; K] = std::array::from_fn(|m| _mm512_set1_pd(t.mu[m]));
@@ -58,9 +85,15 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
     let mut ll_log = 0.0f64;
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
+    let mut t_pad = [0.0f64; BLOCK];
+    let mut s0n = zero4;
 
-    for (xc, gc) in x.chunks(BLOCK).zip(g.chunks(BLOCK)) {
+    for (b, (xc, gc)) in x.chunks(BLOCK).zip(g.chunks(BLOCK)).enumerate() {
         let len = xc.len();
+        // the noise's t(x) of the block (padding 0, given weight 0)
+        if N {
+            t_pad[..len].copy_from_slice(&nt[b * BLOCK..b * BLOCK + len]);
+        }
         let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
             (xc, gc)
         } else {
@@ -77,6 +110,7 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
             let mut l = [[zero; W]; K];
             let mut mx = [zero; W];
             let mut sum = [zero; W];
+            let mut ln = [zero; W];
             for w in 0..W {
                 // SAFETY: j + 8W <= BLOCK = xb.len() = gb.len()
                 xv[w] = _mm512_loadu_pd(xb.as_ptr().add(j + 8 * w));
@@ -84,8 +118,12 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                 for m in 0..K {
                     l[m][w] = term::<F>(xv[w], gv[w], c[m], k[m], mu[m]);
                 }
+                if N {
+                    // SAFETY: as above, t_pad is BLOCK long
+                    ln[w] = _mm512_add_pd(log_noise, _mm512_loadu_pd(t_pad.as_ptr().add(j + 8 * w)));
+                }
             }
-            if K == 2 {
+            if K == 2 && !N {
                 // estep.rs's one exponential per observation: the larger
                 // term's is exp(0) = 1
                 let mut first = [0 as __mmask8; W];
@@ -111,6 +149,11 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                         mx[w] = _mm512_max_pd(lm[w], mx[w]);
                     }
                 }
+                if N {
+                    for w in 0..W {
+                        mx[w] = _mm512_max_pd(ln[w], mx[w]);
+                    }
+                }
                 for lm in &mut l {
                     for w in 0..W {
                         lm[w] = _mm512_sub_pd(lm[w], mx[w]);
@@ -118,6 +161,15 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                     *lm = exp_nonpos(*lm);
                     for w in 0..W {
                         sum[w] = _mm512_add_pd(sum[w], lm[w]);
+                    }
+                }
+                if N {
+                    for w in 0..W {
+                        ln[w] = _mm512_sub_pd(ln[w], mx[w]);
+                    }
+                    ln = exp_nonpos(ln);
+                    for w in 0..W {
+                        sum[w] = _mm512_add_pd(sum[w], ln[w]);
                     }
                 }
             }
@@ -142,6 +194,10 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
                 for half in [low(mx), high(mx)] {
                     ll_max = _mm256_add_pd(ll_max, half);
                 }
+                if N {
+                    let rn = _mm512_mul_pd(ln[w], inv);
+                    s0n = _mm256_add_pd(_mm256_add_pd(s0n, low(rn)), high(rn));
+                }
                 for m in 0..K {
                     s0[m] = _mm256_add_pd(_mm256_add_pd(s0[m], low(r[m])), high(r[m]));
                     s1[m] = _mm256_add_pd(_mm256_add_pd(s1[m], low(rx[m])), high(rx[m]));
@@ -163,6 +219,9 @@ unsafe fn pass<F: ComponentFamily, const K: usize, const W: usize>(x: &[f64], g:
         st.s0[m] = fold(s0[m]);
         st.s1[m] = fold(s1[m]);
         st.s2[m] = fold(s2[m]);
+    }
+    if N {
+        st.s0_noise = fold(s0n);
     }
     st
 }
@@ -237,13 +296,14 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_pass_is_blocked};
+    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked};
     use crate::family::{InvGauss, Normal};
 
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx512f") {
             assert_pass_is_blocked(e_step::<InvGauss>, e_step::<Normal>);
+            assert_noisy_pass_is_blocked(e_step_noisy::<InvGauss>, e_step_noisy::<Normal>);
         }
     }
 

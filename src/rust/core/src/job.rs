@@ -96,6 +96,8 @@ pub struct Task {
     pub accelerate: bool,
     pub keep_starts: bool,
     pub screen: Screen,
+    /// Settings::noise: every dataset has a noise component (Prepared::noise).
+    pub noise: bool,
 }
 
 impl Job<'_> {
@@ -182,6 +184,7 @@ impl Settings {
             accelerate: self.accelerate,
             keep_starts: self.keep_starts,
             screen: self.screen,
+            noise: self.noise,
         }
     }
 }

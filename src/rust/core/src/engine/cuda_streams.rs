@@ -72,6 +72,7 @@ impl Engine for CudaStreams {
 struct Buffers {
     x: Option<CudaSlice<f64>>,
     g: Option<CudaSlice<f64>>,
+    noise_t: Option<CudaSlice<f64>>,
     terms: Option<CudaSlice<f64>>,
     per_obs: Option<CudaSlice<f64>>,
     sums: Option<CudaSlice<f64>>,
@@ -110,7 +111,9 @@ fn fit_dataset(
 ) -> Result<Best, String> {
     let t = &work.task;
     let (n, k) = (ds.x.len(), t.k);
-    let rows = 1 + 3 * k;
+    // with a noise component, one more sum: its S0
+    let noise = ds.noise_terms();
+    let rows = 1 + 3 * k + noise.is_some() as usize;
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
     // a launch's starts are its grid's y dimension
     let chunk = (budget / per_start_bytes).clamp(1, (t.starts as usize).min(MAX_GRID_Y));
@@ -119,6 +122,10 @@ fn fit_dataset(
     stream.memcpy_htod(&ds.x, &mut x.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
     let g = ensure(&mut bufs.g, stream, n)?;
     stream.memcpy_htod(&ds.g, &mut g.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
+    if let Some(t) = noise {
+        let nt = ensure(&mut bufs.noise_t, stream, n)?;
+        stream.memcpy_htod(t, &mut nt.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
+    }
     ensure(&mut bufs.terms, stream, chunk * TERMS_PER_START)?;
     ensure(&mut bufs.per_obs, stream, chunk * rows * n)?;
     ensure(&mut bufs.sums, stream, chunk * rows)?;
@@ -126,6 +133,10 @@ fn fit_dataset(
         (&bufs.x, &bufs.g, &mut bufs.terms, &mut bufs.per_obs, &mut bufs.sums)
     else {
         return Err("buffer missing".into());
+    };
+    let noise_t = match noise {
+        Some(_) => Some(bufs.noise_t.as_ref().ok_or("buffer missing")?),
+        None => None,
     };
 
     let mut active: Vec<(u32, Params, EmState)> = Vec::with_capacity(t.starts as usize);
@@ -152,12 +163,13 @@ fn fit_dataset(
                 let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
                 dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
                 dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&terms.k);
-                dst[2 * MAX_COMPONENTS..].copy_from_slice(&terms.mu);
+                dst[2 * MAX_COMPONENTS..3 * MAX_COMPONENTS].copy_from_slice(&terms.mu);
+                dst[3 * MAX_COMPONENTS] = state.params.noise.ln();
             }
             stream
                 .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
                 .map_err(|e| format!("uploading parameters: {e:?}"))?;
-            gpu.kernels.obs_terms(stream, x, g, n, k, t.family, terms_dev, per_obs, a)?;
+            gpu.kernels.obs_terms(stream, x, g, n, k, t.family, terms_dev, noise_t, per_obs, a)?;
             gpu.kernels.fused_sum(stream, per_obs, n, rows, sums_dev, a)?;
             counters.kernel_launches.fetch_add(2, Ordering::Relaxed);
             stream
@@ -183,12 +195,14 @@ fn fit_dataset(
     Ok(best)
 }
 
-/// The sum kernel's row order: log-likelihood, then S0, S1, S2 by component.
+/// The sum kernel's row order: log-likelihood, then S0, S1, S2 by
+/// component, then a noise component's S0 (a last row, where there is one).
 fn stats_from_sums(sums: &[f64], k: usize) -> Stats {
     let mut st = Stats::zero();
     st.ll = sums[0];
     st.s0[..k].copy_from_slice(&sums[1..1 + k]);
     st.s1[..k].copy_from_slice(&sums[1 + k..1 + 2 * k]);
     st.s2[..k].copy_from_slice(&sums[1 + 2 * k..1 + 3 * k]);
+    st.s0_noise = sums.get(1 + 3 * k).copied().unwrap_or(0.0);
     st
 }

@@ -11,7 +11,6 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 
 use super::prelude::{prelude, SUM_THREADS};
 use super::{contained, fault_injected};
-use crate::limits::MAX_COMPONENTS;
 use crate::params::Family;
 
 /// Concatenated so NVRTC needs no include path.
@@ -27,9 +26,7 @@ pub static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 pub const OBS_THREADS: u32 = 256;
 /// Largest grid y (and z) dimension CUDA allows.
 pub const MAX_GRID_Y: usize = 65_535;
-/// The per-component terms of one start as em_obs_terms reads them: c, k, μ
-/// of family::terms, MAX_COMPONENTS each.
-pub const TERMS_PER_START: usize = 3 * MAX_COMPONENTS;
+pub use super::prelude::TERMS_PER_START;
 
 /// `v` as a kernel's `int`, or an error naming `what`: sizes are never
 /// truncated on their way to a kernel.
@@ -42,8 +39,12 @@ pub struct Kernels {
     arch: String,
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
-    batched: Mutex<HashMap<(Family, usize, bool, bool), Batched>>,
+    batched: Mutex<HashMap<BatchedKey, Batched>>,
 }
+
+/// What an em_batched instance is compiled for: (family, K, mixed
+/// precision, SQUAREM, a noise component).
+type BatchedKey = (Family, usize, bool, bool, bool);
 
 /// The two mappings of em_batched.cu for one (family, K).
 #[derive(Clone)]
@@ -85,19 +86,27 @@ impl Kernels {
         Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
     }
 
-    /// The em_batched kernels for (family, k, mixed precision, SQUAREM),
-    /// compiled on first use.
-    pub fn batched(&self, family: Family, k: usize, mixed: bool, accelerate: bool) -> Result<Batched, String> {
+    /// The em_batched kernels for (family, k, mixed precision, SQUAREM, a
+    /// noise component), compiled on first use.
+    pub fn batched(
+        &self,
+        family: Family,
+        k: usize,
+        mixed: bool,
+        accelerate: bool,
+        noise: bool,
+    ) -> Result<Batched, String> {
         let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(family, k, mixed, accelerate)) {
+        if let Some(f) = cache.get(&(family, k, mixed, accelerate, noise)) {
             return Ok(f.clone());
         }
         let code = family.kernel_code();
         let source = format!(
-            "{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {})\n",
+            "{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {}, {})\n",
             prelude(),
             mixed as i32,
-            accelerate as i32
+            accelerate as i32,
+            noise as i32
         );
         let names = ["em_batched_lane", "em_batched_group"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
@@ -105,7 +114,7 @@ impl Kernels {
             return Err("em_batched missing after compilation".into());
         };
         let b = Batched { lane, group };
-        cache.insert((family, k, mixed, accelerate), b.clone());
+        cache.insert((family, k, mixed, accelerate, noise), b.clone());
         Ok(b)
     }
 
@@ -120,6 +129,7 @@ impl Kernels {
         k: usize,
         family: Family,
         terms: &CudaSlice<f64>,
+        noise_t: Option<&CudaSlice<f64>>,
         per_obs: &mut CudaSlice<f64>,
         starts: usize,
     ) -> Result<(), String> {
@@ -134,24 +144,21 @@ impl Kernels {
         };
         let (n, k, code) = (as_int(n, "observations in a dataset")?, as_int(k, "components")?, family.kernel_code());
         // SAFETY: arguments match em_obs_terms(x, g, n, k, family, terms,
-        // per_obs) in order and type; x and g hold n values, terms holds
-        // 3 * MAX_COMPONENTS per start and per_obs (1 + 3k) * n per start, for
-        // `starts` starts (checked by the caller's buffer sizing).
+        // noise_t, per_obs) in order and type (noise_t a device pointer or
+        // null); x, g and noise_t hold n values, terms holds TERMS_PER_START
+        // per start and per_obs (1 + 3k + noise) * n per start, for `starts`
+        // starts (checked by the caller's buffer sizing).
+        let null = 0u64;
         let launched = contained("launching em_obs_terms", || {
-            unsafe {
-                stream
-                    .launch_builder(&self.obs_terms)
-                    .arg(x)
-                    .arg(g)
-                    .arg(&n)
-                    .arg(&k)
-                    .arg(&code)
-                    .arg(terms)
-                    .arg(per_obs)
-                    .launch(cfg)
-            }
-            .map(|_| ())
-            .map_err(|e| format!("launching em_obs_terms failed: {e:?}"))
+            let mut builder = stream.launch_builder(&self.obs_terms);
+            builder.arg(x).arg(g).arg(&n).arg(&k).arg(&code).arg(terms);
+            match noise_t {
+                Some(t) => builder.arg(t),
+                None => builder.arg(&null),
+            };
+            unsafe { builder.arg(per_obs).launch(cfg) }
+                .map(|_| ())
+                .map_err(|e| format!("launching em_obs_terms failed: {e:?}"))
         });
         launched
     }
@@ -185,6 +192,7 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_COMPONENTS;
 
     /// Every kernel source, with its prelude, compiles for a Hopper GPU
     /// (em_batched for every family, K and precision). Needs only NVRTC, not
@@ -209,10 +217,16 @@ mod tests {
         };
         assert_eq!(compile(format!("{}{COMMON}{STREAMS}", prelude())), Ok(()));
         for k in 1..=MAX_COMPONENTS {
-            for ig in [0, 1] {
-                for (mixed, acc) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                    let source = format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {ig}, {mixed}, {acc})\n", prelude());
-                    assert_eq!(compile(source), Ok(()), "K = {k}, IG = {ig}, mixed = {mixed}, accelerate = {acc}");
+            for fam in [0, 1, 2] {
+                // mixed precision has no noise component
+                for (mixed, acc, noise) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (0, 1, 1)] {
+                    let source =
+                        format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {fam}, {mixed}, {acc}, {noise})\n", prelude());
+                    assert_eq!(
+                        compile(source),
+                        Ok(()),
+                        "K = {k}, family {fam}, mixed {mixed}, acc {acc}, noise {noise}"
+                    );
                 }
             }
         }

@@ -27,6 +27,10 @@ pub const FIT_INFO: usize = 3;
 /// the fp64 launch that finishes it: above every outcome code (the kernels
 /// take a code >= 0 as a fit's end), and never a fit's end on the host.
 pub const FIT_SWITCHED: i32 = 100;
+/// One start's values as em_obs_terms reads them (cuda-streams): c, k, μ of
+/// family::terms, MAX_COMPONENTS each, then the log of a noise component's
+/// weight.
+pub const TERMS_PER_START: usize = 3 * MAX_COMPONENTS + 1;
 
 /// The names every kernel source may use, and their values as C text.
 /// `{:?}` prints the shortest decimal that reads back as the same double.
@@ -51,6 +55,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("SUM_THREADS", SUM_THREADS.to_string()),
         ("FIT_INFO", FIT_INFO.to_string()),
         ("FIT_SWITCHED", FIT_SWITCHED.to_string()),
+        ("TERMS_PER_START", TERMS_PER_START.to_string()),
         ("FAM_NORMAL", Family::Normal.kernel_code().to_string()),
         ("FAM_INVGAUSS", Family::InvGauss.kernel_code().to_string()),
         ("FAM_GAMMA", Family::Gamma.kernel_code().to_string()),

@@ -21,7 +21,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 
-use super::pack::Packed;
+use super::pack::{width, Packed};
 use super::Mapping;
 use crate::engine::counters::Counters;
 use crate::gpu::kernels::{as_int, Batched};
@@ -60,6 +60,7 @@ struct BatchArgs {
     group: i32,
     finish: i32,
     screen_distinct: i32,
+    noise_t: u64,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -154,6 +155,8 @@ pub fn run(
         let ds_spread = up(&p.ds_spread)?;
         let fit_ds = stream.clone_htod(&p.fit_ds).map_err(fail("uploading a chunk"))?;
         let init = up(&p.init)?;
+        // a null pointer unless the fits have a noise component
+        let noise_t = if p.noise_t.is_empty() { None } else { Some(up(&p.noise_t)?) };
         // Nothing here is set on the device: a memset is a kernel, and it
         // would wait for the other workers' kernels, which hold every SM
         // until their queues run dry (uploads took a third of each worker's
@@ -163,7 +166,7 @@ pub fn run(
         // result) and its out_ll before anything reads them, and the host
         // reads only fits whose out_info says they finished.
         let out_params: CudaSlice<f64> =
-            unsafe { stream.alloc(n_fits * 3 * k) }.map_err(fail("allocating GPU memory"))?;
+            unsafe { stream.alloc(n_fits * width(k, t.noise)) }.map_err(fail("allocating GPU memory"))?;
         let out_ll: CudaSlice<f64> = unsafe { stream.alloc(n_fits) }.map_err(fail("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
         let out_info: CudaSlice<i32> =
@@ -215,6 +218,7 @@ pub fn run(
             finish: 0,
             // a whole number from 0 to SPURIOUS_DISTINCT_MAX (Screen::check)
             screen_distinct: t.screen.distinct as i32,
+            noise_t: noise_t.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);
@@ -224,7 +228,8 @@ pub fn run(
         // synchronize): obs holds the chunk's observations as (x, g) pairs,
         // obs32 the same in f32 when the kernel is a mixed-precision one,
         // every per-dataset array one value per dataset, fit_ds n_fits indices
-        // below the dataset count, init and out_params 3k values per fit,
+        // below the dataset count, init and out_params width(k, noise) values
+        // per fit, noise_t one value per observation when the kernel has N = 1,
         // out_info INFO per fit; next starts at the number of lanes or warps
         // launched.
         unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;

@@ -104,7 +104,8 @@ impl Engine for CudaBatched {
         let pinned = self.tuning.pinned;
         let mut lanes = 0;
         for gpu in &self.gpus {
-            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
+            let kernel =
+                gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise).map_err(Error::Gpu)?;
             lanes +=
                 device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
         }
@@ -114,7 +115,8 @@ impl Engine for CudaBatched {
         let setup = || {
             let w = next_worker.fetch_add(1, Ordering::Relaxed);
             let gpu = &self.gpus[w % self.gpus.len()];
-            let kernel = gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate).map_err(Error::Gpu)?;
+            let kernel =
+                gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise).map_err(Error::Gpu)?;
             let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
             let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
@@ -125,7 +127,7 @@ impl Engine for CudaBatched {
             // stream of their own (device::run says why)
             let finisher = match t.mixed_precision {
                 true => Some(device::Finisher {
-                    kernels: gpu.kernels.batched(t.family, t.k, false, t.accelerate).map_err(Error::Gpu)?,
+                    kernels: gpu.kernels.batched(t.family, t.k, false, t.accelerate, t.noise).map_err(Error::Gpu)?,
                     stream: device::priority_stream(gpu).map_err(on_gpu)?,
                 }),
                 false => None,
@@ -223,6 +225,7 @@ mod tests {
             accelerate: false,
             keep_starts: false,
             screen: Default::default(),
+            noise: false,
         };
         Work::new(task, prepared.iter().map(Some).collect())
     }

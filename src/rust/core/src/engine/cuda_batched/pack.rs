@@ -19,12 +19,15 @@ pub struct Packed {
     pub obs: HostBuf<f64>,
     /// `obs` rounded to f32, for mixed precision's fp32 passes (else empty)
     pub obs32: HostBuf<f32>,
+    /// the noise component's t(x) per observation, laid out as `obs` (empty
+    /// without one)
+    pub noise_t: HostBuf<f64>,
     pub ds_offset: Vec<i64>,
     pub ds_n: Vec<i32>,
     pub ds_hsum: Vec<f64>,
     pub ds_spread: Vec<f64>,
     pub fit_ds: Vec<i32>,
-    /// 3k values per fit: alpha, mu, shape
+    /// `width(k, noise)` values per fit: alpha, mu, shape (and the noise's weight)
     pub init: HostBuf<f64>,
     /// whether each fit's start could be drawn
     pub drawn: Vec<bool>,
@@ -35,15 +38,26 @@ impl Packed {
         self.fit_ds.len()
     }
 
-    /// Fit `f`'s row of a 3k-wide array (`init`, or parameters from the device).
-    pub fn params_of(v: &[f64], f: usize, k: usize) -> Params {
-        let row = &v[f * 3 * k..(f + 1) * 3 * k];
+    /// Fit `f`'s row of a `width(k, noise)`-wide array (`init`, or
+    /// parameters from the device).
+    pub fn params_of(v: &[f64], f: usize, k: usize, noise: bool) -> Params {
+        let w = width(k, noise);
+        let row = &v[f * w..(f + 1) * w];
         let mut out = Params::zeroed(k);
         out.alpha[..k].copy_from_slice(&row[..k]);
         out.mu[..k].copy_from_slice(&row[k..2 * k]);
-        out.shape[..k].copy_from_slice(&row[2 * k..]);
+        out.shape[..k].copy_from_slice(&row[2 * k..3 * k]);
+        if noise {
+            out.noise = row[3 * k];
+        }
         out
     }
+}
+
+/// Values per fit in `init` and the kernel's `out_params`: alpha, mu and
+/// shape of each component, and a noise component's weight.
+pub fn width(k: usize, noise: bool) -> usize {
+    3 * k + noise as usize
 }
 
 /// Packs the chunk in parallel, dataset by dataset, straight into the
@@ -60,10 +74,14 @@ pub fn pack(
 ) -> Result<Packed, Error> {
     let t = &work.task;
     let (k, starts) = (t.k, t.starts as usize);
+    let w = width(k, t.noise);
     let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| work.datasets[d]).collect();
     let nd = sets.len();
     if nd != chunk.datasets.len() {
         return Err(Error::Internal("an invalid dataset reached cuda-batched".into()));
+    }
+    if t.noise && sets.iter().any(|ds| ds.noise.is_none()) {
+        return Err(Error::Internal("a dataset without its noise component reached cuda-batched".into()));
     }
     let n_fits = nd * starts;
     let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
@@ -75,11 +93,12 @@ pub fn pack(
     }
     // every value of obs and obs32 is written below; init keeps NaN where
     // no start is drawn
-    let mut init = HostBuf::take(staging, n_fits * 3 * k);
+    let mut init = HostBuf::take(staging, n_fits * w);
     init.fill(f64::NAN);
     let mut p = Packed {
         obs: HostBuf::take(staging, 2 * total),
         obs32: HostBuf::take(staging, if t.mixed_precision { 2 * total } else { 0 }),
+        noise_t: HostBuf::take(staging, if t.noise { total } else { 0 }),
         ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
@@ -88,23 +107,24 @@ pub fn pack(
         init,
         drawn: vec![false; n_fits],
     };
-    let (mut obs, mut obs32) = (&mut p.obs[..], &mut p.obs32[..]);
+    let (mut obs, mut obs32, mut noise_t) = (&mut p.obs[..], &mut p.obs32[..], &mut p.noise_t[..]);
     let (mut fit_ds, mut init, mut drawn) = (&mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
     let mut pieces = Vec::with_capacity(nd);
     for ds in &sets {
         let (o, rest_o) = std::mem::take(&mut obs).split_at_mut(2 * ds.x.len());
         let (o32, rest_o32) =
             std::mem::take(&mut obs32).split_at_mut(if t.mixed_precision { 2 * ds.x.len() } else { 0 });
+        let (nt, rest_nt) = std::mem::take(&mut noise_t).split_at_mut(if t.noise { ds.x.len() } else { 0 });
         let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
-        let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * 3 * k);
+        let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * w);
         let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
-        pieces.push(Mutex::new((o, o32, f, i, d)));
-        (obs, obs32, fit_ds, init, drawn) = (rest_o, rest_o32, rest_f, rest_i, rest_d);
+        pieces.push(Mutex::new((o, o32, nt, f, i, d)));
+        (obs, obs32, noise_t, fit_ds, init, drawn) = (rest_o, rest_o32, rest_nt, rest_f, rest_i, rest_d);
     }
     queue::for_each_light(nd, threads, cancel, |j| {
         let ds = sets[j];
         let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
-        let (obs, obs32, fit_ds, init, drawn) = &mut *piece;
+        let (obs, obs32, noise_t, fit_ds, init, drawn) = &mut *piece;
         for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
             obs[2 * i] = *x;
             obs[2 * i + 1] = *g;
@@ -112,13 +132,19 @@ pub fn pack(
         for (o32, o) in obs32.iter_mut().zip(obs.iter()) {
             *o32 = *o as f32;
         }
+        if let Some(t) = ds.noise_terms() {
+            noise_t.copy_from_slice(&t[..noise_t.len()]);
+        }
         for s in 0..starts {
             fit_ds[s] = j as i32;
             if let Some(start) = work.initial_params(chunk.datasets[j], t.first_start + s as u32) {
-                let row = &mut init[s * 3 * k..(s + 1) * 3 * k];
+                let row = &mut init[s * w..(s + 1) * w];
                 row[..k].copy_from_slice(&start.alpha[..k]);
                 row[k..2 * k].copy_from_slice(&start.mu[..k]);
-                row[2 * k..].copy_from_slice(&start.shape[..k]);
+                row[2 * k..3 * k].copy_from_slice(&start.shape[..k]);
+                if t.noise {
+                    row[3 * k] = start.noise;
+                }
                 drawn[s] = true;
             }
         }
