@@ -260,7 +260,6 @@ fn refit_block(
                     components: vec![k + e],
                     keep_starts: false,
                     standard_errors: false,
-                    noise: false,
                     ..job.settings.clone()
                 },
                 inits,
@@ -364,6 +363,65 @@ mod tests {
                 && whole[1].refits[7..14].iter().all(|r| r.params.is_some())
         );
         assert!(whole[0].refits[14..21].iter().all(|r| r.params.is_none()) && whole[0].observed[2].params.is_none());
+    }
+
+    #[test]
+    fn with_noise_the_replicates_and_refits_have_it() {
+        // two normal bumps and a few gross outliers
+        let mut data: Vec<f64> = (0..300)
+            .map(|i| {
+                let u = (i as f64 * 0.618_034).fract();
+                if i % 2 == 0 {
+                    -2.0 + u
+                } else {
+                    2.0 + u
+                }
+            })
+            .collect();
+        data.extend([-40.0, -25.0, 30.0, 45.0]);
+        let job = |noise: bool, support: Option<Support>| Job {
+            datasets: vec![data.as_slice()],
+            inits: Vec::new(),
+            settings: Settings {
+                family: Family::Normal,
+                components: vec![2],
+                max_iters: 500,
+                epsilon: 1e-8,
+                starts: 3,
+                seed: 3,
+                start_scheme: Default::default(),
+                mixed_precision: false,
+                accelerate: true,
+                keep_starts: false,
+                screen: Default::default(),
+                restarts: 1,
+                refine: 0,
+                devices: Vec::new(),
+                standard_errors: false,
+                noise,
+            },
+            tuning: Tuning::default(),
+            noise_supports: vec![support],
+        };
+        let mut null = Params::from_slices(&[0.49, 0.49], &[-1.5, 2.5], &[0.3, 0.3]).unwrap();
+        null.noise = 0.02;
+        let run = |job: Job| {
+            let b = Bootstrap { job, null: vec![Some(null)], replicates: 6, extra: vec![0, 1] };
+            bootstrap(&b, EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap()
+        };
+        let weights = |r: &Refits| -> Vec<f64> {
+            r.observed.iter().chain(&r.refits).map(|f| f.params.map_or(f64::NAN, |p| p.noise)).collect()
+        };
+        for refits in [run(job(true, None)), run(job(true, Support::new(-100.0, 100.0)))] {
+            for r in &refits {
+                let w = weights(r);
+                assert!(w.iter().all(|&w| w > 0.0 && w < 0.2), "every refit fits a noise weight: {w:?}");
+            }
+        }
+        // without noise, the same null's noise weight is neither drawn nor fitted
+        for r in &run(job(false, None)) {
+            assert!(weights(r).iter().all(|&w| w == 0.0 || w.is_nan()));
+        }
     }
 
     #[test]
