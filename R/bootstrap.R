@@ -60,6 +60,25 @@
 #' \eqn{\#\{T^*_b \ge T\} / B}{#(T*[b] >= T) / B}, which differs by less
 #' than 1 / B.
 #'
+#' **Noise fits** (`bulkem(noise = TRUE)`): the replicates are drawn from
+#' the fitted mixture with its noise component (a uniform over the fit's
+#' `noise_support`), and every refit has a noise component too, as the fit
+#' had: over the `noise.support` the fit was given, or, where the fit's
+#' support is its data's range (the default), over each replicate's own
+#' range, as a fit of that replicate would have it (a support given equal
+#' to the data's range counts as the range). The noise weight gets its
+#' standard error and interval as component 0's `alpha` (as in `tidy()`);
+#' it needs no matching. Over each replicate's own range, a replicate whose
+#' few noise draws fell near the bulk has a narrow range and may give the
+#' noise a large weight: the noise weight's bootstrap standard error can
+#' then be well above the observed information's (the percentile interval
+#' less so); a given `noise.support` does not vary so. The test is of K vs
+#' K + 1 components each with a noise component; with `max.components` the
+#' K-component fits are made with `noise = TRUE` and the fits' given
+#' supports. The refits run on the CPU engine (as `bulkem(noise = TRUE)`);
+#' the fits must all have a noise component or none (bootstrap the parts of
+#' a [c()][c.bulkem] of both kinds separately).
+#'
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
@@ -105,7 +124,8 @@
 #' @returns Without a test, a data frame of class
 #'   `c("bulkem_bootstrap", "data.frame")` with one row per dataset,
 #'   component and parameter, as `tidy()`: `dataset`, `component`, `term`
-#'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`), `estimate` (the original
+#'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`; a noise
+#'   component's weight is component 0's `"alpha"`), `estimate` (the original
 #'   fit's), `std.error` (standard deviation of the matched bootstrap
 #'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
 #'   `B_used`; attributes `replicates` (one row per dataset: `dataset`, `B`,
@@ -155,10 +175,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
-  if (any(vapply(unclass(fits), has_noise, NA))) {
-    stop_arg("`fits` have a noise component (noise = TRUE), which bulkem_bootstrap() does not ",
-             "resample yet")
-  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -190,9 +206,13 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   family <- attr(fits, "family")
   if (is.null(family)) family <- items[[1]]$family
+  noise <- bootstrap_noise(items)
+  # the refits of a noise fit run where bulkem(noise = TRUE) would: say so now
+  if (noise) choose_engine(use.gpu, control$engine, noise = TRUE)
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
-                   control = control, given_control = given)
+                   control = control, given_control = given, noise = noise,
+                   noise.support = if (noise) Map(given_support, items, data))
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -237,6 +257,28 @@ bootstrap_data <- function(items, data) {
   unname(data)
 }
 
+# Whether the fits are bootstrapped with a noise component: all fits or
+# none (the core's call has one noise setting; c() can mix them).
+bootstrap_noise <- function(items) {
+  fitted <- vapply(items, has_fit, NA, USE.NAMES = FALSE)
+  noisy <- vapply(items, has_noise, NA, USE.NAMES = FALSE)
+  if (any(noisy) && any(fitted & !noisy)) {
+    stop_arg("`fits` mix fits with a noise component (noise = TRUE) and fits without one: ",
+             "bootstrap them separately")
+  }
+  any(noisy)
+}
+
+# A noise fit's support as the user gave it, or NULL where it is the range
+# of the dataset's data (the default): the replicates' refits then take
+# each replicate's own range, as a fit of that replicate would. A support
+# given equal to the data's range is taken as the default.
+given_support <- function(fit, data) {
+  if (!has_noise(fit) || length(data) == 0) return(NULL)
+  s <- as.double(fit$noise_support)
+  if (identical(s, range(data))) NULL else s
+}
+
 # One bulk job: the replicates of every dataset whose `nulls` entry is a fit
 # (NULL: none), refitted with K0 + e components for each e of `extra`; on
 # the engine bulkem() would choose (GPU failure under use.gpu = NA: the
@@ -244,14 +286,22 @@ bootstrap_data <- function(items, data) {
 # Returns the refits, one list per e (bootstrap_() in src/rust/src).
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
-  engine <- choose_engine(s$use.gpu, s$control$engine)
+  noise <- isTRUE(s$noise)
+  engine <- choose_engine(s$use.gpu, s$control$engine, noise)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
-               null_shape = flat("shape"), replicates = as.integer(B), extra = as.integer(extra))
+               null_shape = flat("shape"),
+               null_noise = vapply(nulls, function(p) if (is.null(p)) 0 else p$noise, 0),
+               replicates = as.integer(B), extra = as.integer(extra))
+  # the nulls carry their supports, so that shards of them carry theirs
+  supports <- if (noise) {
+    unlist(lapply(nulls, function(p) if (is.null(p$support)) c(NA_real_, NA_real_) else p$support))
+  }
   run <- function(engine) {
     bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
-                                         s$seed, s$control, engine), report)
+                                         s$seed, s$control, engine, noise, as.double(supports)),
+               report)
   }
   res <- run_with_fallback(run, engine, s$use.gpu)
   costs <- c(res$timings, kernel = res$kernel_seconds, em_iterations = res$em_iterations)
@@ -279,7 +329,7 @@ bootstrap_future <- function(data, nulls, B, extra, s) {
     parts <- lapply(out, `[[`, j)
     r <- parts[[1]]
     for (f in c("loglik", "status", "spurious", "observed_loglik", "observed_status",
-                "observed_spurious", "alpha", "mu", "shape")) {
+                "observed_spurious", "alpha", "mu", "shape", "noise")) {
       r[[f]] <- unlist(lapply(parts, `[[`, f))
     }
     r$engine <- paste(unique(vapply(parts, `[[`, "", "engine")), collapse = ", ")
@@ -296,30 +346,39 @@ add_costs <- function(costs) {
   tapply(all, factor(names(all), levels = unique(names(all))), sum)
 }
 
-# The null of each dataset: its fit's parameters, or NULL without a fit.
-bootstrap_nulls <- function(items) {
-  lapply(items, function(f) {
+# The null of each dataset: its fit's parameters, or NULL without a fit;
+# `noise` its noise weight (0 without one) and `support` the noise support
+# its replicates are drawn and refitted with (`supports`, given_support()'s
+# per dataset; NULL: the data's range, each replicate's own).
+bootstrap_nulls <- function(items, supports = NULL) {
+  lapply(seq_along(items), function(d) {
+    f <- items[[d]]
     if (!has_fit(f)) return(NULL)
-    list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f))
+    list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
+         support = if (has_noise(f)) supports[[d]])
   })
 }
 
 # The refits of `r` as matrices by dataset: for dataset d, B rows of
-# K0 + e columns for each parameter (NULL without a null).
+# K0 + e columns for each parameter, and the B noise weights in `noise`
+# (NULL without a null).
 refit_parameters <- function(r, k0, B) {
   k <- ifelse(k0 > 0, k0 + r$extra, 0L)
   ends <- cumsum(B * k)
+  # one noise weight per refit of a dataset with a null
+  ends_noise <- cumsum(B * (k0 > 0))
   lapply(seq_along(k0), function(d) {
     if (k0[d] == 0) return(NULL)
     idx <- (ends[d] - B * k[d]) + seq_len(B * k[d])
     m <- function(v) matrix(v[idx], nrow = B, ncol = k[d], byrow = TRUE)
-    list(alpha = m(r$alpha), mu = m(r$mu), shape = m(r$shape))
+    list(alpha = m(r$alpha), mu = m(r$mu), shape = m(r$shape),
+         noise = r$noise[ends_noise[d] - B + seq_len(B)])
   })
 }
 
 # test = "none": standard errors and percentile intervals.
 bootstrap_se <- function(items, data, B, conf.level, s, names_d) {
-  nulls <- bootstrap_nulls(items)
+  nulls <- bootstrap_nulls(items, s$noise.support)
   reporter <- progress_reporter()
   r <- bootstrap_run(data, nulls, B, 0L, s, reporter$update)[[1]]
   reporter$finish()
@@ -375,13 +434,14 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       fk <- withCallingHandlers(
         bulkem(data[idx], num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
                use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
-               control = s$given_control),
+               control = s$given_control, noise = s$noise,
+               noise.support = if (s$noise) s$noise.support[idx]),
         bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
       fits_k[idx] <- unclass(fk)
       phase <- phase + 1
       base$update(phase, phases)
     }
-    nulls <- bootstrap_nulls(lapply(fits_k, function(f) if (is.null(f)) list() else f))
+    nulls <- bootstrap_nulls(lapply(fits_k, function(f) if (is.null(f)) list() else f), s$noise.support)
     r <- bootstrap_run(data, nulls, B, c(0L, 1L), s, scaled)
     phase <- phase + 1
     engine <- c(engine, r[[1]]$engine)
@@ -439,16 +499,18 @@ permutations <- function(k) {
 }
 
 # The rows of one dataset (tidy()'s order: by component, then alpha, mu,
-# shape) and its counts of used, failed and spurious replicates, from its
-# refits' parameters (`params`, matrices of B rows; NULL without a null)
-# and statuses.
+# shape; a noise component's weight first, as component 0's alpha) and its
+# counts of used, failed and spurious replicates, from its refits'
+# parameters (`params`, matrices of B rows and the B noise weights; NULL
+# without a null) and statuses.
 bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   k <- length(fit$mu)
+  noise <- has_noise(fit)
   shape_nm <- shape_name(fit$family)
   est <- c(fit$alpha, fit$mu, fit_shape(fit))
-  rows <- data.frame(component = rep(seq_len(k), each = 3),
-                     term = rep(c("alpha", "mu", shape_nm), k),
-                     estimate = est[rep(0:2, k) * k + rep(seq_len(k), each = 3)],
+  rows <- data.frame(component = c(if (noise) 0L, rep(seq_len(k), each = 3)),
+                     term = c(if (noise) "alpha", rep(c("alpha", "mu", shape_nm), k)),
+                     estimate = c(if (noise) fit$noise, est[rep(0:2, k) * k + rep(seq_len(k), each = 3)]),
                      std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
                      B = 0L, B_used = 0L, stringsAsFactors = FALSE)
   if (is.null(params)) {
@@ -484,15 +546,16 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
     shape <- pick(shape)
   }
   probs <- c((1 - conf.level) / 2, (1 + conf.level) / 2)
+  summarise <- function(r, v) {
+    rows$std.error[r] <<- stats::sd(v)
+    q <- stats::quantile(v, probs, names = FALSE, type = 7)
+    rows$conf.low[r] <<- q[1]
+    rows$conf.high[r] <<- q[2]
+  }
+  # the noise needs no matching: there is one
+  if (noise) summarise(1L, params$noise[use])
   for (m in seq_len(k)) {
-    for (t in 1:3) {
-      v <- list(alpha, mu, shape)[[t]][, m]
-      r <- (m - 1) * 3 + t
-      rows$std.error[r] <- stats::sd(v)
-      q <- stats::quantile(v, probs, names = FALSE, type = 7)
-      rows$conf.low[r] <- q[1]
-      rows$conf.high[r] <- q[2]
-    }
+    for (t in 1:3) summarise(noise + (m - 1) * 3 + t, list(alpha, mu, shape)[[t]][, m])
   }
   list(rows = rows, counts = counts)
 }

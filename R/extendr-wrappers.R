@@ -20,14 +20,18 @@ dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datase
 #' and refits each with K0 + e components for every e of `plan$extra`. The
 #' nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
 #' means and shapes follow each other in `plan$null_alpha`, `null_mu`,
-#' `null_shape`. `settings` are the refits', as for fit_() (settings.rs);
-#' its `num.components` is ignored. Checked by bulkem_bootstrap() in R.
+#' `null_shape`, and `plan$null_noise[d]`, the noise component's weight
+#' (one per dataset, 0 without one; drawn and refitted with
+#' `settings$noise`, over `settings$noise.support` as for fit_()).
+#' `settings` are the refits', as for fit_() (settings.rs); its
+#' `num.components` is ignored. Checked by bulkem_bootstrap() in R.
 #' Returns, per e, `loglik` and `status` (1-based codes into
 #' `status_levels`, never 0) and `spurious` at d·B + b, the same of each
-#' dataset's own data refitted (`observed_*`, at d), and the parameters of
+#' dataset's own data refitted (`observed_*`, at d), the parameters of
 #' each refit (K0 + e values each, dataset by dataset, replicate by
-#' replicate; NA without a fit) in `alpha`, `mu`, `shape`; or the condition
-#' that stopped the call.
+#' replicate; NA without a fit) in `alpha`, `mu`, `shape`, and each
+#' refit's noise weight in `noise` (one per refit, in the same order; NA
+#' without a fit); or the condition that stopped the call.
 #' @noRd
 bootstrap_ <- function(datasets, plan, settings, report) .Call(wrap__bootstrap_, datasets, plan, settings, report)
 

@@ -13,14 +13,18 @@ use crate::watch::{run_watched, timings};
 /// and refits each with K0 + e components for every e of `plan$extra`. The
 /// nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
 /// means and shapes follow each other in `plan$null_alpha`, `null_mu`,
-/// `null_shape`. `settings` are the refits', as for fit_() (settings.rs);
-/// its `num.components` is ignored. Checked by bulkem_bootstrap() in R.
+/// `null_shape`, and `plan$null_noise[d]`, the noise component's weight
+/// (one per dataset, 0 without one; drawn and refitted with
+/// `settings$noise`, over `settings$noise.support` as for fit_()).
+/// `settings` are the refits', as for fit_() (settings.rs); its
+/// `num.components` is ignored. Checked by bulkem_bootstrap() in R.
 /// Returns, per e, `loglik` and `status` (1-based codes into
 /// `status_levels`, never 0) and `spurious` at d·B + b, the same of each
-/// dataset's own data refitted (`observed_*`, at d), and the parameters of
+/// dataset's own data refitted (`observed_*`, at d), the parameters of
 /// each refit (K0 + e values each, dataset by dataset, replicate by
-/// replicate; NA without a fit) in `alpha`, `mu`, `shape`; or the condition
-/// that stopped the call.
+/// replicate; NA without a fit) in `alpha`, `mu`, `shape`, and each
+/// refit's noise weight in `noise` (one per refit, in the same order; NA
+/// without a fit); or the condition that stopped the call.
 /// @noRd
 #[extendr]
 fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj {
@@ -36,6 +40,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 &plan.reals("null_alpha")?,
                 &plan.reals("null_mu")?,
                 &plan.reals("null_shape")?,
+                &plan.reals("null_noise")?,
             )?,
             replicates: plan.count("replicates")?,
             extra: plan.counts("extra")?,
@@ -67,10 +72,20 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
 }
 
 /// The nulls from their flat R form.
-fn nulls<'a>(k: &[usize], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> Result<Vec<Option<Params>>, Stop> {
+fn nulls<'a>(
+    k: &[usize],
+    alpha: &'a [f64],
+    mu: &'a [f64],
+    shape: &'a [f64],
+    noise: &[f64],
+) -> Result<Vec<Option<Params>>, Stop> {
+    if noise.len() != k.len() {
+        return Err(Error::Other("null_noise is not one weight per dataset".into()).into());
+    }
     let mut at = 0;
     k.iter()
-        .map(|&k| {
+        .zip(noise)
+        .map(|(&k, &noise)| {
             if k > MAX_COMPONENTS {
                 return Err(Error::Other("null_k out of range".into()).into());
             }
@@ -80,7 +95,12 @@ fn nulls<'a>(k: &[usize], alpha: &'a [f64], mu: &'a [f64], shape: &'a [f64]) -> 
             let part = |v: &'a [f64]| v.get(at..at + k).unwrap_or(&[]);
             let p = Params::from_slices(part(alpha), part(mu), part(shape));
             at += k;
-            p.map(Some).ok_or_else(|| Error::Other("null parameters shorter than null_k says".into()).into())
+            // a weight outside [0, 1) would make the draws' weights meaningless
+            if !(0.0..1.0).contains(&noise) {
+                return Err(Error::Other("null_noise out of range".into()).into());
+            }
+            p.map(|p| Some(Params { noise, ..p }))
+                .ok_or_else(|| Error::Other("null parameters shorter than null_k says".into()).into())
         })
         .collect()
 }
@@ -90,10 +110,12 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
     let mut alpha = Vec::new();
     let mut mu = Vec::new();
     let mut shape = Vec::new();
+    let mut noise = Vec::new();
     for (d, n) in null.iter().enumerate() {
         let Some(n) = n else { continue };
         let k = n.k + r.extra;
         for f in r.refits.iter().skip(d * reps).take(reps) {
+            noise.push(f.params.filter(|p| p.k == k).map(|p| p.noise));
             for m in 0..k {
                 let pick = |v: &dyn Fn(&Params) -> f64| f.params.filter(|p| p.k == k).map(|p| v(&p));
                 alpha.push(pick(&|p| p.alpha[m]));
@@ -118,6 +140,7 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
             "alpha",
             "mu",
             "shape",
+            "noise",
             "status_levels",
         ],
         [
@@ -131,6 +154,7 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
             Robj::from(alpha),
             Robj::from(mu),
             Robj::from(shape),
+            Robj::from(noise),
             Robj::from(Status::ALL.iter().map(|s| s.name()).collect::<Vec<&str>>()),
         ],
     )?
