@@ -75,7 +75,7 @@
 #' less so); a given `noise.support` does not vary so. The test is of K vs
 #' K + 1 components each with a noise component; with `max.components` the
 #' K-component fits are made with `noise = TRUE` and the fits' given
-#' supports. The refits run on the CPU engine (as `bulkem(noise = TRUE)`);
+#' supports. The refits run on any engine, as `bulkem(noise = TRUE)`;
 #' the fits must all have a noise component or none (bootstrap the parts of
 #' a [c()][c.bulkem] of both kinds separately).
 #'
@@ -207,8 +207,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   family <- attr(fits, "family")
   if (is.null(family)) family <- items[[1]]$family
   noise <- bootstrap_noise(items)
-  # the refits of a noise fit run where bulkem(noise = TRUE) would: say so now
-  if (noise) choose_engine(use.gpu, control$engine, noise = TRUE)
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
                    control = control, given_control = given, noise = noise,
@@ -287,7 +285,7 @@ given_support <- function(fit, data) {
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
-  engine <- choose_engine(s$use.gpu, s$control$engine, noise)
+  engine <- choose_engine(s$use.gpu, s$control$engine)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
