@@ -9,7 +9,8 @@
 #' mixture density (solid) and each weighted component (dashed) drawn over
 #' it, and a noise component's level over its support (dotted, grey;
 #' `noise = TRUE`); the title gives the family, the number of components K (with
-#' "chosen by BIC" when several were fitted) and n. For many fits: the
+#' "+ noise" for a noise component and "chosen by BIC" when several Ks
+#' were fitted) and n. For many fits: the
 #' fitted components of every dataset, mean against shape (`lambda`,
 #' `sigma` or the gamma's `shape`, on a log scale; the mean too for the
 #' inverse Gaussian and the gamma), one
@@ -287,7 +288,8 @@ plural <- function(n, word) sprintf("%d %s%s", n, word, if (n == 1) "" else "s")
 plot_title_fit <- function(x, which = "density") {
   k <- length(x$mu)
   chosen <- if (!is.null(x$by_k) && NROW(x$by_k) > 1) " chosen by BIC" else ""
-  title <- sprintf("%s mixture, K = %d%s, n = %d", x$family, k, chosen, x$n)
+  title <- sprintf("%s mixture, K = %d%s%s, n = %d", x$family, k, if (has_noise(x)) " + noise" else "",
+                   chosen, x$n)
   if (which == "density") title else sprintf("%s plot: %s", toupper(which), title)
 }
 

@@ -529,28 +529,31 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
   set.seed(13)
   d <- list(n1 = rmix(400, c(0.5, 0.5), c(0, 4), c(1, 1.2), "normal"),
             n2 = rmix(250, c(0.3, 0.7), c(-2, 3), c(0.8, 1), "normal"))
-  fits <- bulkem(d, family = "normal", random.inits = 10, seed = 2, use.gpu = FALSE,
-                 control = list(keep.data = TRUE))
-  run <- function(engine, test) {
-    bulkem_bootstrap(fits, B = 40, test = test, seed = 9, random.inits = 10,
-                     use.gpu = engine != "cpu", control = list(engine = engine))
-  }
-  for (test in c("none", "lrt")) {
-    cpu <- run("cpu", test)
-    for (engine in c("cuda-streams", "cuda-batched")) {
-      gpu <- run(engine, test)
-      expect_identical(attr(gpu, "engine"), engine)
-      if (test == "none") {
-        expect_identical(gpu$B_used, cpu$B_used)
-        expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
-        expect_equal(gpu$conf.low, cpu$conf.low, tolerance = 1e-6)
-      } else {
-        expect_identical(gpu$B_used, cpu$B_used)
-        # a difference of log-likelihoods that agree within 1e-9 relative
-        expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
-        expect_identical(gpu$p_value, cpu$p_value)
-        for (i in seq_len(nrow(cpu))) {
-          expect_equal(gpu$null[[i]], cpu$null[[i]], tolerance = 1e-6)
+  for (noise in c(FALSE, TRUE)) {
+    if (noise) d <- lapply(d, function(x) c(x, c(-25, 30, 41)))
+    fits <- bulkem(d, family = "normal", random.inits = 10, seed = 2, use.gpu = FALSE, noise = noise,
+                   control = list(keep.data = TRUE))
+    run <- function(engine, test) {
+      bulkem_bootstrap(fits, B = 40, test = test, seed = 9, random.inits = 10,
+                       use.gpu = engine != "cpu", control = list(engine = engine))
+    }
+    for (test in c("none", "lrt")) {
+      cpu <- run("cpu", test)
+      for (engine in c("cuda-streams", "cuda-batched")) {
+        gpu <- run(engine, test)
+        expect_identical(attr(gpu, "engine"), engine)
+        if (test == "none") {
+          expect_identical(gpu$B_used, cpu$B_used)
+          expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
+          expect_equal(gpu$conf.low, cpu$conf.low, tolerance = 1e-6)
+        } else {
+          expect_identical(gpu$B_used, cpu$B_used)
+          # a difference of log-likelihoods that agree within 1e-9 relative
+          expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
+          expect_identical(gpu$p_value, cpu$p_value)
+          for (i in seq_len(nrow(cpu))) {
+            expect_equal(gpu$null[[i]], cpu$null[[i]], tolerance = 1e-6)
+          }
         }
       }
     }

@@ -181,6 +181,7 @@ test_that("confint has the noise weight's interval, and the plot draws the noise
   ci <- confint(f)
   expect_identical(rownames(ci)[7], "noise")
   expect_true(ci["noise", 1] > 0 && ci["noise", 1] < f$noise && ci["noise", 2] > f$noise)
+  expect_match(bulkem:::plot_title_fit(f), "^gamma mixture, K = 2 \\+ noise, n = ")
   grDevices::pdf(NULL)
   on.exit(grDevices::dev.off())
   expect_silent(plot(f))
