@@ -212,3 +212,18 @@ test_that("without future.apply, control$future = TRUE says to install it", {
   expect_match(res$stdout, "needs the future.apply package, which is not installed: install.packages(\"future.apply\")",
                fixed = TRUE)
 })
+
+test_that("a sharded noise call takes each shard's supports and equals the local call", {
+  skip_if_no_future()
+  d <- lapply(future_data(5), function(x) c(x, -30, 40))
+  supports <- list(c(-50, 50), NULL, c(-40, 45), NULL, c(-31, 41))
+  args <- list(d, family = "normal", random.inits = 4, use.gpu = FALSE, seed = 3, noise = TRUE,
+               noise.support = supports)
+  local <- do.call(bulkem, args)
+  expect_equal(local[[3]]$noise_support, c(-40, 45))
+  expect_equal(local[[2]]$noise_support, range(d[[2]]))
+  with_plan({
+    sharded <- do.call(bulkem, c(args, list(control = list(future = TRUE, shards = 3))))
+  }, future::sequential)
+  expect_same_fits(sharded, local)
+})
