@@ -2,7 +2,8 @@
 //! and floating-point pipes can do on one core (issue 14's measurement):
 //!   cargo run --release --example estep_timing
 //! Prints ns per observation of one E-step pass (n = 2,000 as B1, and 100
-//! as B5) for both families and K = 2, 3, as e_step runs it and by the
+//! as B5) for both families and K = 2, 3, as e_step runs it (and e_step_noisy
+//! with a noise component) and by the
 //! block loops alone (K = 2 to 8 have AVX-512 and AVX2 code of their own,
 //! estep_avx512.rs and estep_avx2.rs); ns per value of exp_nonpos (value
 //! by value, and exp_nonpos_all as the E-step calls it) and of libm's exp;
@@ -11,7 +12,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bulkem_core::estep::{e_step, e_step_blocked};
+use bulkem_core::estep::{e_step, e_step_blocked, e_step_noisy};
 use bulkem_core::{Family, Params};
 
 fn per(secs: f64, count: usize) -> f64 {
@@ -42,7 +43,18 @@ fn main() {
                 black_box(e_step_blocked(family, black_box(&xs), &g, &p));
             }
             let blocked = per(t.elapsed().as_secs_f64(), reps * n);
-            println!("  {family:?} K = {k}: {fast:.2} ns per observation (block loops alone {blocked:.2})");
+            // with a noise component (t(x) constant: the Normal's, rescaled)
+            let t_noise = vec![-2.0; n];
+            p.noise = 0.05;
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(e_step_noisy(family, black_box(&xs), &g, &t_noise, &p));
+            }
+            let noisy = per(t.elapsed().as_secs_f64(), reps * n);
+            println!(
+                "  {family:?} K = {k}: {fast:.2} ns per observation (block loops alone {blocked:.2}; \
+                 with a noise component {noisy:.2})"
+            );
         }
     }
 

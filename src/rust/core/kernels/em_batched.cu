@@ -302,7 +302,25 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
         l[m] = st.c[m] - st.kk[m] * q;
     }
     double mx, sum, r[K];
-    if (N) {
+    if (N && K == 2) {
+        // estep.rs's two exponentials: the pair's (their larger term's is
+        // 1) and the noise's against the pair's larger term
+        const double ln = st.log_noise + t;
+        const bool first = l[0] >= l[K - 1];
+        const double pair = first ? l[0] : l[K - 1];
+        const double e = term_exp(first ? l[K - 1] - l[0] : l[0] - l[K - 1]);
+        const bool top = ln > pair;
+        mx = top ? ln : pair;
+        const double f = term_exp(top ? pair - ln : ln - pair);
+        const double big = top ? f : 1.0;
+        const double small = e * big;
+        const double noise = top ? 1.0 : f;
+        sum = (big + small) + noise;
+        const double inv = reciprocal(sum);
+        r[0] = (first ? big : small) * inv;
+        r[K - 1] = (first ? small : big) * inv;
+        p.s0n += noise * inv;
+    } else if (N) {
         // the noise's term beside the components' (estep.rs's row K): every
         // exponential computed, the largest being exp(0)
         const double ln = st.log_noise + t;

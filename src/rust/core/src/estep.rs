@@ -217,6 +217,33 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt
                 l0[j] = if first { 1.0 } else { e[j] };
                 l1[j] = if first { e[j] } else { 1.0 };
             }
+        } else if k == 2 && NOISY {
+            // two exponentials per observation, not three: the pair's
+            // (their larger term's is 1) and the noise's against the pair's
+            // larger term; whichever of these two is the largest is 1
+            let [l0, l1, ln, ..] = &mut l;
+            let (mut e, mut f) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+            for j in 0..BLOCK {
+                let first = l0[j] >= l1[j];
+                let pair = if first { l0[j] } else { l1[j] };
+                e[j] = if first { l1[j] - l0[j] } else { l0[j] - l1[j] };
+                let noise_top = ln[j] > pair;
+                mx[j] = if noise_top { ln[j] } else { pair };
+                f[j] = if noise_top { pair - ln[j] } else { ln[j] - pair };
+            }
+            exp_nonpos_all(&mut e);
+            exp_nonpos_all(&mut f);
+            for j in 0..BLOCK {
+                let first = l0[j] >= l1[j];
+                let noise_top = ln[j] > (if first { l0[j] } else { l1[j] });
+                let big = if noise_top { f[j] } else { 1.0 };
+                let small = e[j] * big;
+                let noise = if noise_top { 1.0 } else { f[j] };
+                sum[j] = (big + small) + noise;
+                l0[j] = if first { big } else { small };
+                l1[j] = if first { small } else { big };
+                ln[j] = noise;
+            }
         } else {
             mx = l[0];
             for lm in &l[1..rows] {

@@ -143,6 +143,33 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                     l[0][w] = _mm256_blendv_pd(e[w], one, first[w]);
                     l[1][w] = _mm256_blendv_pd(one, e[w], first[w]);
                 }
+            } else if K == 2 && N {
+                // estep.rs's two exponentials: the pair's and the noise's
+                // against the pair's larger term
+                let mut first = [zero; W];
+                let mut top = [zero; W];
+                let mut d = [zero; W];
+                let mut dn = [zero; W];
+                for w in 0..W {
+                    let (l0, l1) = (l[0][w], l[1][w]);
+                    first[w] = _mm256_cmp_pd::<_CMP_GE_OQ>(l0, l1);
+                    let pair = _mm256_blendv_pd(l1, l0, first[w]);
+                    d[w] = _mm256_blendv_pd(_mm256_sub_pd(l0, l1), _mm256_sub_pd(l1, l0), first[w]);
+                    top[w] = _mm256_cmp_pd::<_CMP_GT_OQ>(ln[w], pair);
+                    mx[w] = _mm256_blendv_pd(pair, ln[w], top[w]);
+                    dn[w] = _mm256_blendv_pd(_mm256_sub_pd(ln[w], pair), _mm256_sub_pd(pair, ln[w]), top[w]);
+                }
+                let e = exp_nonpos(d);
+                let f = exp_nonpos(dn);
+                for w in 0..W {
+                    let big = _mm256_blendv_pd(one, f[w], top[w]);
+                    let small = _mm256_mul_pd(e[w], big);
+                    let noise = _mm256_blendv_pd(f[w], one, top[w]);
+                    sum[w] = _mm256_add_pd(_mm256_add_pd(big, small), noise);
+                    l[0][w] = _mm256_blendv_pd(small, big, first[w]);
+                    l[1][w] = _mm256_blendv_pd(big, small, first[w]);
+                    ln[w] = noise;
+                }
             } else {
                 // estep.rs's `if l > mx { l } else { mx }`: max returns its
                 // second operand when the first is not greater, NaN included

@@ -140,6 +140,33 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                     l[0][w] = _mm512_mask_blend_pd(first[w], e[w], one);
                     l[1][w] = _mm512_mask_blend_pd(first[w], one, e[w]);
                 }
+            } else if K == 2 && N {
+                // estep.rs's two exponentials: the pair's and the noise's
+                // against the pair's larger term
+                let mut first = [0 as __mmask8; W];
+                let mut top = [0 as __mmask8; W];
+                let mut d = [zero; W];
+                let mut dn = [zero; W];
+                for w in 0..W {
+                    let (l0, l1) = (l[0][w], l[1][w]);
+                    first[w] = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(l0, l1);
+                    let pair = _mm512_mask_blend_pd(first[w], l1, l0);
+                    d[w] = _mm512_mask_blend_pd(first[w], _mm512_sub_pd(l0, l1), _mm512_sub_pd(l1, l0));
+                    top[w] = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(ln[w], pair);
+                    mx[w] = _mm512_mask_blend_pd(top[w], pair, ln[w]);
+                    dn[w] = _mm512_mask_blend_pd(top[w], _mm512_sub_pd(ln[w], pair), _mm512_sub_pd(pair, ln[w]));
+                }
+                let e = exp_nonpos(d);
+                let f = exp_nonpos(dn);
+                for w in 0..W {
+                    let big = _mm512_mask_blend_pd(top[w], one, f[w]);
+                    let small = _mm512_mul_pd(e[w], big);
+                    let noise = _mm512_mask_blend_pd(top[w], f[w], one);
+                    sum[w] = _mm512_add_pd(_mm512_add_pd(big, small), noise);
+                    l[0][w] = _mm512_mask_blend_pd(first[w], small, big);
+                    l[1][w] = _mm512_mask_blend_pd(first[w], big, small);
+                    ln[w] = noise;
+                }
             } else {
                 // estep.rs's `if l > mx { l } else { mx }`: max returns its
                 // second operand when the first is not greater, NaN included
