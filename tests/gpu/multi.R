@@ -3,7 +3,8 @@
 # B2 x 4 (40,000 datasets x 1,000 observations x 100 starts) on GPU 0 alone
 # and on every GPU, alternated twice in one run; the fits must be identical,
 # and the wall times are printed side by side. Then agreement of the
-# several-GPU fits with the CPU engine on a sample (inst/bench/agreement-criterion.R).
+# several-GPU fits with the CPU engine on a sample (inst/bench/agreement-criterion.R);
+# then the same for fits with a noise component.
 suppressPackageStartupMessages(library(bulkem))
 source("inst/bench/workloads.R")
 args <- commandArgs(TRUE)
@@ -49,4 +50,21 @@ source("inst/bench/agreement-criterion.R")
 a <- agreement(cpu, gpu)
 cat(sprintf("several GPUs vs CPU on %d datasets: the same optimum on %d; %d converged fits more than 1e-6 apart in log-likelihood; worst parameter %.2e relative\n",
             length(pick), a[["same_optimum"]], a[["converged_apart"]], a[["worst_param_rel"]]))
-if (!all(tab$identical_to_one_gpu) || !agreement_met(a)) quit(status = 1)
+# with a noise component (issue 32): 2,000 of the datasets with 5 gross
+# outliers each, on GPU 0 and on every GPU (identical), and against the CPU
+set.seed(32)
+noisy <- lapply(datasets[round(seq(1, length(datasets), length.out = 2000))], function(x) c(x, runif(5, 20, 60)))
+noisy_run <- function(devices) {
+  bulkem(noisy, 2, random.inits = 20, seed = 11, noise = TRUE, use.gpu = TRUE,
+         control = list(engine = "cuda-batched", devices = devices))
+}
+noise_one <- noisy_run(0)
+noise_all <- noisy_run(seq_len(n_gpu) - 1)
+noise_same <- identical(strip(noise_one), strip(noise_all))
+noise_cpu <- bulkem(noisy[1:200], 2, random.inits = 20, seed = 11, noise = TRUE, use.gpu = FALSE)
+na <- agreement(noise_cpu, unclass(noise_all)[1:200])
+weights <- function(f) vapply(unclass(f), function(x) x$noise, 0)
+cat(sprintf("noise: %d GPUs identical to one: %s; vs CPU on 200: the same optimum on %d, worst parameter %.2e relative, worst noise weight %.2e absolute\n",
+            n_gpu, noise_same, na[["same_optimum"]], na[["worst_param_rel"]],
+            max(abs(weights(noise_cpu) - weights(noise_all)[1:200]))))
+if (!all(tab$identical_to_one_gpu) || !agreement_met(a) || !noise_same || !agreement_met(na)) quit(status = 1)
