@@ -43,7 +43,10 @@
 #                 is an absolute 1e-6)
 #   peersInits=20 random.inits of another bulkem row in `peers` (the default for
 #                 K = 1 fits is one start per refit)
-#   families=normal,invgauss   families of calibration and coverage
+#   families=normal,invgauss   families of calibration and coverage (also
+#                 lognormal, gamma: calibration only)
+#   noise=0       1: every fit and refit of calibration with a noise component
+#                 (bulkem(noise = TRUE)); the data as without
 #   ks=1,2        the null K of calibration (1: test 1 vs 2; 2: test 2 vs 3)
 #   gpu=          use.gpu of the bulkem calls in `gpu`: TRUE, FALSE or NA
 #                 (default TRUE when bulkem_gpu_info() finds a usable GPU, else NA)
@@ -88,6 +91,7 @@ precision <- opts$precision
 epsilon <- if (is.null(opts$epsilon)) NULL else as.numeric(opts$epsilon)
 calib_ks <- if (is.null(opts$ks)) 1:2 else as.integer(strsplit(opts$ks, ",")[[1]])
 families <- if (is.null(opts$families)) c("normal", "invgauss") else strsplit(opts$families, ",")[[1]]
+noise <- isTRUE(as.logical(opt_num("noise", 0)))
 scaled <- function(full, key) {
   if (!is.null(opts[[key]])) return(as.integer(opts[[key]]))
   max(2L, as.integer(round(full * scale)))
@@ -137,8 +141,8 @@ with_seed <- function(s, expr) {
 simulate_sets <- function(N, n, m, s) with_seed(s, lapply(seq_len(N), function(i)
   rmixture(n, m$alpha, m$mu, m$shape, m$family)))
 
-fit_sets <- function(sets, k, family, use.gpu = FALSE) {
-  quiet(bulkem(sets, num.components = k, family = family, seed = seed, use.gpu = use.gpu,
+fit_sets <- function(sets, k, family, use.gpu = FALSE, noise = FALSE) {
+  quiet(bulkem(sets, num.components = k, family = family, seed = seed, use.gpu = use.gpu, noise = noise,
                control = list(keep.data = TRUE)))
 }
 
@@ -182,12 +186,20 @@ models <- list(
     list(family = "invgauss", alpha = 1, mu = 1, shape = 5),
     list(family = "invgauss", alpha = c(0.4, 0.6), mu = c(1, 4), shape = c(20, 80)),
     list(family = "invgauss", alpha = c(0.3, 0.4, 0.3), mu = c(1, 4, 12), shape = c(20, 80, 400))),
+  lognormal = list(
+    list(family = "lognormal", alpha = 1, mu = 0, shape = 0.4),
+    list(family = "lognormal", alpha = c(0.4, 0.6), mu = c(0, 1.5), shape = c(0.25, 0.3)),
+    list(family = "lognormal", alpha = c(0.3, 0.4, 0.3), mu = c(0, 1.5, 3), shape = c(0.25, 0.3, 0.25))),
+  gamma = list(
+    list(family = "gamma", alpha = 1, mu = 1, shape = 5),
+    list(family = "gamma", alpha = c(0.4, 0.6), mu = c(1, 4), shape = c(20, 30)),
+    list(family = "gamma", alpha = c(0.3, 0.4, 0.3), mu = c(1, 4, 12), shape = c(20, 30, 60))),
   coverage = list(
     normal = list(family = "normal", alpha = c(0.4, 0.6), mu = c(0, 4), shape = c(1, 1.5)),
     invgauss = list(family = "invgauss", alpha = c(0.4, 0.6), mu = c(1, 4), shape = c(20, 80)))
 )
 describe <- function(m) {
-  nm <- if (m$family == "normal") "N" else "IG"
+  nm <- switch(m$family, normal = "N", lognormal = "LN", gamma = "Ga", "IG")
   paste(sprintf("%s %s(%s, %s)", format(m$alpha), nm, format(m$mu), format(m$shape)), collapse = " + ")
 }
 
@@ -353,7 +365,7 @@ section_calibration <- function() {
       for (kind in c("null", "power")) {
         m <- ms[[if (kind == "null") k else k + 1]]
         sets <- simulate_sets(N, n, m, seed + 10 * k + (kind == "power"))
-        fits <- fit_sets(sets, k, fam)
+        fits <- fit_sets(sets, k, fam, noise = noise)
         r <- timed(boot(fits, B = B, test = "lrt", seed = seed, use.gpu = use_gpu))
         l <- r$value
         p <- l$p_value
@@ -363,7 +375,8 @@ section_calibration <- function() {
         ks <- suppressWarnings(stats::ks.test(p[ok], "punif"))
         ksr <- suppressWarnings(stats::ks.test(pr[ok], "punif"))
         rows[[length(rows) + 1]] <- data.frame(
-          family = fam, test = sprintf("%d vs %d", k, k + 1), data = sprintf("%s: K = %d", kind, length(m$mu)),
+          family = paste0(fam, if (noise) " + noise"), test = sprintf("%d vs %d", k, k + 1),
+          data = sprintf("%s: K = %d", kind, length(m$mu)),
           N = sum(ok), B = B, KS_D = if (kind == "null") ks$statistic[[1]] else NA,
           KS_p = if (kind == "null") ks$p.value else NA,
           KS_p_rand = if (kind == "null") ksr$p.value else NA,

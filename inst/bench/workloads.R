@@ -24,8 +24,11 @@ rmixture <- function(n, alpha, mu, shape, family) {
   out <- numeric(n)
   for (m in seq_along(alpha)) {
     i <- comp == m
-    out[i] <- if (family == "invgauss") rinvgauss_msh(sum(i), mu[m], shape[m])
-              else stats::rnorm(sum(i), mu[m], shape[m])
+    out[i] <- switch(family,
+                     invgauss = rinvgauss_msh(sum(i), mu[m], shape[m]),
+                     lognormal = stats::rlnorm(sum(i), mu[m], shape[m]),
+                     gamma = stats::rgamma(sum(i), shape = shape[m], rate = shape[m] / mu[m]),
+                     stats::rnorm(sum(i), mu[m], shape[m]))
   }
   out
 }
