@@ -58,15 +58,26 @@ impl Refinement {
 /// `None` when no region is that surprising (the fit explains the data).
 pub fn refinement(family: Family, ds: &Prepared, centre: &Params, regions: u32) -> Option<Refinement> {
     let n = ds.x.len();
-    let mut sorted = ds.x.clone();
-    sorted.sort_unstable_by(f64::total_cmp);
+    // the observations in ascending order, by index (a noise component's
+    // density is known per observation)
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| ds.x[a].total_cmp(&ds.x[b]));
+    let sorted: Vec<f64> = order.iter().map(|&i| ds.x[i]).collect();
     let half = ((n as f64 * REFINE_WINDOW_FRACTION).round() as usize).clamp(REFINE_WINDOW_MIN, REFINE_WINDOW_MAX);
     if n < 2 * half + 1 {
         return None;
     }
-    // the fit's density where it is fitted (the logarithms, for the lognormal)
-    let density = |x: f64| -> f64 {
-        with_family!(family, F => (0..centre.k).map(|m| centre.alpha[m] * F::log_density(x, centre.mu[m], centre.shape[m]).exp()).sum())
+    // the fit's density where it is fitted (the logarithms, for the
+    // lognormal) at the i-th smallest observation, a noise component's
+    // included (its t(x) + h(x) is its log-density there, noise.rs)
+    let density = |i: usize| -> f64 {
+        let x = sorted[i];
+        with_family!(family, F => {
+            let components: f64 =
+                (0..centre.k).map(|m| centre.alpha[m] * F::log_density(x, centre.mu[m], centre.shape[m]).exp()).sum();
+            let noise = ds.noise.as_ref().map_or(0.0, |nz| centre.noise * (nz.terms[order[i]] + F::log_h(x)).exp());
+            components + noise
+        })
     };
     // each window's surprise: (count − E) / √(E + 1), E = n f(x) width
     let mut surprise: Vec<(f64, usize)> = (half..n - half)
@@ -77,7 +88,7 @@ pub fn refinement(family: Family, ds: &Prepared, centre: &Params, regions: u32) 
                 return None;
             }
             let count = (2 * half + 1) as f64;
-            let expected = n as f64 * density(sorted[i]) * width;
+            let expected = n as f64 * density(i) * width;
             let z = (count - expected) / (expected + 1.0).sqrt();
             (z > REFINE_Z).then_some((z, i))
         })
@@ -138,5 +149,32 @@ mod tests {
         assert!(refinement(Family::Normal, &ds, &found, 2).is_none_or(|r| !near_minor(&r)));
         // a pure function of its inputs
         assert_eq!(refinement(Family::Normal, &ds, &missed, 2), Some(r));
+    }
+
+    #[test]
+    fn a_noise_component_explains_the_outliers_it_expects() {
+        // 1,000 observations around 0 and 40 gross outliers over [10, 60]:
+        // a fit with their noise weight leaves no surprise among them, one
+        // without a noise component finds them all surprising
+        let mut xs = draw(Family::Normal, &params(&[0.5, 0.5], &[-0.5, 0.5], &[0.9, 0.9]), 1000, 9);
+        xs.extend((0..40).map(|i| 10.0 + 50.0 * ((i as f64 + 0.5) / 40.0)));
+        let support = crate::noise::Support::range_of(&xs).expect("a range");
+        let plain = prepare(&xs, Family::Normal).expect("valid data");
+        let noisy = prepare(&xs, Family::Normal).expect("valid data").with_noise(support, &xs);
+        let fit = params(&[0.5, 0.5], &[-0.5, 0.5], &[0.9, 0.9]);
+        let among_outliers = |ds: &crate::dataset::Prepared, r: &Option<Refinement>| {
+            r.as_ref().is_some_and(|r| {
+                r.seeds.iter().any(|&(_, mu, _)| ds.unscale(&params(&[1.0], &[mu], &[1.0])).mu[0] > 8.0)
+            })
+        };
+        let without = refinement(Family::Normal, &plain, &plain.rescale(&fit), 2);
+        assert!(among_outliers(&plain, &without));
+        let mut with_noise = fit;
+        for m in 0..2 {
+            with_noise.alpha[m] *= 1000.0 / 1040.0;
+        }
+        with_noise.noise = 40.0 / 1040.0;
+        let with = refinement(Family::Normal, &noisy, &noisy.rescale(&with_noise), 2);
+        assert!(!among_outliers(&noisy, &with), "{with:?}");
     }
 }
