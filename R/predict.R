@@ -127,6 +127,9 @@ component_quantiles <- function(fit, p) {
 #' \eqn{\sum_m \alpha_m F_m(x)}{sum(alpha[m] * F[m](x))} with
 #' [statmod::pinvgauss()] or [stats::pnorm()].
 #'
+#' A noise component adds its uniform density over its support to the
+#' density and the cdf; values outside its support cannot be noise.
+#'
 #' Values outside the family's support (`x <= 0` for the inverse Gaussian)
 #' have density 0, cdf 0 and `NA` posterior probabilities, class and
 #' uncertainty; `NA` values give `NA`; a dataset without a fit gives `NA`
@@ -144,10 +147,12 @@ component_quantiles <- function(fit, p) {
 #'   value is an error.
 #' @param ... Not used; any argument given here is an error.
 #' @returns For a `bulkem_fit`: with `type = "posterior"`, a data frame with
-#'   columns `x`, `comp1` .. `compK` (posterior probabilities) and
-#'   `component` (the most likely one, as an integer), as in earlier
-#'   versions; with `"class"` an integer vector; with `"uncertainty"`,
-#'   `"density"` or `"cdf"` a numeric vector; one element per value of
+#'   columns `x`, `comp1` .. `compK` (posterior probabilities), with a
+#'   noise component (`bulkem(noise = TRUE)`) `noise` (the probability of
+#'   being noise), and `component` (the most likely one, as an integer; 0
+#'   for the noise), as in earlier versions; with `"class"` an integer
+#'   vector; with `"uncertainty"`, `"density"` or `"cdf"` a numeric vector;
+#'   one element per value of
 #'   `newdata`. For a `bulkem` result: a list with one such element per
 #'   dataset, named like the datasets. For one long data frame of all
 #'   datasets, use [augment()][augment.bulkem].
