@@ -55,9 +55,13 @@ __device__ __forceinline__ double exp_nonpos(double x) {
 // l_m = c_m - k_m q(x, mu_m), lse = max + log sum exp(l_m - max), and the
 // responsibilities r_m = exp(l_m - max) / sum, left in l[]. `terms` holds
 // c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of ComponentFamily::terms.
+// With a noise component (`noisy`), its term `ln` = log(weight) + t(x) is
+// one more, after the components' as in estep.rs, and its responsibility
+// goes to `rn`.
 __device__ __forceinline__ double responsibilities(double x, double g, int k, int family,
                                                    const double* __restrict__ terms,
-                                                   double l[MAX_COMPONENTS]) {
+                                                   bool noisy, double ln,
+                                                   double l[MAX_COMPONENTS], double& rn) {
     double mx = -1.0e308;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
@@ -68,6 +72,7 @@ __device__ __forceinline__ double responsibilities(double x, double g, int k, in
             mx = l[m] > mx ? l[m] : mx;
         }
     }
+    if (noisy) mx = ln > mx ? ln : mx;
     double sum = 0.0;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
@@ -76,10 +81,15 @@ __device__ __forceinline__ double responsibilities(double x, double g, int k, in
             sum += l[m];
         }
     }
+    if (noisy) {
+        rn = exp_nonpos(ln - mx);
+        sum += rn;
+    }
     const double inv = 1.0 / sum;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
         if (m < k) l[m] *= inv;
     }
+    if (noisy) rn *= inv;
     return mx + log(sum);
 }

@@ -33,37 +33,9 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
     const double gi = g[i];
     const double* t = terms + (size_t)a * TERMS_PER_START;
     double r[MAX_COMPONENTS];
-    double lse, rn = 0.0;
-    if (noisy) {
-        // the noise's term log(weight) + t(x) beside the components' (estep.rs)
-        const double ln = t[3 * MAX_COMPONENTS] + noise_t[i];
-        double mx = ln;
-#pragma unroll
-        for (int m = 0; m < MAX_COMPONENTS; ++m) {
-            if (m < k) {
-                r[m] = t[m] - t[MAX_COMPONENTS + m] * q_family(family, xi, gi, t[2 * MAX_COMPONENTS + m]);
-                mx = r[m] > mx ? r[m] : mx;
-            }
-        }
-        rn = exp_nonpos(ln - mx);
-        double sum = rn;
-#pragma unroll
-        for (int m = 0; m < MAX_COMPONENTS; ++m) {
-            if (m < k) {
-                r[m] = exp_nonpos(r[m] - mx);
-                sum += r[m];
-            }
-        }
-        const double inv = 1.0 / sum;
-#pragma unroll
-        for (int m = 0; m < MAX_COMPONENTS; ++m) {
-            if (m < k) r[m] *= inv;
-        }
-        rn *= inv;
-        lse = mx + log(sum);
-    } else {
-        lse = responsibilities(xi, gi, k, family, t, r);
-    }
+    double rn = 0.0;
+    const double ln = noisy ? t[3 * MAX_COMPONENTS] + noise_t[i] : 0.0;
+    const double lse = responsibilities(xi, gi, k, family, t, noisy, ln, r, rn);
     double* out = per_obs + (size_t)a * rows * n;
     out[i] = lse;
 #pragma unroll

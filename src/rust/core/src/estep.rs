@@ -25,26 +25,23 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     let n = x.len().min(g.len());
     let (x, g) = (&x[..n], &g[..n]);
     #[cfg(target_arch = "x86_64")]
-    if let Some(pass) = vector_pass(family) {
+    if let Some(pass) = vector_pass::<false>(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
         // for (the feature checks in it), and x and g have the same length
-        if let Some(st) = unsafe { pass(x, g, p) } {
+        // (t is not read without a noise component)
+        if let Some(st) = unsafe { pass(x, g, &[], p) } {
             return st;
         }
     }
     e_step_blocked(family, x, g, p)
 }
 
-/// A vector E-step for 2 ≤ K ≤ 8 (None for another K); unsafe: the CPU
-/// must have its instructions, and x and g the same length.
+/// A vector E-step (x, g, t, p) for 2 ≤ K ≤ 8, with a noise component
+/// (its t(x) in t) for 1 ≤ K ≤ 8 (None for another K); unsafe: the CPU
+/// must have its instructions, and x, g (and with a noise component t) the
+/// same length.
 #[cfg(target_arch = "x86_64")]
-pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &Params) -> Option<Stats>;
-
-/// A vector E-step with a noise component, for 1 ≤ K ≤ 8 (None for
-/// another K); unsafe: the CPU must have its instructions, and x, g and t
-/// the same length.
-#[cfg(target_arch = "x86_64")]
-pub(crate) type NoisyPass = unsafe fn(&[f64], &[f64], &[f64], &Params) -> Option<Stats>;
+pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &[f64], &Params) -> Option<Stats>;
 
 /// The widest vector instructions the E-step may use, in bits (512, 256,
 /// or 0 for the block loops). All give the same bits, so this is for tests
@@ -59,24 +56,13 @@ pub fn cap_vector_width(bits: usize) {
 }
 
 /// The widest vector E-step this CPU has instructions for, if any, at most
-/// VECTOR_CAP.
+/// VECTOR_CAP; with a noise component if `N`.
 #[cfg(target_arch = "x86_64")]
-fn vector_pass(family: Family) -> Option<VectorPass> {
+fn vector_pass<const N: bool>(family: Family) -> Option<VectorPass> {
     use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
     with_family!(family, F => match vector_width() {
-        512 => Some(avx512::e_step::<F> as VectorPass),
-        256 => Some(avx2::e_step::<F> as VectorPass),
-        _ => None,
-    })
-}
-
-/// `vector_pass` with a noise component.
-#[cfg(target_arch = "x86_64")]
-fn noisy_pass(family: Family) -> Option<NoisyPass> {
-    use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
-    with_family!(family, F => match vector_width() {
-        512 => Some(avx512::e_step_noisy::<F> as NoisyPass),
-        256 => Some(avx2::e_step_noisy::<F> as NoisyPass),
+        512 => Some(avx512::e_step::<F, N> as VectorPass),
+        256 => Some(avx2::e_step::<F, N> as VectorPass),
         _ => None,
     })
 }
@@ -115,8 +101,8 @@ pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params)
     let n = x.len().min(g.len()).min(t.len());
     let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
     #[cfg(target_arch = "x86_64")]
-    if let Some(pass) = noisy_pass(family) {
-        // SAFETY: noisy_pass gives only a pass the CPU has the instructions
+    if let Some(pass) = vector_pass::<true>(family) {
+        // SAFETY: vector_pass gives only a pass the CPU has the instructions
         // for, and x, g and t have the same length
         if let Some(st) = unsafe { pass(x, g, t, p) } {
             return st;
@@ -413,7 +399,7 @@ pub(crate) mod tests {
                     for (family, pass) in [(Family::InvGauss, ig), (Family::Normal, normal)] {
                         let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
                         // SAFETY: the caller checked the CPU
-                        let fast = unsafe { pass(&xs, &g, &p) }.expect("K in 2..=8 has a vector pass");
+                        let fast = unsafe { pass(&xs, &g, &[], &p) }.expect("K in 2..=8 has a vector pass");
                         let blocked = e_step_blocked(family, &xs, &g, &p);
                         assert!(same(&fast, &blocked), "n={n} k={k} trial={trial} {family:?}: {fast:?} vs {blocked:?}");
                     }
@@ -422,14 +408,14 @@ pub(crate) mod tests {
         }
         // K = 1 is left to the block loops
         // SAFETY: as above
-        assert!(unsafe { ig(&[1.0], &[1.0], &Params::zeroed(1)) }.is_none());
+        assert!(unsafe { ig(&[1.0], &[1.0], &[], &Params::zeroed(1)) }.is_none());
     }
 
     /// A noisy vector pass against the noisy block loops, bit for bit: K
     /// 1-8, lengths around the edges of blocks and vectors, noise terms
     /// finite and −∞ (outside the support), weights down to 1e-300.
     #[cfg(target_arch = "x86_64")]
-    pub(crate) fn assert_noisy_pass_is_blocked(ig: NoisyPass, normal: NoisyPass) {
+    pub(crate) fn assert_noisy_pass_is_blocked(ig: VectorPass, normal: VectorPass) {
         let mut seed = 11u64;
         let mut unif = || {
             seed = mathx::mix64(seed);

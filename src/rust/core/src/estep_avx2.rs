@@ -21,46 +21,29 @@ use crate::params::{Params, Stats};
 // the sums are 4-wide vectors, lane i being the block loops' lane i
 const _: () = assert!(LANES == 4);
 
-/// e_step for 2 ≤ p.k ≤ 8 on a CPU with AVX2 (None for another K).
+/// The E-step in AVX2 vectors for 2 ≤ p.k ≤ 8, and with a noise
+/// component (`N`; `t` its t(x) per observation, estep.rs's row K) for
+/// 1 ≤ p.k ≤ 8; None for another K.
 ///
 /// # Safety
-/// The CPU must support AVX2, and `x` and `g` must have the same length.
+/// The CPU must support AVX2, and `x`, `g` (and with `N`, `t`) must
+/// have the same length.
 #[target_feature(enable = "avx2")]
-pub unsafe fn e_step<F: ComponentFamily>(x: &[f64], g: &[f64], p: &Params) -> Option<Stats> {
+pub unsafe fn e_step<F: ComponentFamily, const N: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
     // W groups of four observations in flight, the fastest of 2, 4, 8 and 16
     // on a Zen 5 core (ns per observation against the block loops: IG K = 2
     // 1.65 / 2.23, K = 3 3.76 / 4.45, K = 4 5.08 / 5.71, K = 8 10.0 / 10.8;
     // examples/estep_timing.rs). Wider groups spill out of the 16 vector
     // registers.
     Some(match p.k {
-        2 => pass::<F, false, 2, 8>(x, g, &[], p),
-        3 => pass::<F, false, 3, 8>(x, g, &[], p),
-        4 => pass::<F, false, 4, 4>(x, g, &[], p),
-        5 => pass::<F, false, 5, 4>(x, g, &[], p),
-        6 => pass::<F, false, 6, 4>(x, g, &[], p),
-        7 => pass::<F, false, 7, 4>(x, g, &[], p),
-        8 => pass::<F, false, 8, 4>(x, g, &[], p),
-        _ => return None,
-    })
-}
-
-/// e_step_noisy (estep.rs) for 1 ≤ p.k ≤ 8 on a CPU with AVX2 (None for
-/// another K): the noise's term log π0 + t(x) one more row, as estep.rs
-/// orders it.
-///
-/// # Safety
-/// The CPU must support AVX2, and `x`, `g` and `t` must have the same length.
-#[target_feature(enable = "avx2")]
-pub unsafe fn e_step_noisy<F: ComponentFamily>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
-    Some(match p.k {
-        1 => pass::<F, true, 1, 8>(x, g, t, p),
-        2 => pass::<F, true, 2, 8>(x, g, t, p),
-        3 => pass::<F, true, 3, 8>(x, g, t, p),
-        4 => pass::<F, true, 4, 4>(x, g, t, p),
-        5 => pass::<F, true, 5, 4>(x, g, t, p),
-        6 => pass::<F, true, 6, 4>(x, g, t, p),
-        7 => pass::<F, true, 7, 4>(x, g, t, p),
-        8 => pass::<F, true, 8, 4>(x, g, t, p),
+        1 if N => pass::<F, N, 1, 8>(x, g, t, p),
+        2 => pass::<F, N, 2, 8>(x, g, t, p),
+        3 => pass::<F, N, 3, 8>(x, g, t, p),
+        4 => pass::<F, N, 4, 4>(x, g, t, p),
+        5 => pass::<F, N, 5, 4>(x, g, t, p),
+        6 => pass::<F, N, 6, 4>(x, g, t, p),
+        7 => pass::<F, N, 7, 4>(x, g, t, p),
+        8 => pass::<F, N, 8, 4>(x, g, t, p),
         _ => return None,
     })
 }
@@ -321,8 +304,8 @@ mod tests {
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx2") {
-            assert_pass_is_blocked(e_step::<InvGauss>, e_step::<Normal>);
-            assert_noisy_pass_is_blocked(e_step_noisy::<InvGauss>, e_step_noisy::<Normal>);
+            assert_pass_is_blocked(e_step::<InvGauss, false>, e_step::<Normal, false>);
+            assert_noisy_pass_is_blocked(e_step::<InvGauss, true>, e_step::<Normal, true>);
         }
     }
 
