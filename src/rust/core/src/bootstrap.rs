@@ -219,12 +219,13 @@ fn refit_block(
     let reps = b.replicates as usize;
     let clock = std::time::Instant::now();
     let hashes: Vec<u64> = block.iter().map(|&(d, _)| hash_values(job.datasets[d])).collect();
+    // the supports the replicates' noise is drawn over, once per dataset
+    let supports: Vec<Option<Support>> = block.iter().map(|&(d, _)| noise_support(job, d)).collect();
     let drawn = queue::map(block.len() * reps, threads, cancel, |j| {
         let (i, r) = (j / reps, j % reps);
         let (d, null) = block[i];
         let mut rng = replicate_rng(job.settings.seed, hashes[i], null.k, r as u32);
-        let support = noise_support(job, d);
-        draw_mixture(job.settings.family, &null, support.as_ref(), job.datasets[d].len(), &mut rng)
+        draw_mixture(job.settings.family, &null, supports[i].as_ref(), job.datasets[d].len(), &mut rng)
     })?;
     counters.lap("simulate", clock);
     let mut out: Vec<BlockRefits> = vec![Vec::new(); b.extra.len()];
