@@ -175,6 +175,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
+  if (identical(attr(fits, "family"), "t")) {
+    stop_arg("`fits` are Student's t fits (family = \"t\"), which bulkem_bootstrap() does not ",
+             "bootstrap yet")
+  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")

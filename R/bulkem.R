@@ -35,6 +35,20 @@
 #'     \eqn{\log a - \psi(a) = \log \mu - \overline{\log x}}{log(a) -
 #'     digamma(a) = log(mu) - weighted mean of log(x)} (Newton's method to
 #'     1e-14 relative, the same steps on every engine), so EM stays exact.}
+#'   \item{`family = "t"`}{Student's t with location `mu`, scale `sigma` and
+#'     degrees of freedom `df`: \eqn{f_j(x) = \frac{1}{\sigma} t_\nu((x -
+#'     \mu)/\sigma)}{f_j(x) = dt((x - mu) / sigma, df) / sigma}, as
+#'     [stats::dt()]. Its heavier tails take outliers without a component
+#'     of their own. EM treats each observation's precision weight as
+#'     missing too (McLachlan & Peel 2000, section 7.5):
+#'     [predict()][predict.bulkem_fit]'s `weight` is its expected value,
+#'     \eqn{(\nu + 1)/(\nu + ((x - \mu)/\sigma)^2)}{(df + 1) / (df + ((x -
+#'     mu) / sigma)^2)} averaged over the components by their posterior
+#'     probabilities, small for an outlier. `df` is estimated per component
+#'     (each pass solves its one-dimensional equation, the ECM step) within
+#'     \[0.5, 200\], or fixed by the argument `df`; an estimated `df`
+#'     counts as K more parameters in AIC and BIC and has standard errors.
+#'     Fitted on the CPU engine only (the GPU engines refuse it for now).}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -256,6 +270,12 @@
 #'   upper)` for every dataset, or one pair per dataset (a list of such
 #'   pairs, `NULL` for a dataset's range, or a two-column matrix).
 #'   Observations outside it cannot be noise. Only with `noise = TRUE`.
+#' @param df With `family = "t"`: `NULL` (default) estimates each
+#'   component's degrees of freedom; one number fixes every component's
+#'   (e.g. `df = 4`), and with one `num.components`, K numbers fix each
+#'   component's, by ascending starting `mu` (the order fits are reported
+#'   in, unless two components cross while fitted). Degrees of freedom lie in \[0.5, 200\]: at 200 the t is
+#'   the Normal to within what data can tell.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -333,11 +353,16 @@
 #'       from the observed information; `NA` when it is singular, and
 #'       `message` says why. With `noise = TRUE`, `se` ends with the noise
 #'       weight's (`noise`) and `vcov` covers `alpha1` .. `alphaK` (the
-#'       noise weight is then the one the others determine). See
-#'       [vcov.bulkem_fit()] and [confint.bulkem_fit()].}
+#'       noise weight is then the one the others determine). With
+#'       `family = "t"` and `df` estimated, `df1` .. `dfK` follow the
+#'       scales in both. See [vcov.bulkem_fit()] and
+#'       [confint.bulkem_fit()].}
 #'     \item{`noise`, `noise_support`}{with `noise = TRUE`: the noise
 #'       component's weight and its support (lower, upper); otherwise
 #'       `NA`.}
+#'     \item{`df`}{with `family = "t"`: each component's degrees of
+#'       freedom, with the attribute `fixed` (`TRUE`) where the argument
+#'       `df` fixed them; `NULL` for the other families.}
 #'     \item{`data`, `rows`}{with `control$keep.data`: the dataset's values
 #'       and, for a formula or a data frame, the row of the caller's data
 #'       each came from (so `augment(fits, data = df)` can put results back
@@ -434,9 +459,9 @@
 #' @export
 bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    random.inits = 20, use.gpu = NA, epsilon = 1e-6,
-                   verbose = FALSE, family = c("invgauss", "normal", "lognormal", "gamma"),
+                   verbose = FALSE, family = c("invgauss", "normal", "lognormal", "gamma", "t"),
                    seed = NULL, control = list(), ...,
-                   noise = FALSE, noise.support = NULL,
+                   noise = FALSE, noise.support = NULL, df = NULL,
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -467,6 +492,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   family <- check_choice(family, "family", families)
   check_flag(noise, "noise")
   noise.support <- check_noise_support(noise.support, length(datasets), noise)
+  df <- check_df(df, family, num.components)
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
   } else {
@@ -479,13 +505,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
-                                  noise = noise),
+                                  noise = noise, df = df),
                       control, verbose, started, noise.support))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
-                                 control, engine, noise, noise.support), reporter$update)
+                                 control, engine, noise, noise.support, df), reporter$update)
   }
 
   if (verbose) {

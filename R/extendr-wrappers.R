@@ -63,26 +63,26 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
 #' `list(max_components, free_parameters, shape_names, spurious, restarts,
-#' refine, max_refine, obs_per_component)`: the largest K, the free
+#' refine, max_refine, obs_per_component, df_range)`: the largest K, the free
 #' parameters of each K = 1 .. max_components, the shape parameter's name
 #' by family, the spurious-solution screen's default thresholds (ratio,
 #' count, count.ratio, distinct), control$restarts' and control$refine's
-#' defaults, refine's largest value, and the observations a dataset needs
-#' per component.
+#' defaults, refine's largest value, the observations a dataset needs per
+#' component, and the range of Student's t's degrees of freedom.
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)
 
 #' Posterior probability of each component at each x (length(x) × K,
-#' column-major; with a noise component of weight `noise` over `support`,
+#' column-major; with a noise component, `noise` = c(weight, lower, upper),
 #' length(x) × (K + 1), the noise's column last); NA outside the family's
-#' support. `noise` NA (and `support` anything): no noise component. Or
+#' support. `df`: the t's ν per component (empty for another family). Or
 #' the condition saying why not, for R to raise.
 #' @noRd
-posterior_ <- function(x, family, alpha, mu, shape, noise, support) .Call(wrap__posterior_, x, family, alpha, mu, shape, noise, support)
+posterior_ <- function(x, family, alpha, mu, shape, df, noise) .Call(wrap__posterior_, x, family, alpha, mu, shape, df, noise)
 
 #' alpha_m p_m(x) for each x and component (length(x) × K, column-major);
 #' 0 outside the support. Or the condition saying why not, for R to raise.
 #' @noRd
-weighted_densities_ <- function(x, family, alpha, mu, shape) .Call(wrap__weighted_densities_, x, family, alpha, mu, shape)
+weighted_densities_ <- function(x, family, alpha, mu, shape, df) .Call(wrap__weighted_densities_, x, family, alpha, mu, shape, df)
 
 # nolint end

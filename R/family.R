@@ -2,13 +2,15 @@
 # components' distribution functions (statmod's inverse Gaussian, mean mu
 # and shape lambda; the Normal's mu and sigma; the lognormal's meanlog mu
 # and sdlog sigma, as stats::dlnorm; the gamma's mean mu and shape, as
-# stats::dgamma(shape = shape, rate = shape / mu)). The core fits the
-# lognormal as the Normal on log x.
+# stats::dgamma(shape = shape, rate = shape / mu); Student's t's location
+# mu, scale sigma and degrees of freedom df, as stats::dt((x - mu) / sigma,
+# df) / sigma). The core fits the lognormal as the Normal on log x.
 
-families <- c("invgauss", "normal", "lognormal", "gamma")
+families <- c("invgauss", "normal", "lognormal", "gamma", "t")
 
 family_label <- function(family) {
-  c(invgauss = "inverse Gaussian", normal = "Normal", lognormal = "lognormal", gamma = "gamma")[[family]]
+  c(invgauss = "inverse Gaussian", normal = "Normal", lognormal = "lognormal", gamma = "gamma",
+    t = "Student's t")[[family]]
 }
 
 # Whether the family's data must be positive.
@@ -22,17 +24,19 @@ fitted_sd <- function(family, mu, shape) {
   switch(family, invgauss = sqrt(mu^3 / shape), gamma = mu / sqrt(shape), shape)
 }
 
-# Component m's cdf, quantiles and draws.
-component_cdf <- function(family, x, mu, shape) {
+# Component m's cdf, quantiles and draws (`df`: the t's degrees of freedom).
+component_cdf <- function(family, x, mu, shape, df = NULL) {
   switch(family,
+         t = stats::pt((x - mu) / shape, df),
          normal = stats::pnorm(x, mu, shape),
          lognormal = stats::plnorm(x, mu, shape),
          gamma = stats::pgamma(x, shape = shape, rate = shape / mu),
          invgauss = statmod::pinvgauss(x, mean = mu, shape = shape))
 }
 
-component_quantile <- function(family, p, mu, shape) {
+component_quantile <- function(family, p, mu, shape, df = NULL) {
   switch(family,
+         t = mu + shape * stats::qt(p, df),
          normal = stats::qnorm(p, mu, shape),
          lognormal = stats::qlnorm(p, mu, shape),
          gamma = stats::qgamma(p, shape = shape, rate = shape / mu),
@@ -42,8 +46,9 @@ component_quantile <- function(family, p, mu, shape) {
                              error = function(e) rep(NA_real_, length(p))))
 }
 
-component_draws <- function(family, n, mu, shape) {
+component_draws <- function(family, n, mu, shape, df = NULL) {
   switch(family,
+         t = mu + shape * stats::rt(n, df),
          normal = stats::rnorm(n, mu, shape),
          lognormal = stats::rlnorm(n, mu, shape),
          gamma = stats::rgamma(n, shape = shape, rate = shape / mu),
@@ -51,9 +56,27 @@ component_draws <- function(family, n, mu, shape) {
 }
 
 # A central range holding nearly all of a component (4 sds either side on
-# the scale the family is fitted on), in the data's units.
-component_range <- function(family, mu, shape) {
+# the scale the family is fitted on; for the t, its 0.1% and 99.9%
+# quantiles, at least 4 scales), in the data's units.
+component_range <- function(family, mu, shape, df = NULL) {
   sd <- fitted_sd(family, mu, shape)
+  if (identical(family, "t")) sd <- shape * pmax(4, stats::qt(0.999, df)) / 4
   r <- c(min(mu - 4 * sd), max(mu + 4 * sd))
   if (identical(family, "lognormal")) exp(r) else r
+}
+
+# bulkem()'s `df`: NULL, or the t's fixed degrees of freedom (one, or one
+# per component with one K), in the core's range.
+check_df <- function(df, family, num.components) {
+  if (is.null(df)) return(NULL)
+  if (family != "t") stop_arg("`df` applies to family = \"t\" only")
+  range <- model_limits()$df_range
+  if (!is.numeric(df) || length(df) == 0 || anyNA(df) || any(df < range[1] | df > range[2])) {
+    stop_arg("`df` must be NULL or numbers in [", range[1], ", ", range[2], "]")
+  }
+  if (length(df) != 1 && !(length(num.components) == 1 && length(df) == num.components)) {
+    stop_arg("`df` must be one number, or one per component with one `num.components` (",
+             length(df), " given)")
+  }
+  as.double(df)
 }

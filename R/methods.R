@@ -126,6 +126,7 @@ as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
                     alpha = pick("alpha"), mu = pick("mu"), shape = pick(shape),
                     stringsAsFactors = FALSE)
   names(out)[5] <- shape
+  if (identical(attr(x, "family"), "t")) out$df <- pick("df")
   out
 }
 
@@ -135,6 +136,7 @@ coef.bulkem_fit <- function(object, ...) {
   shape <- shape_name(object$family)
   m <- cbind(alpha = object$alpha, mu = object$mu, object[[shape]])
   colnames(m)[3] <- shape
+  if (!is.null(object$df)) m <- cbind(m, df = as.double(object$df))
   rownames(m) <- paste0("comp", seq_len(nrow(m)))
   m
 }

@@ -101,7 +101,7 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     lo <- min(dots$xlim)
     hi <- max(dots$xlim)
   } else {
-    r <- component_range(x$family, x$mu, shape)
+    r <- component_range(x$family, x$mu, shape, x$df)
     lo <- r[1]
     hi <- r[2]
     if (!is.null(data)) {
@@ -114,7 +114,8 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     }
   }
   grid <- if (logx) exp(seq(log(lo), log(hi), length.out = 512)) else seq(lo, hi, length.out = 512)
-  comp <- matrix(core_value(weighted_densities_(grid, x$family, x$alpha, x$mu, shape)), nrow = length(grid))
+  comp <- matrix(core_value(weighted_densities_(grid, x$family, x$alpha, x$mu, shape, fit_nu(x))),
+                 nrow = length(grid))
   # a noise component: its level over its support, drawn like a component
   noise <- if (has_noise(x)) noise_density(x, grid)
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise

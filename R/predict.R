@@ -4,6 +4,9 @@
 # The shape parameters of a fit (lambda or sigma).
 fit_shape <- function(fit) fit[[shape_name(fit$family)]]
 
+# The t's degrees of freedom per component (numeric(0) for another family).
+fit_nu <- function(fit) if (is.null(fit$df)) numeric(0) else as.double(fit$df)
+
 has_fit <- function(fit) isTRUE(fit$fit_success)
 
 # `...` of a method that takes no further arguments: a misspelt argument
@@ -48,9 +51,8 @@ mixture_posterior <- function(fit, x) {
   noise <- has_noise(fit)
   k <- length(fit$mu) + noise
   post <- if (has_fit(fit)) {
-    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit),
-                          if (noise) fit$noise else NaN,
-                          if (noise) fit$noise_support else numeric(0)))
+    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit),
+                          if (noise) c(fit$noise, fit$noise_support) else numeric(0)))
   } else {
     rep(NA_real_, length(x) * k)
   }
@@ -69,6 +71,20 @@ posterior_class <- function(post) {
   as.integer(best)
 }
 
+# Student's t: each observation's expected precision weight, the E-step's
+# u = (df + 1) / (df + ((x - mu) / sigma)^2) of each component averaged by
+# the posterior probabilities `post` (a noise component's share counts 0):
+# near 1 for a typical value, small for an outlier.
+t_weights <- function(fit, x, post = mixture_posterior(fit, x)) {
+  k <- length(fit$mu)
+  w <- numeric(length(x))
+  for (m in seq_len(k)) {
+    z <- (x - fit$mu[m]) / fit$sigma[m]
+    w <- w + post[, m] * (fit$df[m] + 1) / (fit$df[m] + z^2)
+  }
+  w
+}
+
 posterior_uncertainty <- function(post) {
   u <- 1 - apply(post, 1, max)
   if (length(u) == 0) numeric(0) else u
@@ -78,7 +94,7 @@ posterior_uncertainty <- function(post) {
 # code; 0 outside the support, NA at NA or without a fit.
 mixture_density <- function(fit, x) {
   if (!has_fit(fit)) return(rep(NA_real_, length(x)))
-  d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit))),
+  d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit))),
               nrow = length(x))
   d <- rowSums(d)
   if (has_noise(fit)) d <- d + noise_density(fit, x)
@@ -93,7 +109,7 @@ mixture_cdf <- function(fit, x) {
   shape <- fit_shape(fit)
   p <- numeric(length(x))
   for (m in seq_along(fit$mu)) {
-    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m])
+    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m], fit$df[m])
   }
   if (has_noise(fit)) p <- p + noise_cdf(fit, x)
   p[is.na(x)] <- NA_real_
@@ -105,7 +121,7 @@ mixture_cdf <- function(fit, x) {
 # of a very skewed component).
 component_quantiles <- function(fit, p) {
   shape <- fit_shape(fit)
-  vapply(seq_along(fit$mu), function(m) component_quantile(fit$family, p, fit$mu[m], shape[m]),
+  vapply(seq_along(fit$mu), function(m) component_quantile(fit$family, p, fit$mu[m], shape[m], fit$df[m]),
          numeric(length(p)))
 }
 
@@ -150,7 +166,10 @@ component_quantiles <- function(fit, p) {
 #'   columns `x`, `comp1` .. `compK` (posterior probabilities), with a
 #'   noise component (`bulkem(noise = TRUE)`) `noise` (the probability of
 #'   being noise), and `component` (the most likely one, as an integer; 0
-#'   for the noise), as in earlier versions; with `"class"` an integer
+#'   for the noise), as in earlier versions; for Student's t
+#'   (`family = "t"`) also `weight`, each observation's expected precision
+#'   weight (see [bulkem()]'s Parameterisation; small for an outlier, so
+#'   `order(weight)` lists the outliers first); with `"class"` an integer
 #'   vector; with `"uncertainty"`, `"density"` or `"cdf"` a numeric vector;
 #'   one element per value of
 #'   `newdata`. For a `bulkem` result: a list with one such element per
@@ -192,6 +211,7 @@ predict_values <- function(fit, x, type) {
           k <- length(fit$mu)
           names(out) <- c("x", paste0("comp", seq_len(k)), if (ncol(post) > k) "noise")
           out$component <- posterior_class(post)
+          if (identical(fit$family, "t")) out$weight <- t_weights(fit, x, post)
           out
         })
     })
@@ -292,7 +312,7 @@ mixture_quantile <- function(fit, p, tol) {
   # component quantile statmod could not find leaves it short.
   q <- component_quantiles(fit, p)
   q <- q[is.finite(q)]
-  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit))
+  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit$df)
   lo <- min(q)
   hi <- max(q)
   if (has_noise(fit)) {
@@ -412,7 +432,7 @@ draw_samples <- function(fit, n, nsim) {
     on <- comp > 0
     if (any(on)) {
       shape <- fit_shape(fit)
-      x[on] <- component_draws(fit$family, sum(on), fit$mu[comp[on]], shape[comp[on]])
+      x[on] <- component_draws(fit$family, sum(on), fit$mu[comp[on]], shape[comp[on]], fit$df[comp[on]])
     }
     x[!on] <- noise_draws(fit, sum(!on))
     x
@@ -426,7 +446,7 @@ draw_samples <- function(fit, n, nsim) {
     if (total == 0) {
       numeric(0)
     } else {
-      component_draws(fit$family, total, fit$mu[comp], shape[comp])
+      component_draws(fit$family, total, fit$mu[comp], shape[comp], fit$df[comp])
     }
   }
   out <- as.data.frame(matrix(x, nrow = n, ncol = nsim))

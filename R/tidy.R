@@ -55,14 +55,16 @@ generics::augment
 #' joins back to the caller's data.
 #'
 #' `tidy()`: one row per (dataset,) component and parameter, with columns
-#' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"` or
-#' `"sigma"`), `estimate`, `std.error` and, with `conf.int`, `conf.low` and
-#' `conf.high`. A noise component's weight is the row of component 0,
-#' term `"alpha"`.
+#' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"`,
+#' `"sigma"` or `"shape"`, and for Student's t `"df"`), `estimate`,
+#' `std.error` and, with `conf.int`, `conf.low` and `conf.high`. A noise
+#' component's weight is the row of component 0, term `"alpha"`. Degrees of
+#' freedom fixed by `df =` have no standard error.
 #'
 #' `glance()`: one row per fit, with columns (`dataset`,) `family`, `k`
 #' (number of components), `logLik`, `AIC`, `BIC`, `deviance` (`-2
-#' logLik`), `df` (`3k - 1`, one more with a noise component), `nobs`, `status`, `converged`, `iterations`,
+#' logLik`), `df` (`3k - 1`, one more with a noise component, k more with
+#' the t's estimated degrees of freedom), `nobs`, `status`, `converged`, `iterations`,
 #' `starts_ok`, `starts_at_best`, `spurious`, `spurious_starts` (see
 #' [bulkem()] for what these fields mean) and `fragile` (`TRUE` when the
 #' best log-likelihood was reached by one start only, of several run: more
@@ -75,7 +77,8 @@ generics::augment
 #' `.uncertainty` (one minus the largest posterior probability); with a
 #' noise component (`bulkem(noise = TRUE)`), `.noise`, the posterior
 #' probability of being noise, and `.component` 0 where that is the most
-#' likely. These are
+#' likely; for Student's t (`family = "t"`), `.weight`, each observation's
+#' expected precision weight (small for an outlier). These are
 #' `NA` outside the family's support and for a dataset without a fit; see
 #' [predict.bulkem_fit()]. With `data` the caller's data frame, that data
 #' frame with `.component`, `.posterior_1` .. `.posterior_K` and
@@ -134,22 +137,32 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   # then sorted by component (the noise, component 0, first)
   k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
-  rows <- 3L * k + noise
+  # the t's degrees of freedom: a row per component (estimated or fixed);
+  # `se` has entries for them only when they were estimated
+  nu <- vapply(fits, function(f) !is.null(f$df), NA, USE.NAMES = FALSE)
+  per <- 3L + nu
+  rows <- per * k + noise
   # as.double(), as.character(): no fits give columns of no rows
   est <- as.double(unlist(lapply(fits, function(f) {
-    c(f$alpha, f$mu, fit_shape(f), if (has_noise(f)) f$noise)
+    c(f$alpha, f$mu, fit_shape(f), f$df, if (has_noise(f)) f$noise)
   }), use.names = FALSE))
   se <- as.double(unlist(Map(function(f, r) {
     s <- unname(f$se)
+    if (!is.null(f$df) && !estimates_nu(f) && length(s) == r - length(f$mu)) {
+      # fixed degrees of freedom: no standard error
+      k <- length(f$mu)
+      s <- append(s, rep(NA_real_, k), after = 3L * k)
+    }
     if (length(s) != r) rep(NA_real_, r) else s
   }, fits, rows), use.names = FALSE))
   term <- as.character(unlist(lapply(fits, function(f) {
-    c(rep(c("alpha", "mu", shape_name(f$family)), each = length(f$mu)), if (has_noise(f)) "alpha")
+    c(rep(c("alpha", "mu", shape_name(f$family), if (!is.null(f$df)) "df"), each = length(f$mu)),
+      if (has_noise(f)) "alpha")
   }), use.names = FALSE))
   fit_id <- rep(seq_along(fits), rows)
-  component <- as.integer(unlist(Map(function(kk, z) c(rep(seq_len(kk), 3), if (z) 0L), k, noise),
+  component <- as.integer(unlist(Map(function(kk, z, p) c(rep(seq_len(kk), p), if (z) 0L), k, noise, per),
                                  use.names = FALSE))
-  term_order <- as.integer(unlist(Map(function(kk, z) c(rep(1:3, each = kk), if (z) 1L), k, noise),
+  term_order <- as.integer(unlist(Map(function(kk, z, p) c(rep(seq_len(p), each = kk), if (z) 1L), k, noise, per),
                                   use.names = FALSE))
   o <- order(fit_id, component, term_order)
   out <- data.frame(dataset = fit_id[o], component = component[o], term = term[o],
@@ -296,5 +309,7 @@ augment_values <- function(fit, x, kmax, noise = has_noise(fit)) {
   # a noise component's posterior probability, the outliers' mark
   if (noise) out$.noise <- if (has_noise(fit)) post[, k + 1] else rep(NA_real_, length(x))
   out$.uncertainty <- posterior_uncertainty(post)
+  # Student's t: each observation's expected precision weight
+  if (identical(fit$family, "t")) out$.weight <- t_weights(fit, x, post)
   out
 }

@@ -54,8 +54,15 @@ per_dataset <- function(object, value) {
   out
 }
 
-# a noise component's weight is one more parameter
-fit_df <- function(fit) as.numeric(free_parameters(length(fit$mu)) + has_noise(fit))
+# a noise component's weight is one more parameter, and the t's estimated
+# degrees of freedom K more
+fit_df <- function(fit) {
+  k <- length(fit$mu)
+  as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit))
+}
+
+# Whether a fit estimated the t's degrees of freedom (not fixed by `df`).
+estimates_nu <- function(fit) !is.null(fit$df) && !isTRUE(attr(fit$df, "fixed"))
 
 fit_loglik <- function(fit) if (has_fit(fit)) as.numeric(fit$loglik) else NA_real_
 
@@ -185,12 +192,17 @@ summary.bulkem_fit <- function(object, ...) {
   k <- length(object$mu)
   shape <- shape_name(object$family)
   se <- unname(object$se)
-  if (length(se) != 3 * k) se <- rep(NA_real_, 3 * k)
+  per <- 3 + estimates_nu(object)
+  if (length(se) < per * k) se <- rep(NA_real_, per * k)
   coefs <- data.frame(component = seq_len(k),
                       alpha = object$alpha, alpha.se = se[seq_len(k)],
                       mu = object$mu, mu.se = se[k + seq_len(k)],
                       shape = object[[shape]], shape.se = se[2 * k + seq_len(k)])
   names(coefs)[6:7] <- c(shape, paste0(shape, ".se"))
+  if (!is.null(object$df)) {
+    coefs$df <- as.double(object$df)
+    coefs$df.se <- if (estimates_nu(object)) se[3 * k + seq_len(k)] else NA_real_
+  }
   by_k <- object$by_k
   if (!is.null(by_k)) by_k$why_not <- k_why_not(object)
   structure(list(
@@ -343,8 +355,9 @@ bulkem_compare <- function(object) {
                      USE.NAMES = FALSE)
   why_not <- as.character(unlist(lapply(fits, k_why_not), use.names = FALSE))
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
+  nu <- vapply(fits, estimates_nu, NA, USE.NAMES = FALSE)
   data.frame(dataset = rep(dataset_names(object), n), K = k,
-             df = as.integer(free_parameters(k) + rep(noise, n)),
+             df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
              status = as.character(col("status")), delta_bic = bic - rep(best, n),
              chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n), why_not = why_not,

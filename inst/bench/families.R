@@ -1,8 +1,9 @@
 # The families side by side on B1's shape (100 datasets x 2,000
 # observations, K = 2, 10 starts, plain EM, max.iters 100) on the CPU
 # engine: wall time and E-step passes, IG and Normal on B1's data, the
-# lognormal on B1's data, the gamma on gamma data of B1's means and shapes
-# (issue 32's "fast" goal: each new family at most 2x the inverse Gaussian).
+# lognormal and Student's t on B1's data, the gamma on gamma data of B1's
+# means and shapes (issue 32's "fast" goal: each new family at most 2x the
+# inverse Gaussian).
 #   Rscript inst/bench/families.R [threads=2] [rounds=3]
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
@@ -28,5 +29,5 @@ run <- function(family) {
   data.frame(family = family, seconds = round(s, 3), passes = attr(f, "em_iterations"),
              us_per_pass = round(1e6 * s / attr(f, "em_iterations"), 2))
 }
-rows <- do.call(rbind, lapply(seq_len(rounds), function(r) do.call(rbind, lapply(c("invgauss", "normal", "lognormal", "gamma"), run))))
+rows <- do.call(rbind, lapply(seq_len(rounds), function(r) do.call(rbind, lapply(c("invgauss", "normal", "lognormal", "gamma", "t"), run))))
 print(rows, row.names = FALSE)

@@ -27,7 +27,8 @@ test_that("a 2015-style positional call returns every documented field", {
                     "loglik", "num_iterations", "fit_success", "family", "n", "k",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "starts_at_best", "spurious", "spurious_starts",
-                    "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support"))
+                    "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df"))
+  expect_null(f$df)
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)
   expect_true(f$fit_success)

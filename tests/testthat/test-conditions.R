@@ -60,7 +60,7 @@ test_that("a fit edited into an inconsistent one is an argument error, not a cra
   fit$mu <- c(fit$mu, 9)
   e <- expect_bulkem_error(predict(fit, 1:3 + 0.5), "bulkem_error_argument")
   expect_match(conditionMessage(e), "`mu` of a fit")
-  d <- bulkem:::weighted_densities_(1:3 + 0.5, "weibull", fit$alpha, fit$mu[1:2], fit$sigma)
+  d <- bulkem:::weighted_densities_(1:3 + 0.5, "weibull", fit$alpha, fit$mu[1:2], fit$sigma, numeric(0))
   expect_identical(class(d), argument_classes)
   # and one whose family is not a family
   fit$mu <- fit$mu[1:2]
@@ -160,7 +160,7 @@ test_that("one table of condition classes: the glue's, and R builds every condit
   settings <- bulkem:::core_settings("weibull", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
   x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
   expect_identical(class(x), tab$internal)
-  d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1)
+  d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1, numeric(0))
   expect_identical(class(d), tab$argument)
   gpu <- bulkem:::gpu_usable_()
   if (!isTRUE(gpu)) expect_true(any(vapply(tab, identical, NA, class(gpu))))

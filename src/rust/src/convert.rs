@@ -9,15 +9,15 @@ use bulkem_core::{free_parameter_names, parameter_names, Family, Fit, Outcome, P
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
-    R_xlen_t, Rf_allocVector, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, Rf_xlength, INTEGER, LOGICAL,
-    REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, SEXPTYPE, STRING_ELT, TYPEOF, VECTOR_ELT,
+    R_xlen_t, Rf_allocVector, Rf_install, Rf_mkCharLenCE, Rf_protect, Rf_setAttrib, Rf_unprotect, Rf_xlength, INTEGER,
+    LOGICAL, REAL, SET_STRING_ELT, SET_VECTOR_ELT, SEXP, SEXPTYPE, STRING_ELT, TYPEOF, VECTOR_ELT,
 };
 
 /// Field names of a fit, in order (the 2015 names first); "shape" becomes
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 28] = [
+const FIELDS: [&str; 29] = [
     "shape",
     "mu",
     "alpha",
@@ -46,6 +46,7 @@ const FIELDS: [&str; 28] = [
     "vcov",
     "noise",
     "noise_support",
+    "df",
 ];
 /// With several Ks: the K chosen, every K's summary, and every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of FIELDS.
@@ -111,6 +112,7 @@ mod field {
     pub const VCOV: usize = at("vcov");
     pub const NOISE: usize = at("noise");
     pub const NOISE_SUPPORT: usize = at("noise_support");
+    pub const DF: usize = at("df");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -249,6 +251,10 @@ pub struct FitLists {
     /// the call fits a noise component: every fit's `se` and `vcov` have
     /// its weight's entries (NA in a fit without parameters too)
     noise: bool,
+    /// the call estimates Student's t's ν: `se` and `vcov` have its entries
+    df: bool,
+    /// the family has ν: every fit has a `df` (NULL otherwise)
+    has_df: bool,
     /// Where each dataset's list stands.
     slots: Vec<Slot>,
     /// The call's one K's stand-in fit, whose list `reserve` makes (None
@@ -268,7 +274,15 @@ enum Slot {
 
 impl FitLists {
     /// On R's main thread. `k`: the call's one K (None with several).
-    pub fn new(datasets: usize, family: Family, noise: bool, k: Option<usize>, standard_errors: bool) -> FitLists {
+    /// `df`: the call estimates Student's t's ν.
+    pub fn new(
+        datasets: usize,
+        family: Family,
+        noise: bool,
+        df: bool,
+        k: Option<usize>,
+        standard_errors: bool,
+    ) -> FitLists {
         let choice = k.is_none();
         let shape = family.shape_name();
         let init_shape = format!("init_{shape}");
@@ -307,7 +321,7 @@ impl FitLists {
             // shared scalars: R copies a shared object before changing it
             let yes = put(8, logical(true));
             let no = put(9, logical(false));
-            let labels = put(10, parameter_labels(family, noise));
+            let labels = put(10, parameter_labels(family, noise, df));
             let na_real = put(11, real(f64::NAN));
             let ints = Ints { cache: put(12, Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) };
             let names_one = put(13, strings(&names_one));
@@ -333,6 +347,8 @@ impl FitLists {
                 choice,
                 standard_errors,
                 noise,
+                df,
+                has_df: family.has_df(),
                 slots: vec![Slot::Empty; datasets],
                 blank: k.map(|k| Fit::without_params(0, k, Status::Failed, String::new(), 0, 0)),
                 cursor: 0,
@@ -476,8 +492,16 @@ impl FitLists {
         let noise = f.noise_support.map_or([f64::NAN; 2], |s| [s.lower, s.upper]);
         store(field::NOISE, &[na(f.params.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))]);
         store(field::NOISE_SUPPORT, &[na(noise[0]), na(noise[1])]);
+        if self.has_df {
+            column(field::DF, &f.params, |p| &p.df);
+            if f.params.is_some_and(|p| p.df_fixed) {
+                Rf_setAttrib(VECTOR_ELT(l, field::DF as R_xlen_t), Rf_install(c"fixed".as_ptr()), yes);
+            }
+        } else {
+            set(field::DF, extendr_ffi::R_NilValue);
+        }
         if self.standard_errors {
-            set_standard_errors(l, field::SE, f, self.noise, self.labels, reuse);
+            set_standard_errors(l, field::SE, f, self.noise, self.df, self.labels, reuse);
         }
         if choice {
             set(field::NUM_COMPONENTS, int(i32::try_from(f.k).ok()));
@@ -502,20 +526,20 @@ impl FitLists {
     }
 }
 
-/// For every K, the names of `se` (every parameter: 3K, and with a noise
-/// component its weight) at K − 1, the dimnames of `vcov` (the free ones:
+/// For every K, the names of `se` (every parameter: 3K, 4K with an
+/// estimated ν, and with a noise component its weight) at K − 1, the dimnames of `vcov` (the free ones:
 /// all but the dependent weight) at MAX_COMPONENTS + K − 1 and its dim at
 /// 2 MAX_COMPONENTS + K − 1: made once per call, shared by every fit.
 ///
 /// # Safety
 /// On R's main thread; the result is unprotected.
-unsafe fn parameter_labels(family: Family, noise: bool) -> SEXP {
+unsafe fn parameter_labels(family: Family, noise: bool, df: bool) -> SEXP {
     let labels = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 3 * MAX_COMPONENTS as R_xlen_t));
     for k in 1..=MAX_COMPONENTS {
-        let all = parameter_names(family, k, noise);
+        let all = parameter_names(family, k, noise, df);
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
         SET_VECTOR_ELT(labels, (k - 1) as R_xlen_t, strings(&all));
-        let free = free_parameter_names(family, k, noise);
+        let free = free_parameter_names(family, k, noise, df);
         let free: Vec<&str> = free.iter().map(String::as_str).collect();
         let dimnames = Rf_allocVector(SEXPTYPE::VECSXP, 2);
         SET_VECTOR_ELT(labels, (MAX_COMPONENTS + k - 1) as R_xlen_t, dimnames);
@@ -539,13 +563,13 @@ unsafe fn parameter_labels(family: Family, noise: bool) -> SEXP {
 /// # Safety
 /// On R's main thread; `l` and `labels` (from `parameter_labels`) protected;
 /// with `reuse`, `l`'s vectors at `at`, `at + 1` are its own, unshared.
-unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, noise: bool, labels: SEXP, reuse: bool) {
+unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, noise: bool, df: bool, labels: SEXP, reuse: bool) {
     let k = f.k;
     let (se, vcov) = match &f.covariance {
         Some(Ok(c)) => (Some(&c.se[..]), Some(&c.vcov[..])),
         _ => (None, None),
     };
-    let all = 3 * k + noise as usize;
+    let all = (3 + df as usize) * k + noise as usize;
     let np = all.saturating_sub(1);
     let fill = |v: SEXP, len: usize, values: Option<&[f64]>| {
         for i in 0..len {

@@ -1,22 +1,24 @@
 //! The core's limits and names that R shows users or checks against, so R
 //! never keeps a copy of its own.
 
-use bulkem_core::limits::{free_parameters, MAX_COMPONENTS, MAX_REFINE, OBS_PER_COMPONENT, REFINE, RESTARTS};
+use bulkem_core::limits::{
+    free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, OBS_PER_COMPONENT, REFINE, RESTARTS,
+};
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
 /// `list(max_components, free_parameters, shape_names, spurious, restarts,
-/// refine, max_refine, obs_per_component)`: the largest K, the free
+/// refine, max_refine, obs_per_component, df_range)`: the largest K, the free
 /// parameters of each K = 1 .. max_components, the shape parameter's name
 /// by family, the spurious-solution screen's default thresholds (ratio,
 /// count, count.ratio, distinct), control$restarts' and control$refine's
-/// defaults, refine's largest value, and the observations a dataset needs
-/// per component.
+/// defaults, refine's largest value, the observations a dataset needs per
+/// component, and the range of Student's t's degrees of freedom.
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
-    let df: Vec<i32> = (1..=MAX_COMPONENTS).map(|k| free_parameters(k, false) as i32).collect();
+    let df: Vec<i32> = (1..=MAX_COMPONENTS).map(|k| free_parameters(k, false, false) as i32).collect();
     let mut shapes = Robj::from(Family::ALL.iter().map(|f| f.shape_name()).collect::<Vec<_>>());
     // names() of a character vector cannot fail here; a failure would only lose the names
     let _ = shapes.set_names(Family::ALL.iter().map(|f| f.name()).collect::<Vec<_>>());
@@ -31,7 +33,8 @@ fn model_limits_() -> List {
         restarts = RESTARTS as i32,
         refine = REFINE as i32,
         max_refine = MAX_REFINE as i32,
-        obs_per_component = OBS_PER_COMPONENT as i32
+        obs_per_component = OBS_PER_COMPONENT as i32,
+        df_range = vec![DF_MIN, DF_MAX]
     )
 }
 

@@ -1,14 +1,15 @@
 //! A fitted mixture evaluated at new points, for predict() and plot() in R:
 //! the same densities and E-step as the fits themselves (bulkem-core).
 
-use bulkem_core::{estep, family, Error, Family, Params, Support, MAX_COMPONENTS};
+use bulkem_core::{estep, family, student, Error, Family, Params, Support, MAX_COMPONENTS};
 use extendr_api::prelude::{extendr, extendr_module, Robj};
 
 use crate::error::or_condition;
 
-/// R hands over the fields of a fit; a fit whose fields were edited by hand
-/// can break these rules, so they are argument errors.
-fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Family, Params), Error> {
+/// R hands over the fields of a fit (`df`: the t's degrees of freedom, empty
+/// for the other families); a fit whose fields were edited by hand can
+/// break these rules, so they are argument errors.
+fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], df: &[f64]) -> Result<(Family, Params), Error> {
     let family = Family::from_name(family).ok_or_else(|| Error::Argument {
         arg: "family",
         message: format!(
@@ -29,29 +30,40 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Result<(Fam
     p.alpha[..k].copy_from_slice(alpha);
     p.mu[..k].copy_from_slice(mu);
     p.shape[..k].copy_from_slice(shape);
+    if family.has_df() {
+        if df.len() != k || !df.iter().all(|&v| v > 0.0) {
+            return Err(Error::Argument {
+                arg: "df",
+                message: "of a t fit must have one positive value per component".to_string(),
+            });
+        }
+        p.df[..k].copy_from_slice(df);
+    }
     Ok((family, p))
 }
 
 /// Posterior probability of each component at each x (length(x) × K,
-/// column-major; with a noise component of weight `noise` over `support`,
+/// column-major; with a noise component, `noise` = c(weight, lower, upper),
 /// length(x) × (K + 1), the noise's column last); NA outside the family's
-/// support. `noise` NA (and `support` anything): no noise component. Or
+/// support. `df`: the t's ν per component (empty for another family). Or
 /// the condition saying why not, for R to raise.
 /// @noRd
 #[extendr]
-fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], noise: f64, support: &[f64]) -> Robj {
-    or_condition(params(family, alpha, mu, shape).and_then(|(family, mut p)| {
-        let support = noise_support(noise, support)?;
-        p.noise = if support.is_some() { noise } else { 0.0 };
+fn posterior_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], df: &[f64], noise: &[f64]) -> Robj {
+    or_condition(params(family, alpha, mu, shape, df).and_then(|(family, mut p)| {
+        let support = match *noise {
+            [] => None,
+            [weight, ref support @ ..] => {
+                p.noise = weight;
+                noise_support(weight, support)?
+            }
+        };
         Ok(estep::posterior(family, x, &p, support.as_ref()))
     }))
 }
 
-/// The noise component of a fit's fields: none where `noise` is NA.
+/// The noise component of a fit's fields.
 fn noise_support(noise: f64, support: &[f64]) -> Result<Option<Support>, Error> {
-    if noise.is_nan() {
-        return Ok(None);
-    }
     let bad = || Error::Argument {
         arg: "noise",
         message: "of a fit must be a weight in [0, 1) with a support of two finite values, lower below upper"
@@ -70,8 +82,8 @@ fn noise_support(noise: f64, support: &[f64]) -> Result<Option<Support>, Error> 
 /// 0 outside the support. Or the condition saying why not, for R to raise.
 /// @noRd
 #[extendr]
-fn weighted_densities_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64]) -> Robj {
-    or_condition(params(family, alpha, mu, shape).map(|(family, p)| weighted_densities(x, family, &p)))
+fn weighted_densities_(x: &[f64], family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], df: &[f64]) -> Robj {
+    or_condition(params(family, alpha, mu, shape, df).map(|(family, p)| weighted_densities(x, family, &p)))
 }
 
 fn weighted_densities(x: &[f64], family: Family, p: &Params) -> Vec<f64> {
@@ -79,7 +91,11 @@ fn weighted_densities(x: &[f64], family: Family, p: &Params) -> Vec<f64> {
     for m in 0..p.k {
         for (i, &xi) in x.iter().enumerate() {
             if family::in_support(family, xi) {
-                out[m * x.len() + i] = p.alpha[m] * family::log_density(family, xi, p.mu[m], p.shape[m]).exp();
+                let log_density = match family.has_df() {
+                    true => student::log_density(xi, p.mu[m], p.shape[m], p.df[m]),
+                    false => family::log_density(family, xi, p.mu[m], p.shape[m]),
+                };
+                out[m * x.len() + i] = p.alpha[m] * log_density.exp();
             }
         }
     }

@@ -149,6 +149,7 @@ impl Call {
             devices: s.counts("devices")?,
             standard_errors: s.flag("standard.errors")?,
             noise: s.flag("noise")?,
+            df: s.reals("df")?,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),

@@ -44,6 +44,7 @@ fn main() {
             devices: Vec::new(),
             standard_errors: true,
             noise: false,
+            df: Vec::new(),
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),

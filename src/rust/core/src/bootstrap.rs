@@ -300,6 +300,7 @@ pub fn split_heaviest(family: Family, p: &Params) -> Params {
     q.mu[h] = lo;
     q.mu[p.k] = hi;
     q.shape[p.k] = p.shape[h];
+    q.df[p.k] = p.df[h];
     q
 }
 
@@ -335,6 +336,7 @@ mod tests {
                 devices: Vec::new(),
                 standard_errors: false,
                 noise: false,
+                df: Vec::new(),
             },
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
@@ -400,6 +402,7 @@ mod tests {
                 devices: Vec::new(),
                 standard_errors: false,
                 noise,
+                df: Vec::new(),
             },
             tuning: Tuning::default(),
             noise_supports: vec![support],

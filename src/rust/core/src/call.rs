@@ -55,8 +55,18 @@ pub fn fit_into(
 }
 
 /// Whether the engine `kind` fits what `job` asks for: a noise component
-/// only in fp64 (mixed precision's fp32 passes have none).
+/// only in fp64 (mixed precision's fp32 passes have none), Student's t only
+/// on the CPU (the GPU engines have no t kernels yet).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
+    if job.settings.family.has_df() && kind != EngineKind::Cpu {
+        return Err(Error::Argument {
+            arg: "engine",
+            message: format!(
+                "\"{}\" does not fit Student's t components yet (family = \"t\"): use engine = \"cpu\"",
+                kind.name()
+            ),
+        });
+    }
     if job.settings.noise && job.settings.mixed_precision && kind == EngineKind::CudaBatched {
         return Err(Error::Argument {
             arg: "control$precision",
@@ -100,6 +110,7 @@ fn run_into(
         let values = job.datasets[d];
         prepare(values, job.settings.family).map(|mut ds| {
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
+            ds.fixed_df.clone_from(&job.settings.df);
             if !job.settings.noise {
                 return ds;
             }
@@ -236,6 +247,7 @@ mod tests {
                     devices: Vec::new(),
                     standard_errors: true,
                     noise: false,
+                    df: Vec::new(),
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),

@@ -13,7 +13,7 @@ use std::fmt;
 
 use crate::estep::{e_step, e_step_noisy};
 use crate::family::{self, with_family, ComponentFamily};
-use crate::limits::{NOISE_START, OBS_PER_COMPONENT};
+use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
 use crate::noise::{Noise, Support};
 use crate::params::{Family, Params, Stats};
@@ -38,6 +38,8 @@ pub struct Prepared {
     pub init: Option<Params>,
     /// The noise component (noise.rs), when the job fits one.
     pub noise: Option<Noise>,
+    /// Student's t: the user's fixed ν (Settings::df); empty: estimated.
+    pub fixed_df: Vec<f64>,
 }
 
 /// Why a dataset cannot be fitted; each reads after "dataset".
@@ -119,7 +121,7 @@ impl fmt::Display for Invalid {
                 let (what, scaling) = match family {
                     Family::InvGauss => ("mean", "mu and lambda scale"),
                     Family::Gamma => ("mean", "mu scales"),
-                    Family::Normal => ("standard deviation", "mu and sigma scale"),
+                    Family::Normal | Family::StudentT => ("standard deviation", "mu and sigma scale"),
                     Family::Lognormal => ("standard deviation of the logarithms", "mu shifts"),
                 };
                 let size = if scale > 0.0 { format!("{scale:e}") } else { "0 once rounded".to_string() };
@@ -158,10 +160,24 @@ impl Prepared {
         }
     }
 
-    /// `p` as a start on this dataset: with a noise component, one that has
-    /// no weight for it yet gets NOISE_START, the components' weights
-    /// scaled to share the rest.
-    pub fn start(&self, p: Params) -> Params {
+    /// `p` as a start on this dataset: Student's t components without a ν
+    /// yet get the user's (fixed; one per component by ascending μ) or
+    /// DF_START; with a noise component, one
+    /// that has no weight for it yet gets NOISE_START, the components'
+    /// weights scaled to share the rest.
+    pub fn start(&self, mut p: Params) -> Params {
+        if self.family.has_df() && !(p.df[0] > 0.0) {
+            p.df_fixed = !self.fixed_df.is_empty();
+            // one ν per component goes by ascending starting μ, the order
+            // fits are reported in
+            for (rank, m) in p.order_by_mu().into_iter().enumerate() {
+                p.df[m] = match self.fixed_df.len() {
+                    0 => DF_START,
+                    1 => self.fixed_df[0],
+                    _ => self.fixed_df.get(rank).copied().unwrap_or(f64::NAN),
+                };
+            }
+        }
         if self.noise.is_none() || p.noise > 0.0 {
             return p;
         }
@@ -261,7 +277,8 @@ pub fn prepare(values: &[f64], family: Family) -> Result<Prepared, Invalid> {
     if family.on_log_scale() {
         return prepare_logarithms(values, family);
     }
-    with_family!(family, F => prepare_of::<F>(values))
+    // the t's data are prepared as the Normal's (with_family!), and are the t's
+    with_family!(family, F => prepare_of::<F>(values)).map(|ds| Prepared { family, ..ds })
 }
 
 /// `prepare` for a family fitted on the logarithms of the data: positive
@@ -347,7 +364,19 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         }
         return Err(Invalid::TooSpread { min, max });
     }
-    Ok(Prepared { family, x, g, h_sum, shift, scale, spread, hash: hash_values(values), init: None, noise: None })
+    Ok(Prepared {
+        family,
+        x,
+        g,
+        h_sum,
+        shift,
+        scale,
+        spread,
+        hash: hash_values(values),
+        init: None,
+        noise: None,
+        fixed_df: Vec::new(),
+    })
 }
 
 /// The largest power of two not above `v` (> 0, finite), or 1 for 0.

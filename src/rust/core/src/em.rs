@@ -8,6 +8,7 @@ use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, SQUAREM_S
 use crate::mstep::{check_component, m_step};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
+use crate::student;
 
 /// How far the log-likelihood may fall before it is more than rounding.
 pub(crate) fn fall_tolerance(loglik: f64, n: usize) -> f64 {
@@ -157,11 +158,13 @@ impl EmState {
     }
 }
 
-/// The coordinates SQUAREM extrapolates in: the weights, the means and the
-/// log-shapes (so that any step keeps λ and σ positive), all on the rescaled
-/// data's scale.
-fn coordinates(p: &Params, m: usize) -> [f64; 3] {
-    [p.alpha[m], p.mu[m], p.shape[m].ln()]
+/// The coordinates SQUAREM extrapolates in: the weights, the means, the
+/// log-shapes (so that any step keeps λ and σ positive) and the t's
+/// estimated log ν (0 otherwise: a coordinate that never moves), all on the
+/// rescaled data's scale.
+fn coordinates(p: &Params, m: usize) -> [f64; 4] {
+    let log_df = if p.df[m] > 0.0 && !p.df_fixed { p.df[m].ln() } else { 0.0 };
+    [p.alpha[m], p.mu[m], p.shape[m].ln(), log_df]
 }
 
 /// SqS3: with r = θ1 − θ0 and v = θ2 − 2θ1 + θ0, the step s = ‖r‖/‖v‖, at
@@ -180,13 +183,13 @@ fn extrapolate(
 ) -> Option<(Params, f64)> {
     let k = t0.k;
     // per component and coordinate: θ0 and the differences r and v
-    let mut a = [[0.0; 3]; MAX_COMPONENTS];
-    let mut r = [[0.0; 3]; MAX_COMPONENTS];
-    let mut v = [[0.0; 3]; MAX_COMPONENTS];
+    let mut a = [[0.0; 4]; MAX_COMPONENTS];
+    let mut r = [[0.0; 4]; MAX_COMPONENTS];
+    let mut v = [[0.0; 4]; MAX_COMPONENTS];
     let (mut rr, mut vv) = (0.0, 0.0);
     for m in 0..k {
         let (c0, c1, c2) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
-        for j in 0..3 {
+        for j in 0..4 {
             a[m][j] = c0[j];
             r[m][j] = c1[j] - c0[j];
             v[m][j] = c2[j] - 2.0 * c1[j] + c0[j];
@@ -206,7 +209,7 @@ fn extrapolate(
     if !(step > 1.0) {
         return None;
     }
-    let mut p = Params::zeroed(k);
+    let mut p = Params { df: t0.df, df_fixed: t0.df_fixed, ..Params::zeroed(k) };
     if n0 > 0.0 {
         p.noise = n0 + 2.0 * step * r_noise + step * step * v_noise;
         if !(p.noise > 0.0 && p.noise < 1.0) {
@@ -218,6 +221,12 @@ fn extrapolate(
         p.alpha[m] = at(0);
         p.mu[m] = at(1);
         p.shape[m] = at(2).exp();
+        if t0.df[m] > 0.0 && !t0.df_fixed {
+            p.df[m] = at(3).exp();
+            if !student::df_ok(p.df[m]) {
+                return None;
+            }
+        }
         if !(p.alpha[m] * n as f64 >= MIN_COMPONENT_OBS)
             || check_component(family, p.mu[m], p.shape[m], spread).is_err()
         {

@@ -17,6 +17,7 @@ use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{exp_nonpos, exp_nonpos_all};
 use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
+use crate::student;
 
 /// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g)
 /// (on their common length, should they differ).
@@ -24,6 +25,9 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     // the vector passes read x and g in step: never past either's end
     let n = x.len().min(g.len());
     let (x, g) = (&x[..n], &g[..n]);
+    if family.has_df() {
+        return student::e_step(x, None, p);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass::<false>(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
@@ -89,6 +93,9 @@ fn vector_width() -> usize {
 /// estep_avx2.rs give K ≥ 2 the same bits, faster, where the CPU has
 /// AVX-512F or AVX2).
 pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
+    if family.has_df() {
+        return student::e_step(&x[..x.len().min(g.len())], None, p);
+    }
     with_family!(family, F => dispatch::<F, false>(x, g, &[], p))
 }
 
@@ -100,6 +107,9 @@ pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats
 pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
     let n = x.len().min(g.len()).min(t.len());
     let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
+    if family.has_df() {
+        return student::e_step(x, Some(t), p);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass::<true>(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
@@ -115,6 +125,9 @@ pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params)
 pub fn e_step_noisy_blocked(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
     let n = x.len().min(g.len()).min(t.len());
     let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
+    if family.has_df() {
+        return student::e_step(x, Some(t), p);
+    }
     with_family!(family, F => dispatch::<F, true>(x, g, t, p))
 }
 
@@ -318,6 +331,9 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>
         xs
     };
     let terms = noise.map(|s| s.terms(family, xs, zs, 1.0));
+    if family.has_df() {
+        return student::posterior(zs, p, terms.as_deref());
+    }
     with_family!(family, F => posterior_of::<F>(zs, p, terms.as_deref()))
 }
 

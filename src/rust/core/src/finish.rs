@@ -117,7 +117,8 @@ pub(crate) fn finish(
         message = if message.is_empty() { why } else { format!("{message}; {why}") };
     }
     let saddle = escaped.is_some().then_some(w.fit.loglik - jacobian);
-    message = with_information(message, saddle, loglik, covariance.as_ref(), family, t.k, ds.noise.is_some());
+    let df = params.estimates_df();
+    message = with_information(message, saddle, loglik, covariance.as_ref(), family, t.k, ds.noise.is_some(), df);
     Fit {
         n,
         k: t.k,
@@ -148,7 +149,8 @@ pub(crate) fn finish(
 /// `saddle` (data units) to `loglik`, where it went; and why there are no
 /// standard errors, if there are none. A continued fit whose information
 /// is again not positive definite is said to be so once, not also "at a
-/// maximum".
+/// maximum". `family`, `k`, `noise` and `df` name the parameters.
+#[allow(clippy::too_many_arguments)]
 fn with_information(
     message: String,
     saddle: Option<f64>,
@@ -157,14 +159,15 @@ fn with_information(
     family: Family,
     k: usize,
     noise: bool,
+    df: bool,
 ) -> String {
-    let no_se = |why: &Singular| format!("no standard errors: {}", why.describe(family, k, noise));
+    let no_se = |why: &Singular| format!("no standard errors: {}", why.describe(family, k, noise, df));
     match (saddle, covariance) {
         (Some(from), Some(Err(why @ Singular::Indefinite { .. }))) => format!(
             "continued from a saddle point (log-likelihood {from:.4}) to a point {:.1e} higher (log-likelihood \
              {loglik:.4}) that is not a local maximum either; no standard errors: {}",
             loglik - from,
-            why.what(family, k, noise)
+            why.what(family, k, noise, df)
         ),
         (Some(from), Some(Err(why))) => {
             format!("continued from a saddle point (log-likelihood {from:.4}) to a maximum; {}", no_se(why))
@@ -187,17 +190,17 @@ mod tests {
         let indefinite: Result<Covariance, Singular> = Err(Singular::Indefinite { at: 2 });
         // continued to a maximum: said so, standard errors or not
         assert_eq!(
-            with_information(String::new(), Some(-1234.5), -1200.25, None, nf, k, false),
+            with_information(String::new(), Some(-1234.5), -1200.25, None, nf, k, false, false),
             "continued from a saddle point (log-likelihood -1234.5000) to a maximum"
         );
         assert_eq!(
-            with_information(String::new(), Some(-1234.5), -1200.25, Some(&singular), nf, k, false),
+            with_information(String::new(), Some(-1234.5), -1200.25, Some(&singular), nf, k, false, false),
             "continued from a saddle point (log-likelihood -1234.5000) to a maximum; \
              no standard errors: the observed information is singular (first at alpha1)"
         );
         // continued only 3e-5 higher, to a point that is again not a maximum:
         // no "to a maximum", and "not a local maximum" once
-        let m = with_information(String::new(), Some(-1234.5), -1234.5 + 3e-5, Some(&indefinite), nf, k, false);
+        let m = with_information(String::new(), Some(-1234.5), -1234.5 + 3e-5, Some(&indefinite), nf, k, false, false);
         assert_eq!(
             m,
             "continued from a saddle point (log-likelihood -1234.5000) to a point 3.0e-5 higher \
@@ -208,14 +211,14 @@ mod tests {
         assert_eq!(m.matches("maximum").count(), 1);
         // not continued: the message as before, the information's after it
         assert_eq!(
-            with_information(String::new(), None, -5.0, Some(&indefinite), nf, k, false),
+            with_information(String::new(), None, -5.0, Some(&indefinite), nf, k, false, false),
             "no standard errors: the observed information is not positive definite (first at mu2): \
              the fit is not at a local maximum"
         );
         assert_eq!(
-            with_information("stopped".into(), None, -5.0, Some(&singular), nf, k, false),
+            with_information("stopped".into(), None, -5.0, Some(&singular), nf, k, false, false),
             "stopped; no standard errors: the observed information is singular (first at alpha1)"
         );
-        assert_eq!(with_information("stopped".into(), None, -5.0, None, nf, k, false), "stopped");
+        assert_eq!(with_information("stopped".into(), None, -5.0, None, nf, k, false, false), "stopped");
     }
 }

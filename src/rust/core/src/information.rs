@@ -42,14 +42,17 @@ use crate::limits::{free_parameters, MAX_COMPONENTS};
 use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
+use crate::student;
 
 /// Where each free parameter sits in θ: the free weights (α_1..α_{K−1};
 /// with a noise component α_1..α_K, its weight π_0 = 1 − Σ α being the one
-/// the others determine), the means, the shapes.
+/// the others determine), the means, the shapes, and Student's t's
+/// estimated ν (`df`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Layout {
     pub k: usize,
     pub noise: bool,
+    pub df: bool,
 }
 
 impl Layout {
@@ -66,8 +69,16 @@ impl Layout {
     pub fn shape(self, m: usize) -> usize {
         self.weights() + self.k + m
     }
+    pub fn df(self, m: usize) -> usize {
+        self.weights() + 2 * self.k + m
+    }
     pub fn len(self) -> usize {
-        free_parameters(self.k, self.noise)
+        free_parameters(self.k, self.noise, self.df)
+    }
+    /// The free parameters of component m but its weight: μ, the shape,
+    /// and ν when estimated; how many.
+    fn own(self, m: usize) -> ([usize; 3], usize) {
+        ([self.mu(m), self.shape(m), self.df(m)], 2 + self.df as usize)
     }
 }
 
@@ -78,7 +89,7 @@ impl Layout {
 /// `spread`.
 pub fn moved(family: Family, p: &Params, noise: bool, d: &[f64], t: f64, spread: f64) -> Option<Params> {
     let k = p.k;
-    let at = Layout { k, noise };
+    let at = Layout { k, noise, df: p.estimates_df() };
     let mut q = *p;
     for j in 0..at.weights() {
         q.alpha[j] += t * d[at.alpha(j)];
@@ -92,11 +103,15 @@ pub fn moved(family: Family, p: &Params, noise: bool, d: &[f64], t: f64, spread:
     for m in 0..k {
         q.mu[m] += t * d[at.mu(m)];
         q.shape[m] += t * d[at.shape(m)];
+        if at.df {
+            q.df[m] += t * d[at.df(m)];
+        }
     }
+    let df_ok = !at.df || q.df[..k].iter().all(|&v| student::df_ok(v));
     let weights_ok = (q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || (k == 1 && !noise))
         && (!noise || (q.noise > 0.0 && q.noise < 1.0));
     let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
-    (weights_ok && usable).then_some(q)
+    (weights_ok && usable && df_ok).then_some(q)
 }
 
 /// The observed information, −∇² ℓ(θ), of the mixture `p` on data `xs` (in
@@ -122,12 +137,17 @@ pub(crate) struct Information {
     /// The log-likelihood ℓ(θ) without the parameter-free Σ h(x) (as
     /// Stats::ll).
     pub loglik: f64,
+    /// Where the free parameters are (Layout).
+    pub layout: Layout,
 }
 
 /// The observed information, the complete-data diagonal and the score of
 /// the mixture `p` on data `xs` (in the units of `p`; `noise` as for
 /// `observed_information`).
 pub(crate) fn information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+    if family.has_df() {
+        return information_student(xs, noise, p);
+    }
     with_family!(family, F => information_of::<F>(xs, noise, p))
 }
 
@@ -162,7 +182,7 @@ unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>
 #[inline(always)]
 fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
     let k = p.k;
-    let at = Layout { k, noise: noise.is_some() };
+    let at = Layout { k, noise: noise.is_some(), df: false };
     let np = at.len();
     let rows = k + at.noise as usize;
     let t = F::terms(p);
@@ -275,7 +295,25 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
             }
         }
     }
-    // I = Σ g gᵀ − Σ ∇²f/f
+    let blocks: Vec<[f64; 6]> = blocks[..k].iter().map(|b| [b[0], b[1], b[2], 0.0, 0.0, 0.0]).collect();
+    assemble(at, &gg, g_sum, &blocks, &inv_alpha, complete, loglik)
+}
+
+/// The observed information I = Σ g gᵀ − Σ ∇²f/f from a pass's sums: `gg`
+/// (Σ g gᵀ, upper triangle by rows), `g_sum` (the score), per component the
+/// upper triangle of Σ r (h + u uᵀ) over its own parameters (Layout::own:
+/// (μμ, μs, ss) or (μμ, μs, μν, ss, sν, νν)), and 1/α per row.
+fn assemble(
+    at: Layout,
+    gg: &[f64],
+    g_sum: Vec<f64>,
+    blocks: &[[f64; 6]],
+    inv_alpha: &[f64],
+    complete: Vec<f64>,
+    loglik: f64,
+) -> Information {
+    let (k, np) = (at.k, at.len());
+    let last = k - 1 + at.noise as usize;
     let mut info = vec![0.0; np * np];
     for a in 0..np {
         for b in a..np {
@@ -283,12 +321,16 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
         }
     }
     for m in 0..k {
-        let (i, s) = (at.mu(m), at.shape(m));
-        info[i + np * i] -= blocks[m][0];
-        info[i + np * s] -= blocks[m][1];
-        info[s + np * s] -= blocks[m][2];
-        // α_j–(μ_m, s_m): Σ score / α_m, with ∂α_m/∂α_j = δ_jm, or −1 for
-        // m = K when α_K is the dependent weight
+        let (own, count) = at.own(m);
+        let mut e = 0;
+        for a in 0..count {
+            for b in a..count {
+                info[own[a] + np * own[b]] -= blocks[m][e];
+                e += 1;
+            }
+        }
+        // α_j–(μ_m, s_m, ν_m): Σ score / α_m, with ∂α_m/∂α_j = δ_jm, or −1
+        // for m = K when α_K is the dependent weight
         for j in 0..last {
             let da = if m == last {
                 -1.0
@@ -297,8 +339,9 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
             } else {
                 continue;
             };
-            info[at.alpha(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
-            info[at.alpha(j) + np * s] -= da * g_sum[s] * inv_alpha[m];
+            for &i in &own[..count] {
+                info[at.alpha(j) + np * i] -= da * g_sum[i] * inv_alpha[m];
+            }
         }
     }
     for b in 0..np {
@@ -306,7 +349,72 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
             info[a + np * b] = info[b + np * a];
         }
     }
-    Information { observed: info, complete, score: g_sum, loglik }
+    Information { observed: info, complete, score: g_sum, loglik, layout: at }
+}
+
+/// The pass for Student's t (student.rs), one observation at a time: the
+/// same sums as information_blocks', with ν among a component's own
+/// parameters when it is estimated.
+fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+    let k = p.k;
+    let at = Layout { k, noise: noise.is_some(), df: p.estimates_df() };
+    let np = at.len();
+    let rows = k + at.noise as usize;
+    let last = rows - 1;
+    let t = student::Terms::of(p);
+    let log_noise = p.noise.ln();
+    let mut consts = [[0.0; 7]; MAX_COMPONENTS];
+    let mut inv_alpha = [0.0; MAX_COMPONENTS + 1];
+    for m in 0..k {
+        consts[m] = student::derivative_constants(p.shape[m], p.df[m]);
+        inv_alpha[m] = 1.0 / p.alpha[m];
+    }
+    if at.noise {
+        inv_alpha[k] = 1.0 / p.noise;
+    }
+    let mut gg = vec![0.0; np * np];
+    let mut g_sum = vec![0.0; np];
+    let mut complete = vec![0.0; np];
+    let mut blocks = vec![[0.0; 6]; k];
+    let mut loglik = 0.0;
+    let mut g = vec![0.0; np];
+    let mut r = [0.0; MAX_COMPONENTS + 1];
+    let (mut z, mut log1p) = ([0.0; MAX_COMPONENTS], [0.0; MAX_COMPONENTS]);
+    for (i, &x) in xs.iter().enumerate() {
+        let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
+        loglik += student::responsibilities(x, &t, k, noise_term, &mut r, &mut z, &mut log1p);
+        let (r_l, ia_l) = (r[last], inv_alpha[last]);
+        for a in 0..last {
+            let (r_j, r_k) = (r[a] * inv_alpha[a], r_l * ia_l);
+            g[at.alpha(a)] = r_j - r_k;
+            complete[at.alpha(a)] += r_j * inv_alpha[a] + r_k * ia_l;
+        }
+        for m in 0..k {
+            let (grad, hess) = student::derivatives(x, p.mu[m], &consts[m]);
+            let (own, count) = at.own(m);
+            let rm = r[m];
+            // (μμ, μσ, μν, σσ, σν, νν) of h, and the same pairs of u uᵀ
+            let pairs: &[(usize, usize, usize)] = if count == 3 {
+                &[(0, 0, 0), (0, 1, 1), (0, 2, 2), (1, 1, 3), (1, 2, 4), (2, 2, 5)]
+            } else {
+                &[(0, 0, 0), (0, 1, 1), (1, 1, 3)]
+            };
+            for (e, &(a, b, h)) in pairs.iter().enumerate() {
+                blocks[m][e] += rm * (hess[h] + grad[a] * grad[b]);
+            }
+            for a in 0..count {
+                g[own[a]] = rm * grad[a];
+                complete[own[a]] += rm * grad[a] * grad[a];
+            }
+        }
+        for a in 0..np {
+            g_sum[a] += g[a];
+            for b in a..np {
+                gg[a * np + b] += g[a] * g[b];
+            }
+        }
+    }
+    assemble(at, &gg, g_sum, &blocks, &inv_alpha, complete, loglik)
 }
 
 /// The covariance of a fit's parameters `params` (in the data's own units)
@@ -321,9 +429,8 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
 /// information `info` computed on the rescaled data of `ds`.
 pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
     let np = info.complete.len();
-    let noise = ds.noise.is_some();
-    let k = (np + 1 - noise as usize) / 3;
-    let at = Layout { k, noise };
+    let at = info.layout;
+    let (k, noise) = (at.k, at.noise);
     let v = invert(&info.observed, &info.complete)?;
     // the Jacobian's inverse: 1 for the weights, the scale for μ and for a
     // shape that is a scale (1 for one that is not: the gamma's)
@@ -333,8 +440,10 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
             1.0
         } else if a < at.shape(0) {
             ds.scale
-        } else {
+        } else if a < at.df(0) {
             shape_unit
+        } else {
+            1.0
         }
     };
     let mut vcov = vec![0.0; np * np];
@@ -343,8 +452,9 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
             vcov[a + np * b] = v[a + np * b] * unit(a) * unit(b);
         }
     }
-    // in the order of parameter_names: α_1..α_K, μ, shapes, then the noise
-    let mut se = vec![0.0; 3 * k + noise as usize];
+    // in the order of parameter_names: α_1..α_K, μ, shapes, ν, the noise
+    let per = 3 + at.df as usize;
+    let mut se = vec![0.0; per * k + noise as usize];
     let weights = at.weights();
     let mut dependent_var = 0.0;
     for j in 0..weights {
@@ -353,11 +463,14 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
     }
     // Var(1 − Σ α_j) = 1ᵀ V_αα 1 (zero for K = 1 without noise: α_1 = 1 is
     // not estimated)
-    let dependent = if noise { 3 * k } else { k - 1 };
+    let dependent = if noise { per * k } else { k - 1 };
     se[dependent] = dependent_var.max(0.0).sqrt();
     for m in 0..k {
         se[k + m] = v[at.mu(m) * (np + 1)].sqrt() * ds.scale;
         se[2 * k + m] = v[at.shape(m) * (np + 1)].sqrt() * shape_unit;
+        if at.df {
+            se[3 * k + m] = v[at.df(m) * (np + 1)].sqrt();
+        }
     }
     Ok(Covariance { vcov, se })
 }
@@ -395,6 +508,7 @@ pub(crate) mod tests {
                 let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
                 match family {
                     Family::Normal | Family::Lognormal => p.mu[m] + p.shape[m] * z,
+                    Family::StudentT => crate::student::draw(p.mu[m], p.shape[m], p.df[m], &mut rng),
                     Family::Gamma => {
                         <crate::family::gamma::Gamma as ComponentFamily>::draw(p.mu[m], p.shape[m], &mut rng)
                     }
@@ -423,19 +537,19 @@ pub(crate) mod tests {
         }
         p.alpha[k - 1] = rest;
         for m in 0..k {
-            p.mu[m] = theta[Layout { k, noise: false }.mu(m)];
-            p.shape[m] = theta[Layout { k, noise: false }.shape(m)];
+            p.mu[m] = theta[Layout { k, noise: false, df: false }.mu(m)];
+            p.shape[m] = theta[Layout { k, noise: false, df: false }.shape(m)];
         }
         p
     }
 
     fn to_theta(p: &Params) -> Vec<f64> {
         let k = p.k;
-        let mut theta = vec![0.0; free_parameters(k, false)];
+        let mut theta = vec![0.0; free_parameters(k, false, false)];
         theta[..k - 1].copy_from_slice(&p.alpha[..k - 1]);
         for m in 0..k {
-            theta[Layout { k, noise: false }.mu(m)] = p.mu[m];
-            theta[Layout { k, noise: false }.shape(m)] = p.shape[m];
+            theta[Layout { k, noise: false, df: false }.mu(m)] = p.mu[m];
+            theta[Layout { k, noise: false, df: false }.shape(m)] = p.shape[m];
         }
         theta
     }
@@ -501,7 +615,9 @@ pub(crate) mod tests {
         let shape: [&[f64]; 4] = match family {
             Family::InvGauss => [&[3.0], &[8.0, 6.0], &[10.0, 12.0, 20.0], &[4.0, 15.0, 25.0, 40.0]],
             Family::Gamma => [&[2.5], &[9.0, 5.0], &[12.0, 10.0, 18.0], &[6.0, 14.0, 22.0, 30.0]],
-            Family::Normal | Family::Lognormal => [&[0.7], &[0.3, 0.6], &[0.3, 0.5, 0.8], &[0.2, 0.4, 0.5, 0.9]],
+            Family::Normal | Family::Lognormal | Family::StudentT => {
+                [&[0.7], &[0.3, 0.6], &[0.3, 0.5, 0.8], &[0.2, 0.4, 0.5, 0.9]]
+            }
         };
         (0..4)
             .map(|i| {
@@ -549,9 +665,10 @@ pub(crate) mod tests {
                 assert!((info.loglik - ll(&p)).abs() < 1e-11 * ll(&p).abs(), "{family:?} K = {}", p.k);
                 // ∂ℓ/∂μ_m and ∂ℓ/∂s_m by central differences
                 for m in 0..p.k {
-                    for (at, field) in
-                        [(Layout { k: p.k, noise: false }.mu(m), 0), (Layout { k: p.k, noise: false }.shape(m), 1)]
-                    {
+                    for (at, field) in [
+                        (Layout { k: p.k, noise: false, df: false }.mu(m), 0),
+                        (Layout { k: p.k, noise: false, df: false }.shape(m), 1),
+                    ] {
                         let (mut up, mut down) = (p, p);
                         let v = if field == 0 { &mut up.mu[m] } else { &mut up.shape[m] };
                         let h = 1e-6 * v.abs();
@@ -576,13 +693,69 @@ pub(crate) mod tests {
     fn information_matches_a_numerical_hessian() {
         for family in Family::FITTED {
             for (xs, p) in cases(family) {
-                let np = free_parameters(p.k, false);
+                let np = free_parameters(p.k, false, false);
                 let exact = observed_information(family, &xs, None, &p);
                 let numeric = numerical_information(family, &xs, &p);
                 let w = worst(&exact, &numeric, np);
                 eprintln!("{family:?} K = {}: worst relative difference {w:.2e}", p.k);
                 assert!(w < 1e-5, "{family:?} K = {}: worst relative difference {w:e}", p.k);
             }
+        }
+    }
+
+    #[test]
+    fn student_information_matches_a_numerical_hessian() {
+        // θ = (α1, [α2,] μ, σ, ν[, noise dependent]) with ν estimated, and
+        // (α1, μ, σ) with ν fixed; the reference log-likelihood from
+        // student::log_density term by term
+        let mut truth = params(&[0.35, 0.65], &[-1.0, 1.5], &[0.6, 1.0]);
+        truth.df[..2].copy_from_slice(&[3.0, 9.0]);
+        let mut rng = Pcg64::new(11, 3);
+        let xs = crate::simulate::draw_mixture(Family::StudentT, &truth, None, 600, &mut rng);
+        let mut off = truth;
+        off.mu[0] += 0.05;
+        off.shape[1] *= 1.04;
+        off.df[0] *= 1.2;
+        for fixed in [false, true] {
+            let p = Params { df_fixed: fixed, ..off };
+            let at = Layout { k: 2, noise: false, df: !fixed };
+            let np = at.len();
+            let to_params = |theta: &[f64]| {
+                let mut q = p;
+                q.alpha[0] = theta[0];
+                q.alpha[1] = 1.0 - theta[0];
+                for m in 0..2 {
+                    q.mu[m] = theta[at.mu(m)];
+                    q.shape[m] = theta[at.shape(m)];
+                    if !fixed {
+                        q.df[m] = theta[at.df(m)];
+                    }
+                }
+                q
+            };
+            let mut theta = vec![p.alpha[0], p.mu[0], p.mu[1], p.shape[0], p.shape[1]];
+            if !fixed {
+                theta.extend_from_slice(&p.df[..2]);
+            }
+            let ll = |t: &[f64]| crate::student::log_likelihood(&xs, &to_params(t));
+            let h: Vec<f64> = theta.iter().map(|t| 1e-4 * t.abs().max(0.1)).collect();
+            let mut numeric = vec![0.0; np * np];
+            for a in 0..np {
+                for b in 0..np {
+                    let f = |sa: f64, sb: f64| {
+                        let mut t = theta.clone();
+                        t[a] += sa;
+                        t[b] += sb;
+                        ll(&t)
+                    };
+                    numeric[a + np * b] =
+                        -(f(h[a], h[b]) - f(h[a], -h[b]) - f(-h[a], h[b]) + f(-h[a], -h[b])) / (4.0 * h[a] * h[b]);
+                }
+            }
+            let info = information(Family::StudentT, &xs, None, &p);
+            assert!((info.loglik - ll(&theta)).abs() < 1e-9 * info.loglik.abs());
+            let w = worst(&info.observed, &numeric, np);
+            assert!(w < 1e-4, "fixed ν {fixed}: worst relative difference {w:e}");
         }
     }
 
@@ -595,7 +768,7 @@ pub(crate) mod tests {
         for family in Family::FITTED {
             for (xs, p) in mle_cases(family) {
                 let k = p.k;
-                let np = free_parameters(k, false);
+                let np = free_parameters(k, false, false);
                 let ds = prepare(&xs, family).unwrap();
                 let cov = covariance(family, &ds, &p).unwrap();
                 let info = observed_information(family, &xs, None, &p);
@@ -616,7 +789,8 @@ pub(crate) mod tests {
                     (0..k - 1).flat_map(|a| (0..k - 1).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
                 assert!((cov.se[k - 1] - sum_alpha.sqrt()).abs() <= 1e-12 * cov.se[k - 1].max(1e-300));
                 for m in 0..k {
-                    let (i, s) = (Layout { k, noise: false }.mu(m), Layout { k, noise: false }.shape(m));
+                    let (i, s) =
+                        (Layout { k, noise: false, df: false }.mu(m), Layout { k, noise: false, df: false }.shape(m));
                     assert!((cov.se[k + m] / cov.vcov[i * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
                     assert!((cov.se[2 * k + m] / cov.vcov[s * (np + 1)].sqrt() - 1.0).abs() < 1e-12);
                 }
@@ -663,7 +837,10 @@ pub(crate) mod tests {
                 let p = params(&alpha, &[2.0, 2.0], &[truth.shape[0]; 2]);
                 let why = covariance(family, &ds, &p).unwrap_err();
                 assert_eq!(why, Singular::Collinear { at: 0 }, "{family:?} {alpha:?}");
-                assert_eq!(why.describe(family, 2, false), "the observed information is singular (first at alpha1)");
+                assert_eq!(
+                    why.describe(family, 2, false, false),
+                    "the observed information is singular (first at alpha1)"
+                );
             }
             // the same data fitted by one component is fine
             let mut one = truth;
@@ -681,7 +858,7 @@ pub(crate) mod tests {
         let wide = params(&[1.0], &[0.0], &[10.0]);
         let why = covariance(Family::Normal, &ds, &wide).unwrap_err();
         assert_eq!(why, Singular::Indefinite { at: 1 });
-        assert!(why.describe(Family::Normal, 1, false).contains("(first at sigma1)"));
+        assert!(why.describe(Family::Normal, 1, false, false).contains("(first at sigma1)"));
         // and non-finite parameters give a non-finite information
         let nan = params(&[1.0], &[f64::NAN], &[1.0]);
         assert_eq!(covariance(Family::Normal, &ds, &nan).unwrap_err(), Singular::NotFinite);
@@ -691,17 +868,17 @@ pub(crate) mod tests {
     fn parameter_names_follow_the_free_parameters() {
         use crate::params::parameter_names;
         assert_eq!(
-            parameter_names(Family::InvGauss, 2, false),
+            parameter_names(Family::InvGauss, 2, false, false),
             ["alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2"]
         );
         assert_eq!(
-            Singular::Collinear { at: 1 }.describe(Family::Normal, 2, false),
+            Singular::Collinear { at: 1 }.describe(Family::Normal, 2, false, false),
             "the observed information is singular (first at mu1)"
         );
         assert_eq!(
-            Singular::Collinear { at: 4 }.describe(Family::Normal, 2, false),
+            Singular::Collinear { at: 4 }.describe(Family::Normal, 2, false, false),
             "the observed information is singular (first at sigma2)"
         );
-        assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2, false).contains("parameter 10"));
+        assert!(Singular::Collinear { at: 9 }.describe(Family::Normal, 2, false, false).contains("parameter 10"));
     }
 }

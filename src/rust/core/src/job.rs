@@ -2,7 +2,7 @@
 //! what it gets back (`Fit`).
 
 use crate::error::Error;
-use crate::limits::{free_parameters, MAX_COMPONENTS, MAX_REFINE};
+use crate::limits::{free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE};
 use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
@@ -76,6 +76,10 @@ pub struct Settings {
     /// `noise`: every mixture with a noise component (noise.rs), a uniform
     /// over the dataset's support (Job::noise_supports).
     pub noise: bool,
+    /// `df`: Student's t degrees of freedom fixed by the user, one for
+    /// every component or one per component (with one K); empty: ν is
+    /// estimated.
+    pub df: Vec<f64>,
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -159,6 +163,18 @@ impl Settings {
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
             return bad("epsilon", "must be a positive finite number".into());
+        }
+        if !self.df.is_empty() {
+            let per_component = self.components.len() == 1 && self.df.len() == self.components[0];
+            if !self.family.has_df() {
+                return bad("df", "applies to family = \"t\" only".into());
+            }
+            if !(self.df.len() == 1 || per_component) {
+                return bad("df", "must be one value, or one per component with one number of components".into());
+            }
+            if !self.df.iter().all(|&v| crate::student::df_ok(v)) {
+                return bad("df", format!("must lie in [{DF_MIN}, {DF_MAX}]"));
+            }
         }
         // start_scheme (control$starts) is an enum: every value is valid; the
         // glue turns an unknown name into an internal error (R checked it).
@@ -253,7 +269,7 @@ impl Fit {
     /// weight among them); NaN without a fit.
     pub fn information_criteria(&self) -> (f64, f64) {
         let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
-        let df = free_parameters(p.k, self.noise_support.is_some()) as f64;
+        let df = free_parameters(p.k, self.noise_support.is_some(), p.estimates_df()) as f64;
         (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
     }
 

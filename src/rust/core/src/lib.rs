@@ -8,7 +8,8 @@
 //!   a component family's, behind one trait:
 //!   `family::component` (the trait), `family::invgauss` and
 //!   `family::normal` (one implementation each), `family` (the runtime tag
-//!   meets them); then `estep`, `mstep`, `screen`; the job, `job` (its
+//!   meets them); Student's t, whose third parameter the trait has not:
+//!   `student`; then `estep`, `mstep`, `screen`; the job, `job` (its
 //!   settings hold the screen's thresholds); `dataset`, `starts`,
 //!   `refine`, `information`;
 //! - one start's EM: `em`; a converged winner taken to the maximum itself
@@ -61,6 +62,7 @@ pub mod screen;
 mod simulate;
 pub mod special;
 mod starts;
+pub mod student;
 pub mod tuning;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};

@@ -39,10 +39,22 @@ pub const SQUAREM_STEP_GROWTH: f64 = 4.0;
 pub const MAX_DRAWS: usize = 1000;
 
 /// The number of free parameters of a K-component mixture: K means, K shapes
-/// and K − 1 weights; with a noise component, its weight too.
-pub const fn free_parameters(k: usize, noise: bool) -> usize {
-    3 * k - 1 + noise as usize
+/// and K − 1 weights; with estimated degrees of freedom (`df`, Student's t)
+/// K of them; with a noise component, its weight too.
+pub const fn free_parameters(k: usize, noise: bool, df: bool) -> usize {
+    3 * k - 1 + noise as usize + if df { k } else { 0 }
 }
+
+/// Student's t degrees of freedom ν stay in [DF_MIN, DF_MAX] (student.rs):
+/// above DF_MAX the t is the Normal to within what data can tell (its
+/// density differs by under 1% out to 3σ), and below DF_MIN a component
+/// is a spike with tails, not a cluster.
+pub const DF_MIN: f64 = 0.5;
+pub const DF_MAX: f64 = 200.0;
+
+/// Every random start's ν when the user does not fix it: tails clearly
+/// heavier than the Normal's, from which ECM moves ν either way.
+pub const DF_START: f64 = 10.0;
 
 /// The noise component's weight in every start (noise.rs), the K
 /// components' weights scaled to share the rest: small enough that the

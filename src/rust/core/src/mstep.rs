@@ -5,6 +5,7 @@ use crate::family::{with_family, ComponentFamily};
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
+use crate::student;
 
 /// Checks one component's (μ, shape) for use: finite, positive where it must
 /// be, and not collapsed relative to `spread` (the data's standard deviation).
@@ -28,7 +29,34 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
 /// α = S0/N (the noise component's weight likewise), and each component's
 /// (μ, shape) from the family's M-step (ComponentFamily::component_m_step).
 pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+    if family == Family::StudentT {
+        return m_step_student(k, st, n, spread);
+    }
     with_family!(family, F => m_step_of::<F>(k, st, n, spread))
+}
+
+/// `m_step` for Student's t (student.rs): the same guards, and ν.
+fn m_step_student(k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+    let mut p = Params::zeroed(k);
+    let nf = n as f64;
+    for m in 0..k {
+        let s0 = st.s0[m];
+        if !(s0 >= MIN_COMPONENT_OBS) {
+            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
+        }
+        let (mu, sigma, df) = student::component_m_step(st, m);
+        check_component(Family::StudentT, mu, sigma, spread)?;
+        if !student::df_ok(df) {
+            return Err(Degenerate::NotFinite);
+        }
+        p.alpha[m] = s0 / nf;
+        p.mu[m] = mu;
+        p.shape[m] = sigma;
+        p.df[m] = df;
+    }
+    p.noise = st.s0_noise / nf;
+    p.df_fixed = st.df_fixed;
+    Ok(p)
 }
 
 /// `m_step` for the family `F`.
@@ -69,6 +97,7 @@ mod tests {
             Family::Normal | Family::Lognormal => {
                 (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt()
             }
+            Family::StudentT => unreachable!("the t's M-step is tested in student.rs"),
         };
         (w / xs.len() as f64, mu, shape)
     }

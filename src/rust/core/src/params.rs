@@ -13,10 +13,14 @@ pub enum Family {
     Lognormal,
     /// The gamma, mean μ and shape a (family/gamma.rs).
     Gamma,
+    /// Student's t, location μ, scale σ and degrees of freedom ν
+    /// (student.rs): the Normal's rescaling, start and screen, its own
+    /// density, E-step and M-step.
+    StudentT,
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [Family::InvGauss, Family::Normal, Family::Lognormal, Family::Gamma];
+    pub const ALL: [Family; 5] = [Family::InvGauss, Family::Normal, Family::Lognormal, Family::Gamma, Family::StudentT];
 
     /// One family per implementation of ComponentFamily (the lognormal is
     /// fitted by the Normal's): what tests of the fitting itself cover.
@@ -29,7 +33,14 @@ impl Family {
             Family::Normal => "normal",
             Family::Lognormal => "lognormal",
             Family::Gamma => "gamma",
+            Family::StudentT => "t",
         }
+    }
+
+    /// Whether the family has a third parameter per component, the degrees
+    /// of freedom ν (Params::df).
+    pub fn has_df(self) -> bool {
+        self == Family::StudentT
     }
 
     /// Whether the family is fitted on the logarithms of the data (by the
@@ -39,9 +50,12 @@ impl Family {
     }
 
     /// The code the CUDA kernels take for the implementation that fits the
-    /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's.
+    /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's. The
+    /// t has no kernel (call::supported refuses it on the GPU engines); its
+    /// code names none.
     pub fn kernel_code(self) -> i32 {
         match self {
+            Family::StudentT => -1,
             Family::Normal | Family::Lognormal => 0,
             Family::InvGauss => 1,
             Family::Gamma => 2,
@@ -57,7 +71,7 @@ impl Family {
     pub fn shape_name(self) -> &'static str {
         match self {
             Family::InvGauss => "lambda",
-            Family::Normal | Family::Lognormal => "sigma",
+            Family::Normal | Family::Lognormal | Family::StudentT => "sigma",
             Family::Gamma => "shape",
         }
     }
@@ -108,11 +122,25 @@ pub struct Params {
     /// dataset's noise support; 0 for a mixture without one. The K
     /// weights `alpha` and `noise` sum to 1.
     pub noise: f64,
+    /// The t's degrees of freedom ν per component (student.rs); 0 for the
+    /// other families.
+    pub df: [f64; MAX_COMPONENTS],
+    /// Whether `df` stays where the start put it (the user's `df =`)
+    /// rather than being estimated.
+    pub df_fixed: bool,
 }
 
 impl Params {
     pub fn zeroed(k: usize) -> Params {
-        Params { k, alpha: [0.0; MAX_COMPONENTS], mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS], noise: 0.0 }
+        Params {
+            k,
+            alpha: [0.0; MAX_COMPONENTS],
+            mu: [0.0; MAX_COMPONENTS],
+            shape: [0.0; MAX_COMPONENTS],
+            noise: 0.0,
+            df: [0.0; MAX_COMPONENTS],
+            df_fixed: false,
+        }
     }
 
     /// The mixture of the weights, means and shapes given, one per
@@ -132,13 +160,20 @@ impl Params {
 
     /// The same mixture with its components reordered by `order`.
     pub fn permuted(&self, order: &[usize]) -> Params {
-        let mut p = Params { noise: self.noise, ..Params::zeroed(self.k) };
+        let mut p = Params { noise: self.noise, df_fixed: self.df_fixed, ..Params::zeroed(self.k) };
         for (to, &from) in order.iter().enumerate() {
             p.alpha[to] = self.alpha[from];
             p.mu[to] = self.mu[from];
             p.shape[to] = self.shape[from];
+            p.df[to] = self.df[from];
         }
         p
+    }
+
+    /// Whether the mixture estimates ν (Student's t without a fixed `df`):
+    /// ν is then among its free parameters.
+    pub fn estimates_df(&self) -> bool {
+        self.df[0] > 0.0 && !self.df_fixed
     }
 
     /// Component order by ascending μ (ties keep their index order), the
@@ -153,7 +188,9 @@ impl Params {
 /// What one E-step pass produces: the log-likelihood of the parameters it
 /// was run with (without the parameter-free Σh) and, per component,
 /// S0 = Σr, S1 = Σr·x, S2 = Σr·g (g = 1/x or x², see `family`); and the
-/// noise component's Σr (0 without one).
+/// noise component's Σr (0 without one). For Student's t (student.rs), S1
+/// and S2 carry the E-step's weights u (Σr·u·x, Σr·u·x²), `su` is Σr·u,
+/// and `s_df`, `df` and `df_fixed` are what the ν step needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
     pub ll: f64,
@@ -161,6 +198,14 @@ pub struct Stats {
     pub s1: [f64; MAX_COMPONENTS],
     pub s2: [f64; MAX_COMPONENTS],
     pub s0_noise: f64,
+    /// Student's t: Σr·u.
+    pub su: [f64; MAX_COMPONENTS],
+    /// Student's t: Σr·(log u − u) + S0·(ψ((ν+1)/2) − log((ν+1)/2)), the
+    /// ν step's statistic (student.rs).
+    pub s_df: [f64; MAX_COMPONENTS],
+    /// Student's t: the ν of the pass's parameters, and whether it is fixed.
+    pub df: [f64; MAX_COMPONENTS],
+    pub df_fixed: bool,
 }
 
 impl Stats {
@@ -171,21 +216,25 @@ impl Stats {
             s1: [0.0; MAX_COMPONENTS],
             s2: [0.0; MAX_COMPONENTS],
             s0_noise: 0.0,
+            su: [0.0; MAX_COMPONENTS],
+            s_df: [0.0; MAX_COMPONENTS],
+            df: [0.0; MAX_COMPONENTS],
+            df_fixed: false,
         }
     }
 }
 
-/// The names of a K-component mixture's 3K parameters as R shows them:
-/// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK; with
-/// a noise component, its weight `noise` last. The free parameters of the
-/// information and covariance matrices are these without the weight that
-/// the others determine: alphaK, or with a noise component the noise's
-/// (information.rs's Layout).
-pub fn parameter_names(family: Family, k: usize, noise: bool) -> Vec<String> {
-    let mut names: Vec<String> = ["alpha", "mu", family.shape_name()]
-        .iter()
-        .flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}")))
-        .collect();
+/// The names of a K-component mixture's parameters as R shows them:
+/// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK (or
+/// shape1..shapeK); with an estimated ν (`df`: Student's t, student.rs)
+/// df1..dfK; with a noise component, its weight `noise` last. The free
+/// parameters of the information and covariance matrices are these without
+/// the weight that the others determine: alphaK, or with a noise component
+/// the noise's (information.rs's Layout).
+pub fn parameter_names(family: Family, k: usize, noise: bool, df: bool) -> Vec<String> {
+    let stems: &[&str] =
+        if df { &["alpha", "mu", family.shape_name(), "df"] } else { &["alpha", "mu", family.shape_name()] };
+    let mut names: Vec<String> = stems.iter().flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}"))).collect();
     if noise {
         names.push("noise".to_string());
     }
@@ -195,10 +244,10 @@ pub fn parameter_names(family: Family, k: usize, noise: bool) -> Vec<String> {
 /// The names of the free parameters, in the order of the information and
 /// covariance matrices: `parameter_names` without the weight the others
 /// determine (alphaK, or the noise's).
-pub fn free_parameter_names(family: Family, k: usize, noise: bool) -> Vec<String> {
-    let dependent = if noise { 3 * k } else { k.saturating_sub(1) };
-    let names = parameter_names(family, k, noise).into_iter().enumerate();
-    names.filter(|&(i, _)| i != dependent).map(|(_, name)| name).collect()
+pub fn free_parameter_names(family: Family, k: usize, noise: bool, df: bool) -> Vec<String> {
+    let all = parameter_names(family, k, noise, df);
+    let dependent = if noise { all.len() - 1 } else { k.saturating_sub(1) };
+    all.into_iter().enumerate().filter(|&(i, _)| i != dependent).map(|(_, name)| name).collect()
 }
 
 /// Standard errors of a fit, from the observed information at the fitted
@@ -232,22 +281,22 @@ pub enum Singular {
 }
 
 impl Singular {
-    /// Reads after "no standard errors: ". `family`, `k` and `noise` (a
-    /// noise component) name the parameter.
-    pub fn describe(self, family: Family, k: usize, noise: bool) -> String {
+    /// Reads after "no standard errors: ". `family`, `k`, `noise` (a
+    /// noise component) and `df` (an estimated ν) name the parameter.
+    pub fn describe(self, family: Family, k: usize, noise: bool, df: bool) -> String {
         match self {
             Singular::Indefinite { .. } => {
-                format!("{}: the fit is not at a local maximum", self.what(family, k, noise))
+                format!("{}: the fit is not at a local maximum", self.what(family, k, noise, df))
             }
-            _ => self.what(family, k, noise),
+            _ => self.what(family, k, noise, df),
         }
     }
 
     /// What is wrong with the information, without what it means for the
     /// fit (`describe` adds that): for a message that says it already.
-    pub fn what(self, family: Family, k: usize, noise: bool) -> String {
+    pub fn what(self, family: Family, k: usize, noise: bool, df: bool) -> String {
         let name = |at: usize| {
-            let free = free_parameter_names(family, k, noise);
+            let free = free_parameter_names(family, k, noise, df);
             free.get(at).cloned().unwrap_or_else(|| format!("parameter {}", at + 1))
         };
         match self {

@@ -15,6 +15,7 @@ use crate::family::{self, with_family, ComponentFamily};
 use crate::limits::{REFINE_WINDOW_FRACTION, REFINE_WINDOW_MAX, REFINE_WINDOW_MIN, REFINE_Z};
 use crate::mstep::check_component;
 use crate::params::{Family, Params};
+use crate::student;
 
 /// A dataset's best fit (rescaled units) and the components to move into
 /// it: one (α, μ, shape) per under-explained region, most surprising first.
@@ -73,8 +74,11 @@ pub fn refinement(family: Family, ds: &Prepared, centre: &Params, regions: u32) 
     let density = |i: usize| -> f64 {
         let x = sorted[i];
         with_family!(family, F => {
-            let components: f64 =
-                (0..centre.k).map(|m| centre.alpha[m] * F::log_density(x, centre.mu[m], centre.shape[m]).exp()).sum();
+            let log_density = |m: usize| match family.has_df() {
+                true => student::log_density(x, centre.mu[m], centre.shape[m], centre.df[m]),
+                false => F::log_density(x, centre.mu[m], centre.shape[m]),
+            };
+            let components: f64 = (0..centre.k).map(|m| centre.alpha[m] * log_density(m).exp()).sum();
             let noise = ds.noise.as_ref().map_or(0.0, |nz| centre.noise * (nz.terms[order[i]] + F::log_h(x)).exp());
             components + noise
         })

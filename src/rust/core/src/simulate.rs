@@ -10,6 +10,7 @@ use crate::family::{with_family, ComponentFamily};
 use crate::mathx::mix64;
 use crate::noise::Support;
 use crate::params::{Family, Params};
+use crate::student;
 
 /// The generator of replicate `replicate` under a `k`-component null of the
 /// dataset whose values hash to `data_hash`. Its state is derived with
@@ -24,8 +25,12 @@ pub fn replicate_rng(seed: u64, data_hash: u64, k: usize, replicate: u32) -> Pcg
 
 /// `n` draws from the mixture `p` of `family` (with its noise component, a
 /// uniform over `noise`, where `p.noise` > 0): for each, a component by its
-/// weight, then a value from it (ComponentFamily::draw, or the uniform's).
+/// weight, then a value from it (ComponentFamily::draw, student::draw, or
+/// the uniform's).
 pub fn draw_mixture(family: Family, p: &Params, noise: Option<&Support>, n: usize, rng: &mut Pcg64) -> Vec<f64> {
+    if family.has_df() {
+        return draw_mixture_with(p, noise, n, rng, |m, rng| student::draw(p.mu[m], p.shape[m], p.df[m], rng));
+    }
     with_family!(family, F => draw_mixture_of::<F>(p, noise, family.on_log_scale(), n, rng))
 }
 
@@ -37,6 +42,24 @@ fn draw_mixture_of<F: ComponentFamily>(
     on_log: bool,
     n: usize,
     rng: &mut Pcg64,
+) -> Vec<f64> {
+    draw_mixture_with(p, noise, n, rng, |m, rng| {
+        let v = F::draw(p.mu[m], p.shape[m], rng);
+        if on_log {
+            v.exp()
+        } else {
+            v
+        }
+    })
+}
+
+/// `draw_mixture` with `component(m, rng)` drawing from component m.
+fn draw_mixture_with(
+    p: &Params,
+    noise: Option<&Support>,
+    n: usize,
+    rng: &mut Pcg64,
+    component: impl Fn(usize, &mut Pcg64) -> f64,
 ) -> Vec<f64> {
     let k = p.k.max(1);
     let noise = noise.filter(|_| p.noise > 0.0);
@@ -53,12 +76,7 @@ fn draw_mixture_of<F: ComponentFamily>(
                 u -= p.alpha[m];
                 m += 1;
             }
-            let v = F::draw(p.mu[m], p.shape[m], rng);
-            if on_log {
-                v.exp()
-            } else {
-                v
-            }
+            component(m, rng)
         })
         .collect()
 }
@@ -107,6 +125,7 @@ mod tests {
                 Family::Normal | Family::Lognormal => p.shape[j] * p.shape[j],
                 Family::Gamma => p.mu[j] * p.mu[j] / p.shape[j],
                 Family::InvGauss => p.mu[j].powi(3) / p.shape[j],
+                Family::StudentT => p.shape[j] * p.shape[j] * p.df[j] / (p.df[j] - 2.0),
             };
             let mean: f64 = (0..p.k).map(|j| p.alpha[j] * p.mu[j]).sum();
             let var: f64 = (0..p.k).map(|j| p.alpha[j] * (comp_var(j) + p.mu[j] * p.mu[j])).sum::<f64>() - mean * mean;

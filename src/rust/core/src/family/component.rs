@@ -19,8 +19,9 @@
 //! needs Σ r·g for both. The E-step's loops (CPU and CUDA) compute
 //! l_m = c_m − k_m·q(x, g, μ_m) and accumulate S0 = Σr, S1 = Σr·x,
 //! S2 = Σr·g (params.rs's Stats): a family of that form is one more
-//! implementation; one that needs other sums (Student-t's weights) also
-//! extends Stats and those loops.
+//! implementation. Student's t is not of that form (its log-density is not
+//! linear in q, and it has a third parameter): student.rs holds it, with
+//! its own loops and sums, and borrows the Normal's rescaling and starts.
 //!
 //! Adding a family: a variant of `Family` with its R names (params.rs), an
 //! implementation of this trait in family/<name>.rs, its arm in

@@ -30,8 +30,10 @@ macro_rules! with_family {
                 type $F = $crate::family::gamma::Gamma;
                 $body
             }
-            // fitted as the Normal on log x (Prepared holds the logarithms)
-            $crate::params::Family::Normal | $crate::params::Family::Lognormal => {
+            // fitted as the Normal on log x (Prepared holds the logarithms);
+            // the t's rescaling, starts and screen are the Normal's, and
+            // what depends on ν branches to student.rs first
+            $crate::params::Family::Normal | $crate::params::Family::Lognormal | $crate::params::Family::StudentT => {
                 type $F = $crate::family::normal::Normal;
                 $body
             }
@@ -68,8 +70,12 @@ pub fn terms(family: Family, p: &Params) -> Terms {
 
 /// log p(x | μ, shape) of one component at a value `x` of the data,
 /// straight from the formula (ComponentFamily::log_density; the lognormal's
-/// is the Normal's of log x less log x).
+/// is the Normal's of log x less log x). NaN for Student's t, whose
+/// density needs ν: student::log_density.
 pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
+    if family.has_df() {
+        return f64::NAN;
+    }
     if family.on_log_scale() {
         return Normal::log_density(x.ln(), mu, shape) - x.ln();
     }
@@ -80,6 +86,9 @@ pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
 /// and log-sum-exp: the reference the reported log-likelihood (computed by
 /// the E-step: Prepared::log_likelihood) is tested against.
 pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
+    if family.has_df() {
+        return crate::student::log_likelihood(xs, p);
+    }
     let mut l = [0.0; MAX_COMPONENTS];
     let mut total = 0.0;
     for &x in xs {
