@@ -508,7 +508,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise, df = df),
                       control, verbose, started, noise.support))
   }
-  engine <- choose_engine(use.gpu, control$engine)
+  engine <- choose_engine(use.gpu, control$engine, cpu_only = family == "t")
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df), reporter$update)

@@ -6,7 +6,17 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-choose_engine <- function(use.gpu, engine) {
+# `cpu_only`: the call fits what only the CPU engine fits (Student's t), so
+# the default (use.gpu = NA, engine "auto") takes the CPU, and asking for a
+# GPU is an error.
+choose_engine <- function(use.gpu, engine, cpu_only = FALSE) {
+  if (cpu_only && engine == "auto") {
+    if (isTRUE(use.gpu)) {
+      stop_arg("`use.gpu = TRUE`: the GPU engines do not fit Student's t components yet ",
+               "(family = \"t\"); leave use.gpu at NA or FALSE")
+    }
+    return("cpu")
+  }
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")

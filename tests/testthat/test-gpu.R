@@ -559,3 +559,18 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
     }
   }
 })
+
+test_that("the GPU engines refuse Student's t fits with an argument error, use.gpu = NA takes the CPU", {
+  skip_if_no_gpu()
+  set.seed(3)
+  x <- list(c(rt(200, 3), 6 + rt(200, 5)))
+  for (engine in c("cuda-batched", "cuda-streams")) {
+    expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = engine)),
+                 class = "bulkem_error_argument", regexp = "Student's t")
+  }
+  expect_error(bulkem(x, 2, family = "t", seed = 1, use.gpu = TRUE),
+               class = "bulkem_error_argument", regexp = "Student's t")
+  f <- bulkem(x, 2, family = "t", seed = 1)
+  expect_identical(attr(f, "engine"), "cpu")
+  expect_identical(unclass(f[[1]]), unclass(bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE)[[1]]))
+})
