@@ -32,8 +32,8 @@ use rand_pcg::Pcg64;
 use crate::family::component::standard_normal;
 use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
-use crate::limits::{DF_MAX, DF_MIN, MAX_COMPONENTS};
-use crate::mathx::exp_nonpos;
+use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
+use crate::mathx::{exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all};
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
@@ -105,7 +105,7 @@ pub(crate) fn responsibilities(
     for m in 0..k {
         let d = x - t.mu[m];
         z[m] = d * d * t.inv_scale[m];
-        log1p[m] = z[m].ln_1p();
+        log1p[m] = ln_ge1(1.0 + z[m]);
         r[m] = t.c[m] - t.half[m] * log1p[m];
     }
     let rows = match noise_term {
@@ -130,33 +130,155 @@ pub(crate) fn responsibilities(
 
 /// The E-step of a t mixture `p` on data `x` (`noise`: the noise
 /// component's t(x) per observation, if it has one): log-likelihood and
-/// the sums of the module docs.
+/// the sums of the module docs. By blocks of BLOCK observations, each stage
+/// a loop the compiler vectorises (estep.rs's layout), in AVX2 where the
+/// CPU has it (the same bits: plain multiplies and adds are never fused).
 pub fn e_step(x: &[f64], noise: Option<&[f64]>, p: &Params) -> Stats {
+    let (noise, noisy) = match noise {
+        Some(t) => (t, true),
+        None => (&[][..], false),
+    };
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above)
+        return unsafe {
+            if noisy {
+                e_step_avx2::<true>(x, noise, p)
+            } else {
+                e_step_avx2::<false>(x, noise, p)
+            }
+        };
+    }
+    if noisy {
+        e_step_blocks::<true>(x, noise, p)
+    } else {
+        e_step_blocks::<false>(x, noise, p)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn e_step_avx2<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats {
+    e_step_blocks::<NOISY>(x, nt, p)
+}
+
+/// The block loops; with `NOISY`, row K of `l` is the noise's term
+/// log π₀ + t(x), read from `nt` (as long as `x`).
+#[inline(always)]
+fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats {
     let k = p.k;
+    let rows = k + NOISY as usize;
     let t = terms(p);
     let log_noise = p.noise.ln();
-    let mut st = Stats::zero();
-    let mut r = [0.0; MAX_COMPONENTS + 1];
-    let mut z = [0.0; MAX_COMPONENTS];
-    let mut log1p = [0.0; MAX_COMPONENTS];
-    let mut s_log = [0.0; MAX_COMPONENTS];
-    for (i, &xi) in x.iter().enumerate() {
-        let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
-        st.ll += responsibilities(xi, &t, k, noise_term, &mut r, &mut z, &mut log1p);
+    let n = if NOISY { x.len().min(nt.len()) } else { x.len() };
+    let mut l = [[0.0f64; BLOCK]; MAX_COMPONENTS + 1];
+    // 1 + δ/ν and its logarithm per component
+    let mut w = [[0.0f64; BLOCK]; MAX_COMPONENTS];
+    let mut lw = [[0.0f64; BLOCK]; MAX_COMPONENTS];
+    // the last, short block padded with x = 0 (and t = 0), weight 0
+    let mut x_pad = [0.0f64; BLOCK];
+    let mut t_pad = [0.0f64; BLOCK];
+    // the sums in LANES interleaved accumulators, so that they vectorise:
+    // Σr, Σr·u, Σr·u·x, Σr·u·x², Σr·(log u − u)
+    let mut acc = [[[0.0f64; LANES]; 5]; MAX_COMPONENTS];
+    let mut noise_acc = [0.0f64; LANES];
+    let mut ll_max = [0.0f64; LANES];
+    let mut ll_log = 0.0;
+    for start in (0..n).step_by(BLOCK) {
+        let len = (n - start).min(BLOCK);
+        x_pad[..len].copy_from_slice(&x[start..start + len]);
+        x_pad[len..].fill(0.0);
+        let xb = &x_pad;
         for m in 0..k {
-            // u = (ν+1)/(ν + δ) = ((ν+1)/ν) / (1 + z)
-            let u = t.u0[m] / (1.0 + z[m]);
-            let (rm, ru) = (r[m], r[m] * u);
-            st.s0[m] += rm;
-            st.su[m] += ru;
-            st.s1[m] += ru * xi;
-            st.s2[m] += ru * xi * xi;
-            s_log[m] += rm * (t.log_u0[m] - log1p[m] - u);
+            let (mu, inv_scale) = (t.mu[m], t.inv_scale[m]);
+            for j in 0..BLOCK {
+                let d = xb[j] - mu;
+                w[m][j] = 1.0 + d * d * inv_scale;
+            }
+            lw[m] = w[m];
+            ln_ge1_all(&mut lw[m]);
+            let (c, half) = (t.c[m], t.half[m]);
+            for j in 0..BLOCK {
+                l[m][j] = c - half * lw[m][j];
+            }
         }
-        if noise.is_some() {
-            st.s0_noise += r[k];
+        if NOISY {
+            t_pad[..len].copy_from_slice(&nt[start..start + len]);
+            t_pad[len..].fill(0.0);
+            for j in 0..BLOCK {
+                l[k][j] = log_noise + t_pad[j];
+            }
+        }
+        let mut mx = l[0];
+        for lm in &l[1..rows] {
+            for j in 0..BLOCK {
+                mx[j] = if lm[j] > mx[j] { lm[j] } else { mx[j] };
+            }
+        }
+        let mut sum = [0.0f64; BLOCK];
+        for lm in &mut l[..rows] {
+            for j in 0..BLOCK {
+                lm[j] -= mx[j];
+            }
+            exp_nonpos_all(lm);
+            for j in 0..BLOCK {
+                sum[j] += lm[j];
+            }
+        }
+        let mut inv = [0.0f64; BLOCK];
+        for j in 0..BLOCK {
+            inv[j] = if j < len { 1.0 / sum[j] } else { 0.0 };
+        }
+        if len < BLOCK {
+            mx[len..].fill(0.0);
+            sum[len..].fill(1.0);
+        }
+        // Σ_j log Σ_m = log Π_j Σ_m, each factor in [1, 9]: one logarithm
+        // per block (estep.rs)
+        let mut prod = [1.0f64; LANES];
+        for j in (0..BLOCK).step_by(LANES) {
+            for lane in 0..LANES {
+                prod[lane] *= sum[j + lane];
+                ll_max[lane] += mx[j + lane];
+            }
+        }
+        ll_log += ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln();
+        for m in 0..k {
+            let (u0, log_u0) = (t.u0[m], t.log_u0[m]);
+            let [s0, su, s1, s2, sl] = &mut acc[m];
+            for j in (0..BLOCK).step_by(LANES) {
+                for lane in 0..LANES {
+                    let i = j + lane;
+                    let r = l[m][i] * inv[i];
+                    let u = u0 / w[m][i];
+                    let ru = r * u;
+                    s0[lane] += r;
+                    su[lane] += ru;
+                    s1[lane] += ru * xb[i];
+                    s2[lane] += ru * xb[i] * xb[i];
+                    sl[lane] += r * (log_u0 - lw[m][i] - u);
+                }
+            }
+        }
+        if NOISY {
+            for j in (0..BLOCK).step_by(LANES) {
+                for lane in 0..LANES {
+                    noise_acc[lane] += l[k][j + lane] * inv[j + lane];
+                }
+            }
         }
     }
+    const _: () = assert!(LANES == 4, "the lanes are summed as four");
+    let total = |v: &[f64; LANES]| (v[0] + v[1]) + (v[2] + v[3]);
+    let mut st = Stats::zero();
+    let mut s_log = [0.0; MAX_COMPONENTS];
+    for m in 0..k {
+        let [s0, su, s1, s2, sl] = &acc[m];
+        (st.s0[m], st.su[m], st.s1[m], st.s2[m], s_log[m]) = (total(s0), total(su), total(s1), total(s2), total(sl));
+    }
+    st.s0_noise = total(&noise_acc);
+    let ll_max = total(&ll_max);
+    st.ll = ll_max + ll_log;
     for m in 0..k {
         let (di, _) = digammas(t.half[m]);
         st.s_df[m] = s_log[m] + st.s0[m] * (di - t.half[m].ln());
