@@ -124,8 +124,9 @@
 #' @returns Without a test, a data frame of class
 #'   `c("bulkem_bootstrap", "data.frame")` with one row per dataset,
 #'   component and parameter, as `tidy()`: `dataset`, `component`, `term`
-#'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`; a noise
-#'   component's weight is component 0's `"alpha"`), `estimate` (the original
+#'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`, and for
+#'   Student's t `"df"`, without a standard error where `df` was fixed; a
+#'   noise component's weight is component 0's `"alpha"`), `estimate` (the original
 #'   fit's), `std.error` (standard deviation of the matched bootstrap
 #'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
 #'   `B_used`; attributes `replicates` (one row per dataset: `dataset`, `B`,
@@ -175,10 +176,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
-  if (identical(attr(fits, "family"), "t")) {
-    stop_arg("`fits` are Student's t fits (family = \"t\"), which bulkem_bootstrap() does not ",
-             "bootstrap yet")
-  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -214,7 +211,8 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
                    control = control, given_control = given, noise = noise,
-                   noise.support = if (noise) Map(given_support, items, data))
+                   noise.support = if (noise) Map(given_support, items, data),
+                   df = bootstrap_df(items))
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -271,6 +269,20 @@ bootstrap_noise <- function(items) {
   any(noisy)
 }
 
+# Student's t fits: the degrees of freedom the refits fix, NULL where the
+# fits estimated them. The refits of K + 1 components need one value for
+# every component: fits whose df were fixed per component are refused.
+bootstrap_df <- function(items) {
+  fixed <- Filter(function(f) has_fit(f) && !is.null(f$df) && !estimates_nu(f), items)
+  if (length(fixed) == 0) return(NULL)
+  values <- unique(unlist(lapply(fixed, function(f) as.double(f$df))))
+  if (length(values) != 1 || length(fixed) != sum(vapply(items, has_fit, NA))) {
+    stop_arg("`fits` are t fits whose degrees of freedom were fixed to several values (or fixed in ",
+             "some fits only): bulkem_bootstrap() refits them with one value for every component")
+  }
+  values
+}
+
 # A noise fit's support as the user gave it, or NULL where it is the range
 # of the dataset's data (the default): the replicates' refits then take
 # each replicate's own range, as a fit of that replicate would. A support
@@ -289,11 +301,11 @@ given_support <- function(fit, data) {
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
-  engine <- choose_engine(s$use.gpu, s$control$engine)
+  engine <- choose_engine(s$use.gpu, s$control$engine, cpu_only = s$family == "t")
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
-               null_shape = flat("shape"),
+               null_shape = flat("shape"), null_df = flat("df"),
                null_noise = vapply(nulls, function(p) if (is.null(p)) 0 else p$noise, 0),
                replicates = as.integer(B), extra = as.integer(extra))
   # the nulls carry their supports, so that shards of them carry theirs
@@ -302,7 +314,7 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   }
   run <- function(engine) {
     bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
-                                         s$seed, s$control, engine, noise, as.double(supports)),
+                                         s$seed, s$control, engine, noise, as.double(supports), s$df),
                report)
   }
   res <- run_with_fallback(run, engine, s$use.gpu)
@@ -331,7 +343,7 @@ bootstrap_future <- function(data, nulls, B, extra, s) {
     parts <- lapply(out, `[[`, j)
     r <- parts[[1]]
     for (f in c("loglik", "status", "spurious", "observed_loglik", "observed_status",
-                "observed_spurious", "alpha", "mu", "shape", "noise")) {
+                "observed_spurious", "alpha", "mu", "shape", "df", "noise")) {
       r[[f]] <- unlist(lapply(parts, `[[`, f))
     }
     r$engine <- paste(unique(vapply(parts, `[[`, "", "engine")), collapse = ", ")
@@ -357,7 +369,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
     f <- items[[d]]
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
-         support = if (has_noise(f)) supports[[d]])
+         support = if (has_noise(f)) supports[[d]], df = if (!is.null(f$df)) as.double(f$df))
   })
 }
 
@@ -374,6 +386,7 @@ refit_parameters <- function(r, k0, B) {
     idx <- (ends[d] - B * k[d]) + seq_len(B * k[d])
     m <- function(v) matrix(v[idx], nrow = B, ncol = k[d], byrow = TRUE)
     list(alpha = m(r$alpha), mu = m(r$mu), shape = m(r$shape),
+         df = if (length(r$df) > 0) m(r$df),
          noise = r$noise[ends_noise[d] - B + seq_len(B)])
   })
 }
@@ -437,7 +450,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
         bulkem(data[idx], num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
                use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
                control = s$given_control, noise = s$noise,
-               noise.support = if (s$noise) s$noise.support[idx]),
+               noise.support = if (s$noise) s$noise.support[idx], df = s$df),
         bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
       fits_k[idx] <- unclass(fk)
       phase <- phase + 1
@@ -509,10 +522,13 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   k <- length(fit$mu)
   noise <- has_noise(fit)
   shape_nm <- shape_name(fit$family)
-  est <- c(fit$alpha, fit$mu, fit_shape(fit))
-  rows <- data.frame(component = c(if (noise) 0L, rep(seq_len(k), each = 3)),
-                     term = c(if (noise) "alpha", rep(c("alpha", "mu", shape_nm), k)),
-                     estimate = c(if (noise) fit$noise, est[rep(0:2, k) * k + rep(seq_len(k), each = 3)]),
+  # the t's degrees of freedom: a fourth row per component
+  nu <- !is.null(fit$df)
+  per <- 3L + nu
+  est <- c(fit$alpha, fit$mu, fit_shape(fit), if (nu) as.double(fit$df))
+  rows <- data.frame(component = c(if (noise) 0L, rep(seq_len(k), each = per)),
+                     term = c(if (noise) "alpha", rep(c("alpha", "mu", shape_nm, if (nu) "df"), k)),
+                     estimate = c(if (noise) fit$noise, est[rep(seq_len(per) - 1L, k) * k + rep(seq_len(k), each = per)]),
                      std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
                      B = 0L, B_used = 0L, stringsAsFactors = FALSE)
   if (is.null(params)) {
@@ -527,6 +543,7 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   alpha <- params$alpha[use, , drop = FALSE]
   mu <- params$mu[use, , drop = FALSE]
   shape <- params$shape[use, , drop = FALSE]
+  df <- if (nu) params$df[use, , drop = FALSE]
   # match components to the point estimate's
   if (k > 1) {
     if (k <= 6) {
@@ -546,6 +563,7 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
     alpha <- pick(alpha)
     mu <- pick(mu)
     shape <- pick(shape)
+    if (nu) df <- pick(df)
   }
   probs <- c((1 - conf.level) / 2, (1 + conf.level) / 2)
   summarise <- function(r, v) {
@@ -556,8 +574,12 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   }
   # the noise needs no matching: there is one
   if (noise) summarise(1L, params$noise[use])
+  fixed_df <- nu && !estimates_nu(fit)
   for (m in seq_len(k)) {
-    for (t in 1:3) summarise(noise + (m - 1) * 3 + t, list(alpha, mu, shape)[[t]][, m])
+    for (t in seq_len(per)) {
+      if (t == 4L && fixed_df) next
+      summarise(noise + (m - 1) * per + t, list(alpha, mu, shape, df)[[t]][, m])
+    }
   }
   list(rows = rows, counts = counts)
 }

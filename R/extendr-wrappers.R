@@ -20,7 +20,8 @@ dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datase
 #' and refits each with K0 + e components for every e of `plan$extra`. The
 #' nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
 #' means and shapes follow each other in `plan$null_alpha`, `null_mu`,
-#' `null_shape`, and `plan$null_noise[d]`, the noise component's weight
+#' `null_shape` (and for Student's t their degrees of freedom in
+#' `null_df`, fixed where `settings$df` fixes them), and `plan$null_noise[d]`, the noise component's weight
 #' (one per dataset, 0 without one; drawn and refitted with
 #' `settings$noise`, over `settings$noise.support` as for fit_()).
 #' `settings` are the refits', as for fit_() (settings.rs); its
@@ -29,7 +30,8 @@ dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datase
 #' `status_levels`, never 0) and `spurious` at d·B + b, the same of each
 #' dataset's own data refitted (`observed_*`, at d), the parameters of
 #' each refit (K0 + e values each, dataset by dataset, replicate by
-#' replicate; NA without a fit) in `alpha`, `mu`, `shape`, and each
+#' replicate; NA without a fit) in `alpha`, `mu`, `shape` (and `df`, empty
+#' for the families without one), and each
 #' refit's noise weight in `noise` (one per refit, in the same order; NA
 #' without a fit); or the condition that stopped the call.
 #' @noRd

@@ -16,7 +16,8 @@
 #   K = 2 noise = TRUE; K = 2 noise = FALSE; K = 1:3 noise = TRUE (BIC);
 #   K = 1:3 noise = FALSE (BIC, for contrast); and, to check the criterion
 #   itself, K = 2 noise = FALSE on the same datasets with the outliers removed
-#   ("clean": what an ideal robust fit could do).
+#   ("clean": what an ideal robust fit could do). On the Normal data also
+#   Student's t mixtures (family = "t", df estimated): K = 2 and K = 1:3 (BIC).
 # "Recovered": a K = 2 fit whose two means (ascending) are both within
 # 3 standard errors (fit$se["mu1"], fit$se["mu2"]) of m1 and m2. A fit
 # without standard errors (NA) is not recovered. sd_ratio_rec: over the
@@ -68,14 +69,16 @@ simulate <- function(family) {
 data <- list(normal = simulate("normal"), invgauss = simulate("invgauss"))
 
 # One bulkem call, timed; its warnings kept (not printed one by one).
-fit <- function(family, k, noise, which = "sets") {
+fit <- function(family, k, noise, which = "sets", fam = family) {
   warns <- character(0)
   el <- system.time(f <- withCallingHandlers(
-    bulkem(data[[family]][[which]], num.components = k, family = family, noise = noise, seed = 1, use.gpu = FALSE),
+    bulkem(data[[family]][[which]], num.components = k, family = fam, noise = noise, seed = 1, use.gpu = FALSE),
     warning = function(w) { warns <<- c(warns, conditionMessage(w)); invokeRestart("muffleWarning") }))[["elapsed"]]
   list(f = f, seconds = el, warnings = warns)
 }
 
+# a t fit's scale sigma stands for its sd (the t's own sd is larger, and
+# infinite for df <= 2)
 fitted_sd <- function(fit, family) {
   if (family == "normal") fit$sigma else sqrt(fit$mu^3 / fit$lambda)
 }
@@ -104,14 +107,20 @@ score <- function(f, family, truth) {
 rows <- list(); whys <- list(); notes <- list(); examples <- list(); failed <- list(); threads <- NA
 for (family in c("normal", "invgauss")) {
   truth <- data[[family]]$truth
-  for (cfg in list(list(k = 2, noise = TRUE), list(k = 2, noise = FALSE),
-                   list(k = 1:3, noise = TRUE), list(k = 1:3, noise = FALSE),
-                   list(k = 2, noise = FALSE, which = "clean"))) {
+  cfgs <- list(list(k = 2, noise = TRUE), list(k = 2, noise = FALSE),
+               list(k = 1:3, noise = TRUE), list(k = 1:3, noise = FALSE),
+               list(k = 2, noise = FALSE, which = "clean"))
+  if (family == "normal") {
+    cfgs <- c(cfgs, list(list(k = 2, noise = FALSE, fam = "t"), list(k = 1:3, noise = FALSE, fam = "t")))
+  }
+  for (cfg in cfgs) {
     which <- if (is.null(cfg$which)) "sets" else cfg$which
-    r <- fit(family, cfg$k, cfg$noise, which)
+    fam <- if (is.null(cfg$fam)) family else cfg$fam
+    r <- fit(family, cfg$k, cfg$noise, which, fam)
     s <- score(r$f, family, truth)
     threads <- attr(r$f, "threads")
-    label <- paste0(if (length(cfg$k) > 1) "K = 1:3 (BIC)" else "K = 2", if (cfg$noise) ", noise" else ", plain",
+    label <- paste0(if (length(cfg$k) > 1) "K = 1:3 (BIC)" else "K = 2",
+                    if (fam == "t") ", t" else if (cfg$noise) ", noise" else ", plain",
                     if (which == "clean") ", clean" else "")
     ks <- vapply(r$f, function(x) length(x$mu), 1L)
     rows[[length(rows) + 1]] <- data.frame(

@@ -13,7 +13,8 @@ use crate::watch::{run_watched, timings};
 /// and refits each with K0 + e components for every e of `plan$extra`. The
 /// nulls come flat: `plan$null_k[d]` components (0: none) whose weights,
 /// means and shapes follow each other in `plan$null_alpha`, `null_mu`,
-/// `null_shape`, and `plan$null_noise[d]`, the noise component's weight
+/// `null_shape` (and for Student's t their degrees of freedom in
+/// `null_df`, fixed where `settings$df` fixes them), and `plan$null_noise[d]`, the noise component's weight
 /// (one per dataset, 0 without one; drawn and refitted with
 /// `settings$noise`, over `settings$noise.support` as for fit_()).
 /// `settings` are the refits', as for fit_() (settings.rs); its
@@ -22,7 +23,8 @@ use crate::watch::{run_watched, timings};
 /// `status_levels`, never 0) and `spurious` at d·B + b, the same of each
 /// dataset's own data refitted (`observed_*`, at d), the parameters of
 /// each refit (K0 + e values each, dataset by dataset, replicate by
-/// replicate; NA without a fit) in `alpha`, `mu`, `shape`, and each
+/// replicate; NA without a fit) in `alpha`, `mu`, `shape` (and `df`, empty
+/// for the families without one), and each
 /// refit's noise weight in `noise` (one per refit, in the same order; NA
 /// without a fit); or the condition that stopped the call.
 /// @noRd
@@ -34,14 +36,18 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
         let noise_supports = call.noise_supports_for(datasets.len());
         let Call { settings, engine, threads, tuning, .. } = call;
         let plan = Named::of(&plan);
+        let mut null = nulls(
+            &plan.counts("null_k")?,
+            &plan.reals("null_alpha")?,
+            &plan.reals("null_mu")?,
+            &plan.reals("null_shape")?,
+            &plan.reals("null_noise")?,
+        )?;
+        if settings.family.has_df() {
+            with_df(&mut null, &plan.reals("null_df")?, !settings.df.is_empty())?;
+        }
         let b = Bootstrap {
-            null: nulls(
-                &plan.counts("null_k")?,
-                &plan.reals("null_alpha")?,
-                &plan.reals("null_mu")?,
-                &plan.reals("null_shape")?,
-                &plan.reals("null_noise")?,
-            )?,
+            null,
             replicates: plan.count("replicates")?,
             extra: plan.counts("extra")?,
             job: Job { datasets, settings, inits: Vec::new(), tuning, noise_supports },
@@ -105,12 +111,30 @@ fn nulls<'a>(
         .collect()
 }
 
+/// The t's degrees of freedom of the nulls, from `df` (each null's K values
+/// in turn), `fixed` where the settings fix them.
+fn with_df(null: &mut [Option<Params>], df: &[f64], fixed: bool) -> Result<(), Stop> {
+    let mut at = 0;
+    for p in null.iter_mut().flatten() {
+        let values = df.get(at..at + p.k).ok_or_else(|| Error::Other("null_df shorter than null_k says".into()))?;
+        if !values.iter().all(|&v| bulkem_core::student::df_ok(v)) {
+            return Err(Error::Other("null_df out of range".into()).into());
+        }
+        p.df[..p.k].copy_from_slice(values);
+        p.df_fixed = fixed;
+        at += p.k;
+    }
+    Ok(())
+}
+
 fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj, Stop> {
     let code = |s: Status| Status::ALL.iter().position(|&x| x == s).map_or(0, |i| i as i32 + 1);
     let mut alpha = Vec::new();
     let mut mu = Vec::new();
     let mut shape = Vec::new();
+    let mut df = Vec::new();
     let mut noise = Vec::new();
+    let has_df = null.iter().flatten().any(|p| p.df[0] > 0.0);
     for (d, n) in null.iter().enumerate() {
         let Some(n) = n else { continue };
         let k = n.k + r.extra;
@@ -121,6 +145,9 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
                 alpha.push(pick(&|p| p.alpha[m]));
                 mu.push(pick(&|p| p.mu[m]));
                 shape.push(pick(&|p| p.shape[m]));
+                if has_df {
+                    df.push(pick(&|p| p.df[m]));
+                }
             }
         }
     }
@@ -140,6 +167,7 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
             "alpha",
             "mu",
             "shape",
+            "df",
             "noise",
             "status_levels",
         ],
@@ -154,6 +182,7 @@ fn refits_to_r(r: &Refits, null: &[Option<Params>], reps: usize) -> Result<Robj,
             Robj::from(alpha),
             Robj::from(mu),
             Robj::from(shape),
+            Robj::from(df),
             Robj::from(noise),
             Robj::from(Status::ALL.iter().map(|s| s.name()).collect::<Vec<&str>>()),
         ],
