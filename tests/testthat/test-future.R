@@ -227,3 +227,17 @@ test_that("a sharded noise call takes each shard's supports and equals the local
   }, future::sequential)
   expect_same_fits(sharded, local)
 })
+
+test_that("a sharded t call, df estimated or fixed, equals the local call", {
+  skip_if_no_future()
+  d <- lapply(future_data(4), function(x) c(x, -30, 40))
+  for (df in list(NULL, 5)) {
+    args <- list(d, family = "t", random.inits = 4, use.gpu = FALSE, seed = 3, df = df)
+    local <- do.call(bulkem, args)
+    with_plan({
+      sharded <- do.call(bulkem, c(args, list(control = list(future = TRUE, shards = 2))))
+    }, future::sequential)
+    expect_same_fits(sharded, local)
+    expect_identical(sharded[[1]]$df, local[[1]]$df)
+  }
+})
