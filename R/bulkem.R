@@ -48,7 +48,9 @@
 #'     (each pass solves its one-dimensional equation, the ECM step) within
 #'     \[0.5, 200\], or fixed by the argument `df`; an estimated `df`
 #'     counts as K more parameters in AIC and BIC and has standard errors.
-#'     Fitted on the CPU engine only (the GPU engines refuse it for now).}
+#'     Fitted by the CPU and `cuda-streams` engines (`cuda-batched` refuses
+#'     it for now): left to choose, bulkem fits t mixtures on the CPU, and
+#'     `use.gpu = TRUE` takes `cuda-streams`.}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -508,7 +510,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise, df = df),
                       control, verbose, started, noise.support))
   }
-  engine <- choose_engine(use.gpu, control$engine, cpu_only = family == "t")
+  engine <- choose_engine(use.gpu, control$engine, family)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df), reporter$update)

@@ -6,16 +6,13 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# `cpu_only`: the call fits what only the CPU engine fits (Student's t), so
-# the default (use.gpu = NA, engine "auto") takes the CPU, and asking for a
-# GPU is an error.
-choose_engine <- function(use.gpu, engine, cpu_only = FALSE) {
-  if (cpu_only && engine == "auto") {
-    if (isTRUE(use.gpu)) {
-      stop_arg("`use.gpu = TRUE`: the GPU engines do not fit Student's t components yet ",
-               "(family = \"t\"); leave use.gpu at NA or FALSE")
-    }
-    return("cpu")
+# Student's t (`family`) runs on the CPU and cuda-streams only: left to
+# choose ("auto"), its fits stay on the CPU, and use.gpu = TRUE takes
+# cuda-streams.
+choose_engine <- function(use.gpu, engine, family = "invgauss") {
+  if (identical(family, "t") && engine == "auto") {
+    if (!isTRUE(use.gpu)) return("cpu")
+    engine <- "cuda-streams"
   }
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {

@@ -560,17 +560,33 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
   }
 })
 
-test_that("the GPU engines refuse Student's t fits with an argument error, use.gpu = NA takes the CPU", {
+test_that("cuda-streams fits Student's t as the CPU engine does; cuda-batched refuses it", {
   skip_if_no_gpu()
   set.seed(3)
-  x <- list(c(rt(200, 3), 6 + rt(200, 5)))
-  for (engine in c("cuda-batched", "cuda-streams")) {
-    expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = engine)),
-                 class = "bulkem_error_argument", regexp = "Student's t")
+  x <- lapply(1:6, function(i) c(rt(300, 3), 6 + 1.5 * rt(300, 8), if (i %% 2 == 0) c(-40, 45)))
+  for (acc in c(FALSE, TRUE)) {
+    ctl <- list(accelerate = acc)
+    cpu <- bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE, control = ctl)
+    gpu <- bulkem(x, 2, family = "t", seed = 1, control = c(ctl, engine = "cuda-streams"))
+    expect_identical(attr(gpu, "engine"), "cuda-streams")
+    for (d in seq_along(x)) {
+      expect_identical(gpu[[d]]$status, cpu[[d]]$status)
+      expect_equal(gpu[[d]]$loglik, cpu[[d]]$loglik, tolerance = 1e-9)
+      if (!acc) {
+        # plain EM: the same start, the same maximum
+        expect_identical(gpu[[d]]$best_start, cpu[[d]]$best_start)
+        expect_equal(gpu[[d]]$mu, cpu[[d]]$mu, tolerance = 1e-6)
+        expect_equal(as.double(gpu[[d]]$df), as.double(cpu[[d]]$df), tolerance = 1e-6)
+      }
+    }
   }
-  expect_error(bulkem(x, 2, family = "t", seed = 1, use.gpu = TRUE),
+  # with a noise component and fixed df
+  cpu <- bulkem(x, 2, family = "t", df = 5, noise = TRUE, seed = 1, use.gpu = FALSE)
+  gpu <- bulkem(x, 2, family = "t", df = 5, noise = TRUE, seed = 1, control = list(engine = "cuda-streams"))
+  expect_equal(vapply(unclass(gpu), `[[`, 0, "loglik"), vapply(unclass(cpu), `[[`, 0, "loglik"), tolerance = 1e-9)
+  # use.gpu = TRUE takes cuda-streams for t; left to choose, the CPU
+  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1, use.gpu = TRUE), "engine"), "cuda-streams")
+  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1), "engine"), "cpu")
+  expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = "cuda-batched")),
                class = "bulkem_error_argument", regexp = "Student's t")
-  f <- bulkem(x, 2, family = "t", seed = 1)
-  expect_identical(attr(f, "engine"), "cpu")
-  expect_identical(unclass(f[[1]]), unclass(bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE)[[1]]))
 })

@@ -93,3 +93,68 @@ __device__ __forceinline__ double responsibilities(double x, double g, int k, in
     if (noisy) rn *= inv;
     return mx + log(sum);
 }
+
+// ln(x) for x >= 1: mathx.rs::ln_ge1_lanes for one value, step for step
+// (fdlibm's polynomial LG1..LG7, SQRT_2 and TWO_52 from the prelude; ln 2
+// in the two parts exp_nonpos uses).
+__device__ __forceinline__ double ln_ge1(double x) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(x);
+    const double biased =
+        __longlong_as_double((long long)((unsigned long long)__double_as_longlong(TWO_52) | (bits >> 52))) - TWO_52;
+    const double m = __longlong_as_double((long long)((bits & 0xfffffffffffffULL) | 0x3ff0000000000000ULL));
+    const bool big = m > SQRT_2;
+    const double e = biased - 1023.0 + (big ? 1.0 : 0.0);
+    const double f = (big ? m * 0.5 : m) - 1.0;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double w = z * z;
+    const double t1 = w * (LG2 + w * (LG4 + w * LG6));
+    const double t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    const double hfsq = 0.5 * f * f;
+    const double r = t2 + t1;
+    return e * (32.0 * LN2_32_HI) - ((hfsq - (s * (hfsq + r) + e * (32.0 * LN2_32_LO))) - f);
+}
+
+// student.rs's responsibilities for one observation and one start: with
+// terms = c, mu, (nu+1)/2, 1/(nu sigma^2), (nu+1)/nu, log((nu+1)/nu)
+// (MAX_COMPONENTS each), l_m = c_m - (nu+1)/2 log(1 + z_m), z_m =
+// (x - mu_m)^2 / (nu sigma^2); the responsibilities go to r, each
+// component's weight u_m = ((nu+1)/nu) / (1 + z_m) to u and log(1 + z_m)
+// to lw; a noise component as in responsibilities(). Returns the
+// observation's log f(x).
+__device__ __forceinline__ double responsibilities_t(double x, int k, const double* __restrict__ terms, bool noisy,
+                                                     double ln, double r[MAX_COMPONENTS], double u[MAX_COMPONENTS],
+                                                     double lw[MAX_COMPONENTS], double& rn) {
+    double mx = -1.0e308;
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) {
+            const double d = x - terms[MAX_COMPONENTS + m];
+            const double w = 1.0 + d * d * terms[3 * MAX_COMPONENTS + m];
+            lw[m] = ln_ge1(w);
+            u[m] = terms[4 * MAX_COMPONENTS + m] / w;
+            r[m] = terms[m] - terms[2 * MAX_COMPONENTS + m] * lw[m];
+            mx = r[m] > mx ? r[m] : mx;
+        }
+    }
+    if (noisy) mx = ln > mx ? ln : mx;
+    double sum = 0.0;
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) {
+            r[m] = exp_nonpos(r[m] - mx);
+            sum += r[m];
+        }
+    }
+    if (noisy) {
+        rn = exp_nonpos(ln - mx);
+        sum += rn;
+    }
+    const double inv = 1.0 / sum;
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) r[m] *= inv;
+    }
+    if (noisy) rn *= inv;
+    return mx + log(sum);
+}

@@ -7,7 +7,9 @@
 //   each component m. Layout per_obs[a][j][i], j = 0 .. 3k, so that the sum
 //   kernel reads each row with consecutive threads (coalesced).
 //   terms[a] = c[8], k[8], mu[8] (ComponentFamily::terms, computed on the host),
-//   log(noise weight) (TERMS_PER_START values). With a noise component,
+//   and last log(noise weight) (TERMS_PER_START values). Student's t
+//   (family FAM_T) has its six rows of terms (student.rs) and 1 + 5k rows:
+//   lse, then r, r u, r u x, r u x^2, r (log u - u). With a noise component,
 //   noise_t holds t(x) of each observation (noise.rs) and a last row holds
 //   the noise's r; noise_t is null without one.
 //
@@ -28,13 +30,34 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
     if (i >= n) return;
     // with a noise component (noise_t not null): one more row, its r
     const bool noisy = noise_t != nullptr;
-    const int rows = 1 + 3 * k + (noisy ? 1 : 0);
     const double xi = x[i];
     const double gi = g[i];
     const double* t = terms + (size_t)a * TERMS_PER_START;
     double r[MAX_COMPONENTS];
     double rn = 0.0;
-    const double ln = noisy ? t[3 * MAX_COMPONENTS] + noise_t[i] : 0.0;
+    const double ln = noisy ? t[TERMS_PER_START - 1] + noise_t[i] : 0.0;
+    if (family == FAM_T) {
+        // Student's t: 1 + 5k rows, r, r u, r u x, r u x^2, r (log u - u)
+        const int rows = 1 + 5 * k + (noisy ? 1 : 0);
+        double u[MAX_COMPONENTS], lw[MAX_COMPONENTS];
+        const double lse = responsibilities_t(xi, k, t, noisy, ln, r, u, lw, rn);
+        double* out = per_obs + (size_t)a * rows * n;
+        out[i] = lse;
+#pragma unroll
+        for (int m = 0; m < MAX_COMPONENTS; ++m) {
+            if (m < k) {
+                const double ru = r[m] * u[m];
+                out[(size_t)(1 + m) * n + i] = r[m];
+                out[(size_t)(1 + k + m) * n + i] = ru;
+                out[(size_t)(1 + 2 * k + m) * n + i] = ru * xi;
+                out[(size_t)(1 + 3 * k + m) * n + i] = ru * xi * xi;
+                out[(size_t)(1 + 4 * k + m) * n + i] = r[m] * (t[5 * MAX_COMPONENTS + m] - lw[m] - u[m]);
+            }
+        }
+        if (noisy) out[(size_t)(1 + 5 * k) * n + i] = rn;
+        return;
+    }
+    const int rows = 1 + 3 * k + (noisy ? 1 : 0);
     const double lse = responsibilities(xi, gi, k, family, t, noisy, ln, r, rn);
     double* out = per_obs + (size_t)a * rows * n;
     out[i] = lse;

@@ -55,16 +55,15 @@ pub fn fit_into(
 }
 
 /// Whether the engine `kind` fits what `job` asks for: a noise component
-/// only in fp64 (mixed precision's fp32 passes have none), Student's t only
-/// on the CPU (the GPU engines have no t kernels yet).
+/// only in fp64 (mixed precision's fp32 passes have none), Student's t not
+/// on cuda-batched (whose kernels have no t yet).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
-    if job.settings.family.has_df() && kind != EngineKind::Cpu {
+    if job.settings.family.has_df() && kind == EngineKind::CudaBatched {
         return Err(Error::Argument {
             arg: "engine",
-            message: format!(
-                "\"{}\" does not fit Student's t components yet (family = \"t\"): use engine = \"cpu\"",
-                kind.name()
-            ),
+            message: "\"cuda-batched\" does not fit Student's t components yet (family = \"t\"): use engine = \"cpu\" \
+                      or \"cuda-streams\""
+                .to_string(),
         });
     }
     if job.settings.noise && job.settings.mixed_precision && kind == EngineKind::CudaBatched {

@@ -147,9 +147,10 @@ pub fn ln_ge1_all(v: &mut [f64]) {
     }
 }
 
-/// fdlibm's coefficients of log(1 + f) = f − ½f² + s(½f² + R(s²)).
+/// fdlibm's coefficients of log(1 + f) = f − ½f² + s(½f² + R(s²))
+/// (kernels/em_common.cuh's ln_ge1 receives them as LG1..LG7).
 #[allow(clippy::excessive_precision)]
-const LG: [f64; 7] = [
+pub const LG: [f64; 7] = [
     6.666666666666735130e-01,
     3.999999999940941908e-01,
     2.857142874366239149e-01,
@@ -161,7 +162,7 @@ const LG: [f64; 7] = [
 
 /// 2^52: a double's bits below the exponent field, and a shift that turns
 /// a small integer in the mantissa into a double (bits | 2^52's − 2^52).
-const TWO_52: f64 = 4_503_599_627_370_496.0;
+pub const TWO_52: f64 = 4_503_599_627_370_496.0;
 
 /// ln_ge1 of W values, each step for all W before the next (as
 /// exp_nonpos_lanes): the same operations for each value whatever W.

@@ -51,11 +51,11 @@ impl Family {
 
     /// The code the CUDA kernels take for the implementation that fits the
     /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's. The
-    /// t has no kernel (call::supported refuses it on the GPU engines); its
-    /// code names none.
+    /// t's runs in cuda-streams' em_obs_terms only (call::supported refuses
+    /// it on cuda-batched).
     pub fn kernel_code(self) -> i32 {
         match self {
-            Family::StudentT => -1,
+            Family::StudentT => 3,
             Family::Normal | Family::Lognormal => 0,
             Family::InvGauss => 1,
             Family::Gamma => 2,

@@ -277,15 +277,49 @@ fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats 
         (st.s0[m], st.su[m], st.s1[m], st.s2[m], s_log[m]) = (total(s0), total(su), total(s1), total(s2), total(sl));
     }
     st.s0_noise = total(&noise_acc);
-    let ll_max = total(&ll_max);
-    st.ll = ll_max + ll_log;
-    for m in 0..k {
-        let (di, _) = digammas(t.half[m]);
-        st.s_df[m] = s_log[m] + st.s0[m] * (di - t.half[m].ln());
+    st.ll = total(&ll_max) + ll_log;
+    finish_stats(st, &s_log, p)
+}
+
+/// The E-step's sums `st` (S0, Su, S1, S2 and the rest) completed: the ν
+/// step's statistic from Σr·(log u − u) (`s_log`), and the pass's ν.
+fn finish_stats(mut st: Stats, s_log: &[f64], p: &Params) -> Stats {
+    for m in 0..p.k {
+        let half = (p.df[m] + 1.0) / 2.0;
+        let (di, _) = digammas(half);
+        st.s_df[m] = s_log[m] + st.s0[m] * (di - half.ln());
     }
     st.df = p.df;
     st.df_fixed = p.df_fixed;
     st
+}
+
+/// cuda-streams: one start's terms as em_obs_terms reads them (gpu/
+/// prelude.rs's TERMS_PER_START: c, μ, (ν+1)/2, 1/(νσ²), (ν+1)/ν, its
+/// logarithm, MAX_COMPONENTS each; the noise's log weight is the caller's).
+pub(crate) fn kernel_terms(p: &Params, dst: &mut [f64]) {
+    let t = terms(p);
+    for (row, v) in [&t.c, &t.mu, &t.half, &t.inv_scale, &t.u0, &t.log_u0].into_iter().enumerate() {
+        if let Some(d) = dst.get_mut(row * MAX_COMPONENTS..(row + 1) * MAX_COMPONENTS) {
+            d.copy_from_slice(v);
+        }
+    }
+}
+
+/// cuda-streams: the Stats of em_fused_sum's 1 + 5k (+ noise) sums of a
+/// pass of `p`: log-likelihood, then S0, Su, S1, S2 and Σr·(log u − u) by
+/// component, then a noise component's S0.
+pub(crate) fn stats_from_sums(sums: &[f64], p: &Params) -> Stats {
+    let k = p.k;
+    let row = |j: usize| sums.get(1 + j * k..1 + (j + 1) * k).unwrap_or(&[]);
+    let mut st = Stats::zero();
+    st.ll = sums.first().copied().unwrap_or(f64::NAN);
+    for (dst, j) in [(&mut st.s0, 0), (&mut st.su, 1), (&mut st.s1, 2), (&mut st.s2, 3)] {
+        let v = row(j);
+        dst[..v.len()].copy_from_slice(v);
+    }
+    st.s0_noise = sums.get(1 + 5 * k).copied().unwrap_or(0.0);
+    finish_stats(st, row(4), p)
 }
 
 /// One component's M-step (mstep.rs applies the guards): μ = S1/Su,

@@ -24,6 +24,7 @@ use crate::gpu::{contained, fault_injected, Gpu};
 use crate::limits::MAX_COMPONENTS;
 use crate::outcome::Outcome;
 use crate::params::{Params, Stats};
+use crate::student;
 
 /// Device memory one worker may use for per-observation terms; starts beyond
 /// it are processed in several chunks per iteration.
@@ -111,9 +112,11 @@ fn fit_dataset(
 ) -> Result<Best, String> {
     let t = &work.task;
     let (n, k) = (ds.x.len(), t.k);
-    // with a noise component, one more sum: its S0
+    // with a noise component, one more sum: its S0; Student's t has five
+    // sums per component
     let noise = ds.noise_terms();
-    let rows = 1 + 3 * k + noise.is_some() as usize;
+    let per_component = if t.family.has_df() { 5 } else { 3 };
+    let rows = 1 + per_component * k + noise.is_some() as usize;
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
     // a launch's starts are its grid's y dimension
     let chunk = (budget / per_start_bytes).clamp(1, (t.starts as usize).min(MAX_GRID_Y));
@@ -159,12 +162,16 @@ fn fit_dataset(
         for group in active.chunks(chunk) {
             let a = group.len();
             for (j, (_, _, state)) in group.iter().enumerate() {
-                let terms = family::terms(t.family, &state.params);
                 let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
-                dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
-                dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&terms.k);
-                dst[2 * MAX_COMPONENTS..3 * MAX_COMPONENTS].copy_from_slice(&terms.mu);
-                dst[3 * MAX_COMPONENTS] = state.params.noise.ln();
+                if t.family.has_df() {
+                    student::kernel_terms(&state.params, dst);
+                } else {
+                    let terms = family::terms(t.family, &state.params);
+                    dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
+                    dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&terms.k);
+                    dst[2 * MAX_COMPONENTS..3 * MAX_COMPONENTS].copy_from_slice(&terms.mu);
+                }
+                dst[TERMS_PER_START - 1] = state.params.noise.ln();
             }
             stream
                 .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
@@ -178,7 +185,11 @@ fn fit_dataset(
             stream.synchronize().map_err(|e| format!("running the EM kernels: {e:?}"))?;
             counters.em_iterations.fetch_add(a, Ordering::Relaxed);
             for (j, &(s, init, mut state)) in group.iter().enumerate() {
-                let stats = stats_from_sums(&sums_host[j * rows..(j + 1) * rows], k);
+                let sums = &sums_host[j * rows..(j + 1) * rows];
+                let stats = match t.family.has_df() {
+                    true => student::stats_from_sums(sums, &state.params),
+                    false => stats_from_sums(sums, k),
+                };
                 match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
                         debug_assert!(fit.outcome != Outcome::Cancelled);

@@ -146,8 +146,9 @@ impl Kernels {
         // SAFETY: arguments match em_obs_terms(x, g, n, k, family, terms,
         // noise_t, per_obs) in order and type (noise_t a device pointer or
         // null); x, g and noise_t hold n values, terms holds TERMS_PER_START
-        // per start and per_obs (1 + 3k + noise) * n per start, for `starts`
-        // starts (checked by the caller's buffer sizing).
+        // per start and per_obs (1 + 3k + noise) * n per start ((1 + 5k +
+        // noise) * n for Student's t), for `starts` starts (checked by the
+        // caller's buffer sizing).
         let null = 0u64;
         let launched = contained("launching em_obs_terms", || {
             let mut builder = stream.launch_builder(&self.obs_terms);

@@ -11,7 +11,7 @@ use crate::limits::{
     SQUAREM_STEP_GROWTH,
 };
 use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
-use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
+use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LG, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT, TWO_52};
 use crate::outcome::Outcome;
 use crate::params::Family;
 use crate::special::{HALF_LN_2PI, SERIES_FROM};
@@ -28,9 +28,10 @@ pub const FIT_INFO: usize = 3;
 /// take a code >= 0 as a fit's end), and never a fit's end on the host.
 pub const FIT_SWITCHED: i32 = 100;
 /// One start's values as em_obs_terms reads them (cuda-streams): c, k, μ of
-/// family::terms, MAX_COMPONENTS each, then the log of a noise component's
-/// weight.
-pub const TERMS_PER_START: usize = 3 * MAX_COMPONENTS + 1;
+/// family::terms, MAX_COMPONENTS each (for Student's t the six rows of
+/// student::Terms: c, μ, (ν+1)/2, 1/(νσ²), (ν+1)/ν and its logarithm),
+/// then the log of a noise component's weight, last.
+pub const TERMS_PER_START: usize = 6 * MAX_COMPONENTS + 1;
 
 /// The names every kernel source may use, and their values as C text.
 /// `{:?}` prints the shortest decimal that reads back as the same double.
@@ -59,6 +60,16 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("FAM_NORMAL", Family::Normal.kernel_code().to_string()),
         ("FAM_INVGAUSS", Family::InvGauss.kernel_code().to_string()),
         ("FAM_GAMMA", Family::Gamma.kernel_code().to_string()),
+        ("FAM_T", Family::StudentT.kernel_code().to_string()),
+        ("SQRT_2", real(std::f64::consts::SQRT_2)),
+        ("TWO_52", real(TWO_52)),
+        ("LG1", real(LG[0])),
+        ("LG2", real(LG[1])),
+        ("LG3", real(LG[2])),
+        ("LG4", real(LG[3])),
+        ("LG5", real(LG[4])),
+        ("LG6", real(LG[5])),
+        ("LG7", real(LG[6])),
         ("SERIES_FROM", real(SERIES_FROM)),
         ("HALF_LN_2PI", real(HALF_LN_2PI)),
         ("GAMMA_SHAPE_STEPS", GAMMA_SHAPE_STEPS.to_string()),
@@ -137,6 +148,8 @@ mod tests {
             "1.4426950408889634".into(),
             "6.9314718036912382e-1".into(),
             "1.9082149292705877e-10".into(),
+            "4503599627370496".into(),
+            "0.6666666666666735".into(),
         ];
         literals.extend(EXP2_TABLE[1..].iter().map(|v| format!("{v:?}")));
         for (file, src) in SOURCES {
