@@ -160,11 +160,13 @@ impl EmState {
 
 /// The coordinates SQUAREM extrapolates in: the weights, the means, the
 /// log-shapes (so that any step keeps λ and σ positive) and the t's
-/// estimated log ν (0 otherwise: a coordinate that never moves), all on the
-/// rescaled data's scale.
+/// estimated 1/ν (0 otherwise: a coordinate that never moves), all on the
+/// rescaled data's scale. ν creeping toward the Normal's ∞ by ECM steps
+/// moves far more evenly in 1/ν than in log ν: extrapolated in 1/ν, t fits
+/// took 2.0-2.3 times fewer E-step passes to the same maxima (results-robust.md).
 fn coordinates(p: &Params, m: usize) -> [f64; 4] {
-    let log_df = if p.df[m] > 0.0 && !p.df_fixed { p.df[m].ln() } else { 0.0 };
-    [p.alpha[m], p.mu[m], p.shape[m].ln(), log_df]
+    let inv_df = if p.df[m] > 0.0 && !p.df_fixed { 1.0 / p.df[m] } else { 0.0 };
+    [p.alpha[m], p.mu[m], p.shape[m].ln(), inv_df]
 }
 
 /// SqS3: with r = θ1 − θ0 and v = θ2 − 2θ1 + θ0, the step s = ‖r‖/‖v‖, at
@@ -222,7 +224,7 @@ fn extrapolate(
         p.mu[m] = at(1);
         p.shape[m] = at(2).exp();
         if t0.df[m] > 0.0 && !t0.df_fixed {
-            p.df[m] = at(3).exp();
+            p.df[m] = 1.0 / at(3);
             if !student::df_ok(p.df[m]) {
                 return None;
             }
