@@ -231,7 +231,9 @@
 #' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
 #'   CPU; `TRUE` requires a GPU (an error if there is none); `FALSE` uses the
 #'   CPU. With `NA`, a GPU that is present but fails (driver, compiler, memory)
-#'   is reported in one message and the call runs on the CPU. See
+#'   is reported in one message and the call runs on the CPU. Student's t
+#'   (`family = "t"`) is the exception: `NA` fits it on the CPU and `TRUE`
+#'   on `cuda-streams`, the one GPU engine that fits it. See
 #'   [bulkem_gpu_info()] for what bulkem sees.
 #' @param epsilon Convergence threshold: a start stops when an update raises
 #'   the log-likelihood by less than this. The winner is then
