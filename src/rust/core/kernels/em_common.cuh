@@ -51,26 +51,15 @@ __device__ __forceinline__ double exp_nonpos(double x) {
     return p * __ldg(&EXP2_TABLE[k & 31]) * scale;
 }
 
-// The per-observation E-step of estep.rs for one observation and one start:
-// l_m = c_m - k_m q(x, mu_m), lse = max + log sum exp(l_m - max), and the
-// responsibilities r_m = exp(l_m - max) / sum, left in l[]. `terms` holds
-// c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of ComponentFamily::terms.
-// With a noise component (`noisy`), its term `ln` = log(weight) + t(x) is
-// one more, after the components' as in estep.rs, and its responsibility
-// goes to `rn`.
-__device__ __forceinline__ double responsibilities(double x, double g, int k, int family,
-                                                   const double* __restrict__ terms,
-                                                   bool noisy, double ln,
-                                                   double l[MAX_COMPONENTS], double& rn) {
+// The responsibilities from one observation's terms l[0..k) (and, with a
+// noise component, `ln`): lse = max + log sum exp(l_m - max), the
+// responsibilities r_m = exp(l_m - max) / sum left in l[], the noise's in
+// `rn`, after the components' as in estep.rs. Returns lse.
+__device__ __forceinline__ double normalised(int k, bool noisy, double ln, double l[MAX_COMPONENTS], double& rn) {
     double mx = -1.0e308;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
-        if (m < k) {
-            const double mu = terms[2 * MAX_COMPONENTS + m];
-            const double q = q_family(family, x, g, mu);
-            l[m] = terms[m] - terms[MAX_COMPONENTS + m] * q;
-            mx = l[m] > mx ? l[m] : mx;
-        }
+        if (m < k) mx = l[m] > mx ? l[m] : mx;
     }
     if (noisy) mx = ln > mx ? ln : mx;
     double sum = 0.0;
@@ -92,6 +81,25 @@ __device__ __forceinline__ double responsibilities(double x, double g, int k, in
     }
     if (noisy) rn *= inv;
     return mx + log(sum);
+}
+
+// The per-observation E-step of estep.rs for one observation and one start:
+// l_m = c_m - k_m q(x, mu_m), then normalised(). `terms` holds
+// c[MAX_COMPONENTS], k[MAX_COMPONENTS], mu[MAX_COMPONENTS] of
+// ComponentFamily::terms; a noise component's term `ln` = log(weight) +
+// t(x) is one more.
+__device__ __forceinline__ double responsibilities(double x, double g, int k, int family,
+                                                   const double* __restrict__ terms,
+                                                   bool noisy, double ln,
+                                                   double l[MAX_COMPONENTS], double& rn) {
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) {
+            const double mu = terms[2 * MAX_COMPONENTS + m];
+            l[m] = terms[m] - terms[MAX_COMPONENTS + m] * q_family(family, x, g, mu);
+        }
+    }
+    return normalised(k, noisy, ln, l, rn);
 }
 
 // ln(x) for x >= 1: mathx.rs::ln_ge1_lanes for one value, step for step
@@ -120,12 +128,10 @@ __device__ __forceinline__ double ln_ge1(double x) {
 // (MAX_COMPONENTS each), l_m = c_m - (nu+1)/2 log(1 + z_m), z_m =
 // (x - mu_m)^2 / (nu sigma^2); the responsibilities go to r, each
 // component's weight u_m = ((nu+1)/nu) / (1 + z_m) to u and log(1 + z_m)
-// to lw; a noise component as in responsibilities(). Returns the
-// observation's log f(x).
+// to lw; then normalised(). Returns the observation's log f(x).
 __device__ __forceinline__ double responsibilities_t(double x, int k, const double* __restrict__ terms, bool noisy,
                                                      double ln, double r[MAX_COMPONENTS], double u[MAX_COMPONENTS],
                                                      double lw[MAX_COMPONENTS], double& rn) {
-    double mx = -1.0e308;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
         if (m < k) {
@@ -134,27 +140,7 @@ __device__ __forceinline__ double responsibilities_t(double x, int k, const doub
             lw[m] = ln_ge1(w);
             u[m] = terms[4 * MAX_COMPONENTS + m] / w;
             r[m] = terms[m] - terms[2 * MAX_COMPONENTS + m] * lw[m];
-            mx = r[m] > mx ? r[m] : mx;
         }
     }
-    if (noisy) mx = ln > mx ? ln : mx;
-    double sum = 0.0;
-#pragma unroll
-    for (int m = 0; m < MAX_COMPONENTS; ++m) {
-        if (m < k) {
-            r[m] = exp_nonpos(r[m] - mx);
-            sum += r[m];
-        }
-    }
-    if (noisy) {
-        rn = exp_nonpos(ln - mx);
-        sum += rn;
-    }
-    const double inv = 1.0 / sum;
-#pragma unroll
-    for (int m = 0; m < MAX_COMPONENTS; ++m) {
-        if (m < k) r[m] *= inv;
-    }
-    if (noisy) rn *= inv;
-    return mx + log(sum);
+    return normalised(k, noisy, ln, r, rn);
 }

@@ -14,7 +14,7 @@
 
 use crate::family::{with_family, ComponentFamily};
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{exp_nonpos, exp_nonpos_all};
+use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all};
 use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
 use crate::student;
@@ -264,21 +264,7 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt
         for j in 0..len {
             inv[j] = 1.0 / sum[j];
         }
-        if len < BLOCK {
-            mx[len..].fill(0.0);
-            sum[len..].fill(1.0);
-        }
-        // Σ_j log Σ_m = log Π_j Σ_m: each factor is in [1, M ≤ 9] (8
-        // components and the noise), so 16 of them per lane and 4 lanes
-        // stay below 2^203.
-        let mut prod = [1.0f64; LANES];
-        for j in (0..BLOCK).step_by(LANES) {
-            for lane in 0..LANES {
-                prod[lane] *= sum[j + lane];
-                ll_max[lane] += mx[j + lane];
-            }
-        }
-        ll_log += ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln();
+        ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
         for m in 0..k {
             let lm = &l[m];
             for j in (0..BLOCK).step_by(LANES) {

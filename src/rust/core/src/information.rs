@@ -361,7 +361,7 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Informa
     let np = at.len();
     let rows = k + at.noise as usize;
     let last = rows - 1;
-    let t = student::Terms::of(p);
+    let t = student::terms(p);
     let log_noise = p.noise.ln();
     let mut consts = [[0.0; 7]; MAX_COMPONENTS];
     let mut inv_alpha = [0.0; MAX_COMPONENTS + 1];

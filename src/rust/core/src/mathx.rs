@@ -2,6 +2,8 @@
 //! logarithm that the compiler can vectorise (libm's `exp` and `ln` are one
 //! call per value, and the E-step spends most of its time in them).
 
+use crate::limits::{ESTEP_BLOCK, ESTEP_LANES};
+
 /// log Σ exp(l_i), stable for any finite inputs; −∞ for an empty slice or
 /// when every term is −∞; +∞ or NaN propagate.
 pub fn log_sum_exp(l: &[f64]) -> f64 {
@@ -193,6 +195,34 @@ fn ln_ge1_lanes<const W: usize>(x: [f64; W]) -> [f64; W] {
         out[i] = ek * (32.0 * LN2_32_HI) - ((hfsq - (s * (hfsq + r) + ek * (32.0 * LN2_32_LO))) - f[i]);
     }
     out
+}
+
+/// One block's share of an E-step's log-likelihood: Σ_j (mx_j + log sum_j)
+/// over its first `len` observations, the maxima added into the lanes of
+/// `ll_max` and the returned logarithm taken once, of the product of the
+/// sums: each sum is in [1, 9] (8 components and the noise), so 16 per lane
+/// and 4 lanes stay below 2^203. The padding past `len` is set to count
+/// nothing (mx 0, sum 1). Shared by estep.rs's and student.rs's block loops.
+#[inline(always)]
+pub fn block_log_likelihood(
+    mx: &mut [f64; ESTEP_BLOCK],
+    sum: &mut [f64; ESTEP_BLOCK],
+    len: usize,
+    ll_max: &mut [f64; ESTEP_LANES],
+) -> f64 {
+    const _: () = assert!(ESTEP_LANES == 4, "the lanes' products are multiplied as four");
+    if len < ESTEP_BLOCK {
+        mx[len..].fill(0.0);
+        sum[len..].fill(1.0);
+    }
+    let mut prod = [1.0f64; ESTEP_LANES];
+    for j in (0..ESTEP_BLOCK).step_by(ESTEP_LANES) {
+        for lane in 0..ESTEP_LANES {
+            prod[lane] *= sum[j + lane];
+            ll_max[lane] += mx[j + lane];
+        }
+    }
+    ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln()
 }
 
 /// splitmix64's output mixer: a bijection of u64 whose every output bit

@@ -33,7 +33,7 @@ use crate::family::component::standard_normal;
 use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
 use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all};
+use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all};
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
@@ -62,13 +62,7 @@ pub(crate) struct Terms {
     log_u0: [f64; MAX_COMPONENTS],
 }
 
-impl Terms {
-    pub(crate) fn of(p: &Params) -> Terms {
-        terms(p)
-    }
-}
-
-fn terms(p: &Params) -> Terms {
+pub(crate) fn terms(p: &Params) -> Terms {
     let mut t = Terms {
         c: [0.0; MAX_COMPONENTS],
         mu: p.mu,
@@ -229,20 +223,7 @@ fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats 
         for j in 0..BLOCK {
             inv[j] = if j < len { 1.0 / sum[j] } else { 0.0 };
         }
-        if len < BLOCK {
-            mx[len..].fill(0.0);
-            sum[len..].fill(1.0);
-        }
-        // Σ_j log Σ_m = log Π_j Σ_m, each factor in [1, 9]: one logarithm
-        // per block (estep.rs)
-        let mut prod = [1.0f64; LANES];
-        for j in (0..BLOCK).step_by(LANES) {
-            for lane in 0..LANES {
-                prod[lane] *= sum[j + lane];
-                ll_max[lane] += mx[j + lane];
-            }
-        }
-        ll_log += ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln();
+        ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
         for m in 0..k {
             let (u0, log_u0) = (t.u0[m], t.log_u0[m]);
             let [s0, su, s1, s2, sl] = &mut acc[m];
