@@ -301,7 +301,7 @@ given_support <- function(fit, data) {
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
-  engine <- choose_engine(s$use.gpu, s$control$engine, s$family)
+  engine <- choose_engine(s$use.gpu, s$control$engine)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),

@@ -48,9 +48,8 @@
 #'     (each pass solves its one-dimensional equation, the ECM step) within
 #'     \[0.5, 200\], or fixed by the argument `df`; an estimated `df`
 #'     counts as K more parameters in AIC and BIC and has standard errors.
-#'     Fitted by the CPU and `cuda-streams` engines (`cuda-batched` refuses
-#'     it for now): left to choose, bulkem fits t mixtures on the CPU, and
-#'     `use.gpu = TRUE` takes `cuda-streams`.}
+#'     Every engine fits it, in double precision (`control$precision =
+#'     "mixed"` refuses it).}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -231,9 +230,7 @@
 #' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
 #'   CPU; `TRUE` requires a GPU (an error if there is none); `FALSE` uses the
 #'   CPU. With `NA`, a GPU that is present but fails (driver, compiler, memory)
-#'   is reported in one message and the call runs on the CPU. Student's t
-#'   (`family = "t"`) is the exception: `NA` fits it on the CPU and `TRUE`
-#'   on `cuda-streams`, the one GPU engine that fits it. See
+#'   is reported in one message and the call runs on the CPU. See
 #'   [bulkem_gpu_info()] for what bulkem sees.
 #' @param epsilon Convergence threshold: a start stops when an update raises
 #'   the log-likelihood by less than this. The winner is then
@@ -512,7 +509,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise, df = df),
                       control, verbose, started, noise.support))
   }
-  engine <- choose_engine(use.gpu, control$engine, family)
+  engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df), reporter$update)

@@ -43,7 +43,8 @@
 #'   maximum (parameters within about 1e-4 relative), and where starts
 #'   tie another one may win. Faster for plain EM (`accelerate = FALSE`);
 #'   with SQUAREM not yet faster than `"double"` (see
-#'   `inst/bench/results-mixed-precision.md`). Other engines always
+#'   `inst/bench/results-mixed-precision.md`). Not with a noise component
+#'   or Student's t components (an argument error). Other engines always
 #'   compute in double precision.
 #' @param accelerate `TRUE` accelerates every start's EM by squared
 #'   extrapolation (SQUAREM, Varadhan & Roland 2008, scheme SqS3): after

@@ -6,14 +6,7 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# Student's t (`family`) runs on the CPU and cuda-streams only: left to
-# choose ("auto"), its fits stay on the CPU, and use.gpu = TRUE takes
-# cuda-streams.
-choose_engine <- function(use.gpu, engine, family = "invgauss") {
-  if (identical(family, "t") && engine == "auto") {
-    if (!isTRUE(use.gpu)) return("cpu")
-    engine <- "cuda-streams"
-  }
+choose_engine <- function(use.gpu, engine) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")

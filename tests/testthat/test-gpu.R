@@ -560,33 +560,45 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
   }
 })
 
-test_that("cuda-streams fits Student's t as the CPU engine does; cuda-batched refuses it", {
+test_that("both GPU engines fit Student's t as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(3)
   x <- lapply(1:6, function(i) c(rt(300, 3), 6 + 1.5 * rt(300, 8), if (i %% 2 == 0) c(-40, 45)))
-  for (acc in c(FALSE, TRUE)) {
-    ctl <- list(accelerate = acc)
-    cpu <- bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE, control = ctl)
-    gpu <- bulkem(x, 2, family = "t", seed = 1, control = c(ctl, engine = "cuda-streams"))
-    expect_identical(attr(gpu, "engine"), "cuda-streams")
-    for (d in seq_along(x)) {
-      expect_identical(gpu[[d]]$status, cpu[[d]]$status)
-      expect_equal(gpu[[d]]$loglik, cpu[[d]]$loglik, tolerance = 1e-9)
-      if (!acc) {
-        # plain EM: the same start, the same maximum
-        expect_identical(gpu[[d]]$best_start, cpu[[d]]$best_start)
-        expect_equal(gpu[[d]]$mu, cpu[[d]]$mu, tolerance = 1e-6)
-        expect_equal(as.double(gpu[[d]]$df), as.double(cpu[[d]]$df), tolerance = 1e-6)
+  # a dataset large enough for a group of lanes per fit, one small for a lane each
+  x <- c(x, list(c(rt(3000, 4), 5 + rt(1500, 20)), c(rt(60, 2), 4 + rt(40, 6))))
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    for (acc in c(FALSE, TRUE)) {
+      ctl <- list(accelerate = acc)
+      cpu <- bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE, control = ctl)
+      gpu <- bulkem(x, 2, family = "t", seed = 1, control = c(ctl, engine = engine))
+      expect_identical(attr(gpu, "engine"), engine)
+      for (d in seq_along(x)) {
+        expect_identical(gpu[[d]]$status, cpu[[d]]$status)
+        expect_equal(gpu[[d]]$loglik, cpu[[d]]$loglik, tolerance = 1e-9)
+        if (!acc) {
+          # plain EM: the same maximum (the winning start may differ where
+          # starts tie there within rounding)
+          expect_equal(gpu[[d]]$mu, cpu[[d]]$mu, tolerance = 1e-6)
+          expect_equal(as.double(gpu[[d]]$df), as.double(cpu[[d]]$df), tolerance = 1e-6)
+        }
+      }
+    }
+    # K = 3, with a noise component, and with df fixed (one value, and one
+    # per component); plain EM, as fits stopped at max.iters under SQUAREM
+    # end where each engine's trajectory left them
+    for (args in list(list(3), list(2, noise = TRUE), list(2, df = 5, noise = TRUE), list(2, df = c(2, 30)))) {
+      ctl <- list(accelerate = FALSE)
+      cpu <- do.call(bulkem, c(list(x, family = "t", seed = 1, use.gpu = FALSE, control = ctl), args))
+      gpu <- do.call(bulkem, c(list(x, family = "t", seed = 1, control = c(ctl, engine = engine)), args))
+      expect_equal(vapply(unclass(gpu), `[[`, 0, "loglik"), vapply(unclass(cpu), `[[`, 0, "loglik"),
+                   tolerance = 1e-9, label = paste(engine, deparse(args)))
+      if (!is.null(args$df)) {
+        expect_identical(lapply(unclass(gpu), `[[`, "df"), lapply(unclass(cpu), `[[`, "df"))
       }
     }
   }
-  # with a noise component and fixed df
-  cpu <- bulkem(x, 2, family = "t", df = 5, noise = TRUE, seed = 1, use.gpu = FALSE)
-  gpu <- bulkem(x, 2, family = "t", df = 5, noise = TRUE, seed = 1, control = list(engine = "cuda-streams"))
-  expect_equal(vapply(unclass(gpu), `[[`, 0, "loglik"), vapply(unclass(cpu), `[[`, 0, "loglik"), tolerance = 1e-9)
-  # use.gpu = TRUE takes cuda-streams for t; left to choose, the CPU
-  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1, use.gpu = TRUE), "engine"), "cuda-streams")
-  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1), "engine"), "cpu")
-  expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = "cuda-batched")),
+  # left to choose, t fits go where the other families' go
+  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1), "engine"), "cuda-batched")
+  expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = "cuda-batched", precision = "mixed")),
                class = "bulkem_error_argument", regexp = "Student's t")
 })

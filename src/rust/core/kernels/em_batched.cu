@@ -42,7 +42,8 @@
 //
 // Layout: obs[ds_offset[d] .. ds_offset[d] + ds_n[d]] is dataset d; fit f is
 // a start of dataset fit_ds[f] beginning at init[f][W] (alpha[K], mu[K],
-// shape[K], and with a noise component (N = 1) its weight: W = 3K + N);
+// shape[K], for Student's t df[K], and with a noise component (N = 1) its
+// weight: W = row_width<K, F, N>(), pack.rs's Row);
 // results go to out_params[f][W], out_ll[f], out_info[f] =
 // {iterations, outcome, spurious} (FIT_INFO values; outcome codes:
 // outcome.rs Outcome::code; spurious: screen.rs Screen::spurious of the final
@@ -60,9 +61,11 @@
 // Every constant here (OUTCOME_* codes, FIT_SWITCHED, MIN_COMPONENT_OBS,
 // MIN_RELATIVE_SD, FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS, the family
 // codes FAM_*, the special functions' SERIES_FROM, HALF_LN_2PI and
-// GAMMA_SHAPE_*) comes from the prelude that gpu/prelude.rs generates from
+// GAMMA_SHAPE_*, the t's DF_MIN, DF_MAX and LN_PI) comes from the prelude that gpu/prelude.rs generates from
 // the Rust definitions. F, a template parameter throughout, is the family's
-// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS or FAM_GAMMA; N is 1
+// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS, FAM_GAMMA or FAM_T
+// (Student's t, student.rs: the Normal's with a weight u per observation
+// and component, and df per component; fp64 only); N is 1
 // for a mixture with a noise component (noise.rs): a uniform whose
 // log-density less h, t(x), comes per observation in noise_t (laid out as
 // obs), its weight beside the components' (fp64 kernels only).
@@ -119,7 +122,22 @@ __device__ double gamma_shape(double s) {
     return a;
 }
 
-// ComponentFamily::sd: sqrt(mu^3 / lambda), mu / sqrt(a), or sigma.
+// student.rs::df_root: df with log(df/2) - digamma(df/2) = y, in [DF_MIN, DF_MAX].
+__device__ double df_root(double y) {
+    const double half = gamma_shape(y);
+    if (isnan(half)) return isnan(y) ? half : DF_MAX;
+    const double df = 2.0 * half;
+    return df < DF_MIN ? DF_MIN : (df > DF_MAX ? DF_MAX : df);
+}
+
+// Values per fit in init and out_params (pack.rs's Row): alpha[K], mu[K],
+// shape[K], the t's df[K], then a noise component's weight.
+template <int K, int F>
+__device__ constexpr int noise_at() { return (F == FAM_T ? 4 : 3) * K; }
+template <int K, int F, int N>
+__device__ constexpr int row_width() { return noise_at<K, F>() + N; }
+
+// ComponentFamily::sd: sqrt(mu^3 / lambda), mu / sqrt(a), or sigma (the t's scale).
 template <int F>
 __device__ __forceinline__ double component_sd(double mu, double shape) {
     return F == FAM_INVGAUSS ? sqrt(mu * mu * mu / shape) : (F == FAM_GAMMA ? mu / sqrt(shape) : shape);
@@ -128,7 +146,7 @@ __device__ __forceinline__ double component_sd(double mu, double shape) {
 // mstep.rs::check_component: 0 if usable, else the outcome code.
 template <int F>
 __device__ __forceinline__ int check_component(double mu, double shape, double spread) {
-    const bool mu_ok = F == FAM_NORMAL || mu > 0.0;
+    const bool mu_ok = F == FAM_NORMAL || F == FAM_T || mu > 0.0;
     if (!(isfinite(mu) && isfinite(shape) && shape > 0.0 && mu_ok)) return OUTCOME_NOT_FINITE;
     const double sd = component_sd<F>(mu, shape);
     if (!(sd >= MIN_RELATIVE_SD * spread)) return OUTCOME_SPREAD_COLLAPSED;
@@ -137,21 +155,39 @@ __device__ __forceinline__ int check_component(double mu, double shape, double s
 
 // mstep.rs::m_step: new parameters from S0, S1, S2 (in place of p), or an
 // outcome code. `total` is the weights' total: n (as double), or in fp32
-// passes the sum of S0 (see advance).
+// passes the sum of S0 (see advance). For the t (mstep.rs::m_step_student,
+// student.rs::component_m_step), S1 and S2 are weighted by u, and Su and
+// sum r (log u - u) (`su`, `sl`) and the pass's df (`df0`) give df, unless
+// `df_fixed`; other families leave `df` alone.
 template <int K, int F>
-__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], double s0n,
-                                      double total, double spread, double alpha[K], double mu[K], double shape[K],
+__device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], const double su[K],
+                                      const double sl[K], double s0n, const double df0[K], int df_fixed, double total,
+                                      double spread, double alpha[K], double mu[K], double shape[K], double df[K],
                                       double& noise) {
     noise = s0n / total;
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
-        const double new_mu = s1[m] / s0[m];
+        const double new_mu = s1[m] / (F == FAM_T ? su[m] : s0[m]);
         const double new_shape = F == FAM_INVGAUSS ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
                                  : F == FAM_GAMMA  ? gamma_shape(log(new_mu) - s2[m] / s0[m])
+                                 : F == FAM_T      ? sqrt((s2[m] - new_mu * s1[m]) / s0[m])
                                                    : sqrt(s2[m] / s0[m] - new_mu * new_mu);
         const int bad = check_component<F>(new_mu, new_shape, spread);
         if (bad) return bad;
+        if (F == FAM_T) {
+            // student.rs::finish_stats's statistic of the pass's df, then its root
+            double new_df = df0[m];
+            if (!df_fixed) {
+                const double half = (df0[m] + 1.0) / 2.0;
+                double di, tri;
+                digammas(half, di, tri);
+                const double s_df = sl[m] + s0[m] * (di - log(half));
+                new_df = df_root(-1.0 - s_df / s0[m]);
+            }
+            if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
+            df[m] = new_df;
+        }
         alpha[m] = s0[m] / total;
         mu[m] = new_mu;
         shape[m] = new_shape;
@@ -185,6 +221,8 @@ __device__ __forceinline__ void terms(const double alpha[K], const double mu[K],
 template <int K>
 struct Pass {
     double s0[K], s1[K], s2[K];
+    // the t's Su and sum r (log u - u) (unused, so dropped, for the others)
+    double su[K], sl[K];
     // the noise component's S0 (unused, so dropped, without one)
     double s0n;
     double ll_max, prod;
@@ -192,7 +230,7 @@ struct Pass {
 
     __device__ __forceinline__ void reset() {
 #pragma unroll
-        for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = 0.0;
+        for (int m = 0; m < K; ++m) s0[m] = s1[m] = s2[m] = su[m] = sl[m] = 0.0;
         s0n = 0.0;
         ll_max = 0.0;
         prod = 1.0;
@@ -227,6 +265,10 @@ struct State {
     double alpha[K], mu[K], shape[K], c[K], kk[K];
     // 1/mu, what the gamma's q takes (unused, so dropped, for the others)
     double inv_mu[K];
+    // the t's df and student.rs's Terms beside c (kk holds (df+1)/2):
+    // 1/(df sigma^2), (df+1)/df and its logarithm (unused, so dropped, for
+    // the others)
+    double df[K], inv_scale[K], u0[K], log_u0[K];
     // the noise component's weight and its logarithm (N = 1)
     double noise, log_noise;
     double prev, ll1, step, step_max;
@@ -235,10 +277,23 @@ struct State {
     // fp32 copies of mu, c, kk for mixed precision's passes (unused, so dropped, in fp64 kernels)
     float mu32[K], c32[K], kk32[K], inv_mu32[K];
 
-    // terms() of the current parameters, and their fp32 copies
+    // terms() of the current parameters (student.rs::terms for the t), and
+    // their fp32 copies
     template <int F>
     __device__ __forceinline__ void retermed() {
-        terms<K, F>(alpha, mu, shape, c, kk);
+        if (F == FAM_T) {
+#pragma unroll
+            for (int m = 0; m < K; ++m) {
+                const double sigma = shape[m], v = df[m];
+                kk[m] = (v + 1.0) / 2.0;
+                c[m] = log(alpha[m]) + ln_gamma(kk[m]) - ln_gamma(v / 2.0) - 0.5 * (log(v) + LN_PI) - log(sigma);
+                inv_scale[m] = 1.0 / (v * sigma * sigma);
+                u0[m] = (v + 1.0) / v;
+                log_u0[m] = log(u0[m]);
+            }
+        } else {
+            terms<K, F>(alpha, mu, shape, c, kk);
+        }
         log_noise = log(noise);
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -288,16 +343,46 @@ __device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, c
     p.times(sum);
 }
 
-// One observation of the E-step (estep.rs): responsibilities of the K
-// components, accumulated into the pass's sums. The largest term's
-// exponential is exp(0) = 1, so K - 1 are computed (for K = 2, one).
+// The t's sums of one observation (student.rs's E-step): with w = 1 + z
+// and lw = log w per component, u = ((df+1)/df) / w, and S0, Su, S1 = sum r
+// u x, S2 = sum r u x^2, sum r (log u - u).
+template <int K>
+__device__ __forceinline__ void add_observation_t(Pass<K>& p, const double r[K], const double x, const double w[K],
+                                                  const double lw[K], const State<K>& st, const double mx,
+                                                  const double sum) {
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const double u = st.u0[m] / w[m];
+        const double ru = r[m] * u;
+        p.s0[m] += r[m];
+        p.su[m] += ru;
+        p.s1[m] += ru * x;
+        p.s2[m] += ru * x * x;
+        p.sl[m] += r[m] * (st.log_u0[m] - lw[m] - u);
+    }
+    p.ll_max += mx;
+    p.times(sum);
+}
+
+// One observation of the E-step (estep.rs; student.rs for the t):
+// responsibilities of the K components, accumulated into the pass's sums.
+// The largest term's exponential is exp(0) = 1, so K - 1 are computed (for
+// K = 2, one).
 template <int K, int F, int N>
 __device__ __forceinline__ void accumulate(const double2 xg, const double t, const State<K>& st, Pass<K>& p) {
     double l[K];
+    // the t's 1 + z and log(1 + z), z = (x - mu)^2 / (df sigma^2)
+    double w[K], lw[K];
 #pragma unroll
     for (int m = 0; m < K; ++m) {
+        if (F == FAM_T) {
+            const double d = xg.x - st.mu[m];
+            w[m] = 1.0 + d * d * st.inv_scale[m];
+            lw[m] = ln_ge1(w[m]);
+        }
         const double q = F == FAM_INVGAUSS ? q_invgauss(xg.x, xg.y, st.mu[m])
                          : F == FAM_GAMMA  ? q_gamma(xg.x, xg.y, st.inv_mu[m])
+                         : F == FAM_T      ? lw[m]
                                            : q_normal(xg.x, xg.y, st.mu[m]);
         l[m] = st.c[m] - st.kk[m] * q;
     }
@@ -371,7 +456,11 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
         sum = 1.0;
         r[0] = 1.0;
     }
-    add_observation<K>(p, r, xg.x, xg.y, mx, sum);
+    if (F == FAM_T) {
+        add_observation_t<K>(p, r, xg.x, w, lw, st, mx, sum);
+    } else {
+        add_observation<K>(p, r, xg.x, xg.y, mx, sum);
+    }
 }
 
 // Observations per lane whose fp32 sums are added into the fp64 ones at
@@ -511,31 +600,37 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // the current parameters, stop (returns the outcome code; FIT_SWITCHED from
 // mixed precision's fp32 passes, see above) or move to the
 // next iterate (returns -1): the M-step's parameters, or with ACC = 1
-// (control$accelerate) the SQUAREM cycle's. `keep` is the fit's store of 3K
-// values (alpha[K], mu[K], shape[K]).
+// (control$accelerate) the SQUAREM cycle's. `keep` is the fit's store of
+// row_width values (alpha[K], mu[K], shape[K], the t's df[K], the noise's
+// weight).
 //
 // The extrapolation is em.rs::extrapolate, component by component: with
 // θ0 in keep, θ1 the current parameters and θ2 the M-step's, SqS3's step
-// s = ‖r‖/‖v‖ over (alpha, mu, log shape), at most step_max, and
-// θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2 replaces θ0 in keep; if
-// s is not above 1 or θ' is not a usable mixture, the cycle ends at θ2.
+// s = ‖r‖/‖v‖ over (alpha, mu, log shape, and the t's 1/df unless fixed),
+// at most step_max, and θ' = θ0 + 2s·r + s²·v, written over θ1 while θ2
+// replaces θ0 in keep; if s is not above 1 or θ' is not a usable mixture,
+// the cycle ends at θ2.
 template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
-                                       int max_iters, double epsilon, double* __restrict__ keep) {
+                                       int max_iters, double epsilon, int df_fixed, double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
-    double a2[K], m2[K], sh2[K], n2;
+    constexpr int NA = noise_at<K, F>();
+    double a2[K], m2[K], sh2[K], d2[K], n2;
     if (ACC && st.phase == PHASE_EXTRAPOLATED) {
         // accepted when θ' is at least as likely as θ1 and its M-step is
         // usable; otherwise the cycle ends at θ2
-        const bool ok = loglik >= st.ll1 && m_step<K, F>(p.s0, p.s1, p.s2, p.s0n, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2, n2) == 0;
+        const bool ok = loglik >= st.ll1 &&
+                        m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, n),
+                                     spread, a2, m2, sh2, d2, n2) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
             st.alpha[m] = ok ? a2[m] : keep[m];
             st.mu[m] = ok ? m2[m] : keep[K + m];
             st.shape[m] = ok ? sh2[m] : keep[2 * K + m];
+            if (F == FAM_T) st.df[m] = ok ? d2[m] : keep[3 * K + m];
         }
-        if (N) st.noise = ok ? n2 : keep[3 * K];
+        if (N) st.noise = ok ? n2 : keep[NA];
         st.prev = ok ? loglik : st.ll1;
         if (reached) st.step_max = ok ? st.step_max * SQUAREM_STEP_GROWTH : fmax(st.step_max / SQUAREM_STEP_GROWTH, SQUAREM_STEP_GROWTH);
         st.has_prev = true;
@@ -550,7 +645,8 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
-    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.s0n, weights_total<K, MIXED>(p, n), spread, a2, m2, sh2, n2);
+    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, n),
+                                 spread, a2, m2, sh2, d2, n2);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
         double c2[K], k2[K];
@@ -567,8 +663,9 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             keep[m] = st.alpha[m];
             keep[K + m] = st.mu[m];
             keep[2 * K + m] = st.shape[m];
+            if (F == FAM_T) keep[3 * K + m] = st.df[m];
         }
-        if (N) keep[3 * K] = st.noise;
+        if (N) keep[NA] = st.noise;
         st.phase = PHASE_SECOND;
     } else if (ACC) {
         st.phase = PHASE_FIRST;
@@ -588,10 +685,16 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                 vv += va * va;
                 vv += vm * vm;
                 vv += vs * vs;
+                if (F == FAM_T && !df_fixed) {
+                    const double i0 = 1.0 / keep[3 * K + m], i1 = 1.0 / st.df[m];
+                    const double rd = i1 - i0, vd = 1.0 / d2[m] - 2.0 * i1 + i0;
+                    rr += rd * rd;
+                    vv += vd * vd;
+                }
             }
             // the noise's weight, a coordinate like the weights (em.rs)
-            const double rn = N ? st.noise - keep[3 * K] : 0.0;
-            const double vn = N ? n2 - 2.0 * st.noise + keep[3 * K] : 0.0;
+            const double rn = N ? st.noise - keep[NA] : 0.0;
+            const double vn = N ? n2 - 2.0 * st.noise + keep[NA] : 0.0;
             if (N) {
                 rr += rn * rn;
                 vv += vn * vn;
@@ -600,9 +703,9 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             extrapolated = step > 1.0;
             if (extrapolated) {
                 if (N) {
-                    const double n0 = keep[3 * K];
+                    const double n0 = keep[NA];
                     st.noise = n0 + 2.0 * step * rn + step * step * vn;
-                    keep[3 * K] = n2;
+                    keep[NA] = n2;
                     extrapolated = st.noise > 0.0 && st.noise < 1.0;
                 }
 #pragma unroll
@@ -615,6 +718,12 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                     keep[m] = a2[m];
                     keep[K + m] = m2[m];
                     keep[2 * K + m] = sh2[m];
+                    if (F == FAM_T && !df_fixed) {
+                        const double i0 = 1.0 / keep[3 * K + m], i1 = 1.0 / st.df[m];
+                        st.df[m] = 1.0 / (i0 + 2.0 * step * (i1 - i0) + step * step * (1.0 / d2[m] - 2.0 * i1 + i0));
+                        extrapolated = extrapolated && st.df[m] >= DF_MIN && st.df[m] <= DF_MAX;
+                    }
+                    if (F == FAM_T) keep[3 * K + m] = d2[m];
                     extrapolated = extrapolated && st.alpha[m] * (double)n >= MIN_COMPONENT_OBS &&
                                    check_component<F>(st.mu[m], st.shape[m], spread) == 0;
                 }
@@ -632,6 +741,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.alpha[m] = a2[m];
             st.mu[m] = m2[m];
             st.shape[m] = sh2[m];
+            if (F == FAM_T) st.df[m] = d2[m];
         }
         if (N) st.noise = n2;
     }
@@ -665,18 +775,20 @@ struct Batch {
     int finish;
     int screen_distinct;  // screen.rs Screen::distinct
     const double* noise_t;  // t(x) of each observation, laid out as obs (N = 1; else null)
+    int df_fixed;           // 1: the t's df stay as init gives them (bulkem(df = ))
 };
 
 template <int K, int F, int N>
 __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
-    const size_t w = 3 * K + N;
+    const size_t w = row_width<K, F, N>();
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         st.alpha[m] = b.init[(size_t)f * w + m];
         st.mu[m] = b.init[(size_t)f * w + K + m];
         st.shape[m] = b.init[(size_t)f * w + 2 * K + m];
+        if (F == FAM_T) st.df[m] = b.init[(size_t)f * w + 3 * K + m];
     }
-    st.noise = N ? b.init[(size_t)f * w + 3 * K] : 0.0;
+    st.noise = N ? b.init[(size_t)f * w + noise_at<K, F>()] : 0.0;
     st.template retermed<F>();
     st.iterations = b.finish ? b.out_info[FIT_INFO * f] : 0;
     st.has_prev = false;
@@ -737,14 +849,15 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
 template <int K, int F, int N>
 __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n,
                                           const double2* x) {
-    const size_t w = 3 * K + N;
+    const size_t w = row_width<K, F, N>();
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         b.out_params[(size_t)f * w + m] = st.alpha[m];
         b.out_params[(size_t)f * w + K + m] = st.mu[m];
         b.out_params[(size_t)f * w + 2 * K + m] = st.shape[m];
+        if (F == FAM_T) b.out_params[(size_t)f * w + 3 * K + m] = st.df[m];
     }
-    if (N) b.out_params[(size_t)f * w + 3 * K] = st.noise;
+    if (N) b.out_params[(size_t)f * w + noise_at<K, F>()] = st.noise;
     b.out_ll[f] = loglik;
     b.out_info[FIT_INFO * f] = st.iterations;
     b.out_info[FIT_INFO * f + 1] = outcome;
@@ -787,7 +900,8 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * (3 * K + N));
+        const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.df_fixed,
+                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
         if (outcome >= 0) {
             store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
             fit = (int)atomicAdd(b.next, 1u);
@@ -874,8 +988,16 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 p.s1[m] = group_sum(p.s1[m], mask, width);
                 p.s2[m] = group_sum(p.s2[m], mask, width);
             }
+            if (F == FAM_T) {
+#pragma unroll
+                for (int m = 0; m < K; ++m) {
+                    p.su[m] = group_sum(p.su[m], mask, width);
+                    p.sl[m] = group_sum(p.sl[m], mask, width);
+                }
+            }
             if (N) p.s0n = group_sum(p.s0n, mask, width);
-            const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.out_params + (size_t)fit * (3 * K + N));
+            const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.df_fixed,
+                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
             if (outcome >= 0) {
                 if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
                 unsigned int next = 0;
@@ -894,6 +1016,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
 // 2-component inverse Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, no
 // noise component, which defines em_batched_lane and em_batched_group.
 #define EM_BATCHED(K, F, MIXED, ACC, N)                                                    \
+    static_assert(!(MIXED && (N || F == FAM_T)), "mixed precision fits neither noise nor t"); \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
         em_lane<K, F, MIXED, ACC, N>(b);                                                   \
     }                                                                                      \

@@ -55,23 +55,22 @@ pub fn fit_into(
 }
 
 /// Whether the engine `kind` fits what `job` asks for: a noise component
-/// only in fp64 (mixed precision's fp32 passes have none), Student's t not
-/// on cuda-batched (whose kernels have no t yet).
+/// and Student's t only in fp64 (mixed precision's fp32 passes have
+/// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
-    if job.settings.family.has_df() && kind == EngineKind::CudaBatched {
-        return Err(Error::Argument {
-            arg: "engine",
-            message: "\"cuda-batched\" does not fit Student's t components yet (family = \"t\"): use engine = \"cpu\" \
-                      or \"cuda-streams\""
-                .to_string(),
-        });
-    }
-    if job.settings.noise && job.settings.mixed_precision && kind == EngineKind::CudaBatched {
-        return Err(Error::Argument {
-            arg: "control$precision",
-            message: "= \"mixed\" does not fit a noise component (noise = TRUE): use precision = \"double\""
-                .to_string(),
-        });
+    let s = &job.settings;
+    if s.mixed_precision && kind == EngineKind::CudaBatched {
+        let what = match (s.noise, s.family.has_df()) {
+            (true, _) => Some("a noise component (noise = TRUE)"),
+            (false, true) => Some("Student's t components (family = \"t\")"),
+            (false, false) => None,
+        };
+        if let Some(what) = what {
+            return Err(Error::Argument {
+                arg: "control$precision",
+                message: format!("= \"mixed\" does not fit {what}: use precision = \"double\""),
+            });
+        }
     }
     Ok(())
 }
@@ -213,6 +212,51 @@ mod tests {
                 bests.settle(chunk, 2, cancel)?;
             }
             Ok(())
+        }
+    }
+
+    #[test]
+    fn mixed_precision_on_cuda_batched_refuses_noise_and_t_by_name() {
+        let x = [1.0, 2.0, 3.0];
+        let job = |family: Family, noise: bool, mixed_precision: bool| Job {
+            datasets: vec![&x[..]],
+            inits: Vec::new(),
+            settings: Settings {
+                family,
+                components: vec![1],
+                max_iters: 10,
+                epsilon: 1e-6,
+                starts: 1,
+                seed: 1,
+                start_scheme: Default::default(),
+                mixed_precision,
+                accelerate: false,
+                keep_starts: false,
+                screen: Default::default(),
+                restarts: 0,
+                refine: 0,
+                devices: Vec::new(),
+                standard_errors: false,
+                noise,
+                df: Vec::new(),
+            },
+            tuning: Tuning::default(),
+            noise_supports: Vec::new(),
+        };
+        let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
+            Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
+            other => format!("{other:?}"),
+        };
+        assert!(refused(&job(Family::StudentT, false, true))
+            .starts_with("control$precision = \"mixed\" does not fit Student's t"));
+        assert!(
+            refused(&job(Family::Normal, true, true)).starts_with("control$precision = \"mixed\" does not fit a noise")
+        );
+        for (family, noise, mixed) in [(Family::StudentT, true, false), (Family::Normal, false, true)] {
+            assert!(supported(&job(family, noise, mixed), EngineKind::CudaBatched).is_ok());
+        }
+        for kind in [EngineKind::Cpu, EngineKind::CudaStreams] {
+            assert!(supported(&job(Family::StudentT, true, true), kind).is_ok());
         }
     }
 

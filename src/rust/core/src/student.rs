@@ -37,8 +37,8 @@ use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
-/// log π
-const LN_PI: f64 = 1.144_729_885_849_400_2;
+/// log π (the kernels' LN_PI too: gpu/prelude.rs)
+pub(crate) const LN_PI: f64 = 1.144_729_885_849_400_2;
 
 /// log p(x | μ, σ, ν), straight from the formula.
 pub fn log_density(x: f64, mu: f64, sigma: f64, df: f64) -> f64 {

@@ -7,14 +7,15 @@ use std::fmt::Write;
 
 use crate::family::LN_2PI;
 use crate::limits::{
-    FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SPURIOUS_DISTINCT_MAX, SPURIOUS_DISTINCT_SDS,
-    SQUAREM_STEP_GROWTH,
+    DF_MAX, DF_MIN, FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SPURIOUS_DISTINCT_MAX,
+    SPURIOUS_DISTINCT_SDS, SQUAREM_STEP_GROWTH,
 };
 use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LG, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT, TWO_52};
 use crate::outcome::Outcome;
 use crate::params::Family;
 use crate::special::{HALF_LN_2PI, SERIES_FROM};
+use crate::student::LN_PI;
 
 /// Threads per block of em_batched (its __launch_bounds__).
 pub const BATCHED_THREADS: u32 = 128;
@@ -74,6 +75,9 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("HALF_LN_2PI", real(HALF_LN_2PI)),
         ("GAMMA_SHAPE_STEPS", GAMMA_SHAPE_STEPS.to_string()),
         ("GAMMA_SHAPE_TOLERANCE", real(GAMMA_SHAPE_TOLERANCE)),
+        ("DF_MIN", real(DF_MIN)),
+        ("DF_MAX", real(DF_MAX)),
+        ("LN_PI", real(LN_PI)),
     ];
     for o in Outcome::REPORTED {
         let name: &'static str = match o.code_name() {

@@ -21,7 +21,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 
-use super::pack::{width, Packed};
+use super::pack::Packed;
 use super::Mapping;
 use crate::engine::counters::Counters;
 use crate::gpu::kernels::{as_int, Batched};
@@ -61,6 +61,7 @@ struct BatchArgs {
     finish: i32,
     screen_distinct: i32,
     noise_t: u64,
+    df_fixed: i32,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -135,7 +136,6 @@ pub fn run(
     counters: &Counters,
 ) -> Result<Ran, String> {
     contained("running the cuda-batched engine", || {
-        let k = t.k;
         let n_fits = p.fits();
         let clock = Instant::now();
         let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
@@ -166,7 +166,7 @@ pub fn run(
         // result) and its out_ll before anything reads them, and the host
         // reads only fits whose out_info says they finished.
         let out_params: CudaSlice<f64> =
-            unsafe { stream.alloc(n_fits * width(k, t.noise)) }.map_err(fail("allocating GPU memory"))?;
+            unsafe { stream.alloc(n_fits * p.row.width()) }.map_err(fail("allocating GPU memory"))?;
         let out_ll: CudaSlice<f64> = unsafe { stream.alloc(n_fits) }.map_err(fail("allocating GPU memory"))?;
         // -1 marks a fit the kernel never finished
         let out_info: CudaSlice<i32> =
@@ -219,6 +219,7 @@ pub fn run(
             // a whole number from 0 to SPURIOUS_DISTINCT_MAX (Screen::check)
             screen_distinct: t.screen.distinct as i32,
             noise_t: noise_t.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
+            df_fixed: p.row.df_fixed as i32,
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);
@@ -228,8 +229,8 @@ pub fn run(
         // synchronize): obs holds the chunk's observations as (x, g) pairs,
         // obs32 the same in f32 when the kernel is a mixed-precision one,
         // every per-dataset array one value per dataset, fit_ds n_fits indices
-        // below the dataset count, init and out_params width(k, noise) values
-        // per fit, noise_t one value per observation when the kernel has N = 1,
+        // below the dataset count, init and out_params p.row's width (the
+        // kernel's row_width for its K, family and N) per fit, noise_t one value per observation when the kernel has N = 1,
         // out_info INFO per fit; next starts at the number of lanes or warps
         // launched.
         unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;

@@ -27,37 +27,79 @@ pub struct Packed {
     pub ds_hsum: Vec<f64>,
     pub ds_spread: Vec<f64>,
     pub fit_ds: Vec<i32>,
-    /// `width(k, noise)` values per fit: alpha, mu, shape (and the noise's weight)
+    /// one `row` per fit
     pub init: HostBuf<f64>,
     /// whether each fit's start could be drawn
     pub drawn: Vec<bool>,
+    /// how each fit's parameters lie in `init` and the kernel's `out_params`
+    pub row: Row,
 }
 
 impl Packed {
     pub fn fits(&self) -> usize {
         self.fit_ds.len()
     }
-
-    /// Fit `f`'s row of a `width(k, noise)`-wide array (`init`, or
-    /// parameters from the device).
-    pub fn params_of(v: &[f64], f: usize, k: usize, noise: bool) -> Params {
-        let w = width(k, noise);
-        let row = &v[f * w..(f + 1) * w];
-        let mut out = Params::zeroed(k);
-        out.alpha[..k].copy_from_slice(&row[..k]);
-        out.mu[..k].copy_from_slice(&row[k..2 * k]);
-        out.shape[..k].copy_from_slice(&row[2 * k..3 * k]);
-        if noise {
-            out.noise = row[3 * k];
-        }
-        out
-    }
 }
 
-/// Values per fit in `init` and the kernel's `out_params`: alpha, mu and
-/// shape of each component, and a noise component's weight.
-pub fn width(k: usize, noise: bool) -> usize {
-    3 * k + noise as usize
+/// A fit's parameters as em_batched.cu reads and writes them (its
+/// row_width): alpha, mu and shape of each component, for Student's t each
+/// df, then a noise component's weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub k: usize,
+    pub df: bool,
+    pub noise: bool,
+    /// the t's df fixed by the user (bulkem(df = )), the same for every
+    /// dataset of a call
+    pub df_fixed: bool,
+}
+
+impl Row {
+    pub fn width(&self) -> usize {
+        (3 + self.df as usize) * self.k + self.noise as usize
+    }
+
+    fn noise_at(&self) -> usize {
+        (3 + self.df as usize) * self.k
+    }
+
+    /// `p` into `dst` (one row).
+    fn write(&self, p: &Params, dst: &mut [f64]) {
+        let k = self.k;
+        let mut rows = dst.chunks_exact_mut(k);
+        for src in [&p.alpha[..k], &p.mu[..k], &p.shape[..k]] {
+            if let Some(d) = rows.next() {
+                d.copy_from_slice(src);
+            }
+        }
+        if let (true, Some(d)) = (self.df, rows.next()) {
+            d.copy_from_slice(&p.df[..k]);
+        }
+        if let (true, Some(d)) = (self.noise, dst.get_mut(self.noise_at())) {
+            *d = p.noise;
+        }
+    }
+
+    /// Row `f` of `v` (`init`, or parameters from the device); NaN where
+    /// `v` is short of it.
+    pub fn params(&self, v: &[f64], f: usize) -> Params {
+        let (k, w) = (self.k, self.width());
+        let at = |j: usize| v.get(f * w + j).copied().unwrap_or(f64::NAN);
+        let mut out = Params::zeroed(k);
+        for m in 0..k {
+            out.alpha[m] = at(m);
+            out.mu[m] = at(k + m);
+            out.shape[m] = at(2 * k + m);
+            if self.df {
+                out.df[m] = at(3 * k + m);
+            }
+        }
+        if self.noise {
+            out.noise = at(self.noise_at());
+        }
+        out.df_fixed = self.df_fixed;
+        out
+    }
 }
 
 /// Packs the chunk in parallel, dataset by dataset, straight into the
@@ -73,8 +115,7 @@ pub fn pack(
     staging: Option<&Arc<Staging>>,
 ) -> Result<Packed, Error> {
     let t = &work.task;
-    let (k, starts) = (t.k, t.starts as usize);
-    let w = width(k, t.noise);
+    let starts = t.starts as usize;
     let sets: Vec<&Prepared> = chunk.datasets.iter().filter_map(|&d| work.datasets[d]).collect();
     let nd = sets.len();
     if nd != chunk.datasets.len() {
@@ -83,6 +124,12 @@ pub fn pack(
     if t.noise && sets.iter().any(|ds| ds.noise.is_none()) {
         return Err(Error::Internal("a dataset without its noise component reached cuda-batched".into()));
     }
+    let df_fixed = sets.first().is_some_and(|ds| !ds.fixed_df.is_empty());
+    if sets.iter().any(|ds| ds.fixed_df.is_empty() == df_fixed) {
+        return Err(Error::Internal("datasets of one call with and without a fixed df reached cuda-batched".into()));
+    }
+    let row = Row { k: t.k, df: t.family.has_df(), noise: t.noise, df_fixed };
+    let w = row.width();
     let n_fits = nd * starts;
     let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
     let mut total = 0usize;
@@ -106,6 +153,7 @@ pub fn pack(
         fit_ds: vec![0; n_fits],
         init,
         drawn: vec![false; n_fits],
+        row,
     };
     let (mut obs, mut obs32, mut noise_t) = (&mut p.obs[..], &mut p.obs32[..], &mut p.noise_t[..]);
     let (mut fit_ds, mut init, mut drawn) = (&mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
@@ -138,17 +186,55 @@ pub fn pack(
         for s in 0..starts {
             fit_ds[s] = j as i32;
             if let Some(start) = work.initial_params(chunk.datasets[j], t.first_start + s as u32) {
-                let row = &mut init[s * w..(s + 1) * w];
-                row[..k].copy_from_slice(&start.alpha[..k]);
-                row[k..2 * k].copy_from_slice(&start.mu[..k]);
-                row[2 * k..3 * k].copy_from_slice(&start.shape[..k]);
-                if t.noise {
-                    row[3 * k] = start.noise;
-                }
+                row.write(&start, &mut init[s * w..(s + 1) * w]);
                 drawn[s] = true;
             }
         }
     })?;
     drop(pieces);
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows round-trip, in em_batched.cu's order: alpha, mu, shape, the t's
+    /// df, the noise's weight last.
+    #[test]
+    fn rows_hold_what_the_kernel_reads_in_its_order() {
+        let mut p = Params::zeroed(2);
+        p.alpha[..2].copy_from_slice(&[0.3, 0.6]);
+        p.mu[..2].copy_from_slice(&[-1.0, 4.0]);
+        p.shape[..2].copy_from_slice(&[0.5, 2.0]);
+        p.df[..2].copy_from_slice(&[3.0, 30.0]);
+        p.noise = 0.1;
+        for (df, noise, want) in [
+            (false, false, vec![0.3, 0.6, -1.0, 4.0, 0.5, 2.0]),
+            (false, true, vec![0.3, 0.6, -1.0, 4.0, 0.5, 2.0, 0.1]),
+            (true, false, vec![0.3, 0.6, -1.0, 4.0, 0.5, 2.0, 3.0, 30.0]),
+            (true, true, vec![0.3, 0.6, -1.0, 4.0, 0.5, 2.0, 3.0, 30.0, 0.1]),
+        ] {
+            let row = Row { k: 2, df, noise, df_fixed: df };
+            assert_eq!(row.width(), want.len());
+            let mut v = vec![f64::NAN; 2 * row.width()];
+            row.write(&p, &mut v[row.width()..]);
+            assert_eq!(&v[row.width()..], &want[..]);
+            let back = row.params(&v, 1);
+            let mut expected = Params::zeroed(2);
+            expected.alpha = p.alpha;
+            expected.mu = p.mu;
+            expected.shape = p.shape;
+            if df {
+                expected.df = p.df;
+            }
+            if noise {
+                expected.noise = p.noise;
+            }
+            expected.df_fixed = df;
+            assert_eq!(back, expected);
+            // a row past the end reads as NaN, not a panic
+            assert!(row.params(&v, 5).alpha[0].is_nan());
+        }
+    }
 }

@@ -11,7 +11,7 @@ use super::super::counters::Counters;
 use super::super::{queue, Work};
 use super::chunks::Chunk;
 use super::device::{gather, Ran, INFO};
-use super::pack::{width, Packed};
+use super::pack::Packed;
 use crate::error::Error;
 use crate::gpu::staging::Staging;
 use crate::outcome::{Outcome, StartFit};
@@ -31,7 +31,6 @@ pub fn record(
     counters: &Counters,
 ) -> Result<(), Error> {
     let (k, starts, first) = (work.task.k, work.task.starts as usize, work.task.first_start);
-    let noise = work.task.noise;
     let clock = std::time::Instant::now();
     // each dataset's fits are contiguous: record them dataset by dataset, in
     // parallel; the winners' parameters are filled in afterwards
@@ -58,7 +57,7 @@ pub fn record(
                 passes += iterations as usize + extra_passes;
                 let fit = StartFit { params: Params::zeroed(k), loglik: ran.ll[f], iterations, outcome };
                 // the kernel applied the screen to the fit's final parameters
-                best.record(first + s as u32, Some(Packed::params_of(&p.init, f, k, noise)), Some(fit), info[2] != 0);
+                best.record(first + s as u32, Some(p.row.params(&p.init, f)), Some(fit), info[2] != 0);
             }
             counters.em_iterations.fetch_add(passes, Ordering::Relaxed);
         })
@@ -80,11 +79,11 @@ pub fn record(
         })
         .collect();
     let idx: Vec<i32> = winners.iter().map(|w| w.1).collect();
-    let rows = gather(stream, &ran.params, &idx, width(k, noise), staging).map_err(Error::Gpu)?;
+    let rows = gather(stream, &ran.params, &idx, p.row.width(), staging).map_err(Error::Gpu)?;
     for (i, &(d, _)) in winners.iter().enumerate() {
         bests.with(d, |b| {
             if let Some(w) = b.winner.as_deref_mut().or(b.spurious.as_deref_mut()) {
-                w.fit.params = Packed::params_of(&rows, i, k, noise);
+                w.fit.params = p.row.params(&rows, i);
             }
         });
     }
