@@ -11,7 +11,9 @@ agreement <- function(cpu, other) {
     if (!identical(a$status, b$status)) return(c(same = FALSE, apart = FALSE, rp = NA, rll = NA))
     if (!isTRUE(a$fit_success)) return(c(same = TRUE, apart = FALSE, rp = 0, rll = 0))
     rll <- abs(b$loglik - a$loglik) / abs(a$loglik)
-    rp <- max(unlist(lapply(c("mu", "alpha", shape), function(f) abs(b[[f]] - a[[f]]) / pmax(abs(a[[f]]), 1e-300))))
+    # Student's t fits: df too
+    fields <- c("mu", "alpha", shape, if (!is.null(a$df)) "df")
+    rp <- max(unlist(lapply(fields, function(f) abs(b[[f]] - a[[f]]) / pmax(abs(a[[f]]), 1e-300))))
     c(same = rll < 1e-8 && rp < 1e-6, apart = a$status == "converged" && rll > 1e-6, rp = rp, rll = rll)
   })
   m <- do.call(rbind, rows)

@@ -4,7 +4,7 @@
 # and on every GPU, alternated twice in one run; the fits must be identical,
 # and the wall times are printed side by side. Then agreement of the
 # several-GPU fits with the CPU engine on a sample (inst/bench/agreement-criterion.R);
-# then the same for fits with a noise component.
+# then the same for fits with a noise component, and for Student's t.
 suppressPackageStartupMessages(library(bulkem))
 source("inst/bench/workloads.R")
 args <- commandArgs(TRUE)
@@ -67,4 +67,19 @@ weights <- function(f) vapply(unclass(f), function(x) x$noise, 0)
 cat(sprintf("noise: %d GPUs identical to one: %s; vs CPU on 200: the same optimum on %d, worst parameter %.2e relative, worst noise weight %.2e absolute\n",
             n_gpu, noise_same, na[["same_optimum"]], na[["worst_param_rel"]],
             max(abs(weights(noise_cpu) - weights(noise_all)[1:200]))))
-if (!all(tab$identical_to_one_gpu) || !agreement_met(a) || !noise_same || !agreement_met(na)) quit(status = 1)
+# Student's t (issue 32) on the same 2,000 datasets with their outliers
+t_run <- function(devices) {
+  bulkem(noisy, 2, family = "t", random.inits = 20, seed = 11, use.gpu = TRUE,
+         control = list(engine = "cuda-batched", devices = devices))
+}
+t_one <- t_run(0)
+t_all <- t_run(seq_len(n_gpu) - 1)
+t_same <- identical(strip(t_one), strip(t_all))
+t_cpu <- bulkem(noisy[1:200], 2, family = "t", random.inits = 20, seed = 11, use.gpu = FALSE)
+ta <- agreement(t_cpu, unclass(t_all)[1:200])
+cat(sprintf("t: %d GPUs identical to one: %s; vs CPU on 200: the same optimum on %d, %d converged fits apart, worst parameter %.2e relative\n",
+            n_gpu, t_same, ta[["same_optimum"]], ta[["converged_apart"]], ta[["worst_param_rel"]]))
+if (!all(tab$identical_to_one_gpu) || !agreement_met(a) || !noise_same || !agreement_met(na) || !t_same ||
+    !agreement_met(ta)) {
+  quit(status = 1)
+}

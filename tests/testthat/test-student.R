@@ -94,6 +94,52 @@ test_that("the t's estimated degrees of freedom find heavy tails and Normal ones
   expect_equal(c(f[[1]]$mu, f[[1]]$sigma, f[[1]]$df), c(o$par[1], exp(o$par[2:3])), tolerance = 1e-4)
 })
 
+test_that("a df heading for its bound is returned at the maximum there, whatever EM's path", {
+  # Normal components: df's maximum is at the bound 200 (or far out), where
+  # EM creeps and its stop rule leaves each path elsewhere; the polish
+  # takes every path to one point, df on the bound where it heads there
+  set.seed(12)
+  x <- lapply(1:8, function(i) c(rnorm(400), rnorm(600, 5, 1.5)))
+  paths <- list(list(accelerate = TRUE), list(accelerate = FALSE), list(accelerate = FALSE, epsilon = 1e-4))
+  fits <- lapply(paths, function(p) {
+    suppressWarnings(bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE,
+                            epsilon = if (is.null(p$epsilon)) 1e-6 else p$epsilon,
+                            control = list(accelerate = p$accelerate)))
+  })
+  compared <- 0
+  for (d in seq_along(x)) {
+    a <- fits[[1]][[d]]
+    expect_identical(a$status, "converged")
+    for (b in fits[-1]) {
+      b <- b[[d]]
+      # plain EM may creep to max.iters (5000) first: such a fit is left
+      # where it stopped
+      if (b$status != "converged") next
+      compared <- compared + 1
+      expect_equal(b$loglik, a$loglik, tolerance = 1e-10)
+      expect_equal(c(b$mu, b$sigma, b$alpha, b$df), c(a$mu, a$sigma, a$alpha, a$df), tolerance = 1e-7)
+    }
+    # R's own likelihood (stats::dt) does not rise by moving any parameter
+    # but a df on the bound
+    ll <- function(f) t_loglik(x[[d]], f$alpha, f$mu, f$sigma, f$df)
+    for (field in c("mu", "sigma", "df")) {
+      for (m in 1:2) {
+        if (field == "df" && a$df[m] >= 200) next
+        up <- a
+        down <- a
+        h <- 1e-5 * abs(a[[field]][m])
+        up[[field]][m] <- up[[field]][m] + h
+        down[[field]][m] <- down[[field]][m] - h
+        expect_lt(abs(ll(up) - ll(down)) / (2 * h) * abs(a[[field]][m]), 1e-3)
+      }
+    }
+  }
+  expect_gte(compared, 12)
+  # some dataset has a df on the bound, where the score still points out
+  on_bound <- vapply(fits[[1]], function(f) any(f$df == 200), NA)
+  expect_true(any(on_bound))
+})
+
 test_that("t components keep the clusters where outliers stretch Normal ones", {
   set.seed(11)
   x <- c(rnorm(150, 0, 1), rnorm(150, 5, 1), runif(6, -30, 40))

@@ -8,11 +8,11 @@
 
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
-use crate::information::{information, moved, Information};
-use crate::limits::{POLISH_SETTLED, POLISH_STEPS};
+use crate::information::{information, moved, Information, Layout};
+use crate::limits::{DF_MAX, DF_MIN, POLISH_SETTLED, POLISH_STEPS};
 use crate::linalg::invert;
 use crate::outcome::{Outcome, StartFit};
-use crate::params::Family;
+use crate::params::{Family, Params, Singular};
 
 /// A polished fit, with the information at its parameters when the polish
 /// computed it there (the standard errors' pass, already made).
@@ -31,6 +31,13 @@ pub struct Polished {
 /// itself when no step was kept. Each pass over the data gives the
 /// information, the score and the log-likelihood together, so a fit that
 /// needs no step costs the one pass its standard errors need anyway.
+///
+/// Student's t's ν lives in [DF_MIN, DF_MAX], and its maximum is often on
+/// the bound (ν heading for DF_MAX on data with Normal tails), where EM
+/// creeps and stops wherever the stop rule finds it, its information all
+/// but gone: a ν whose step leaves the range, or whose information is
+/// lost, goes to the bound its score points to and stays there while the
+/// other parameters take their Newton step given it (`bounded_step`).
 pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     if at.outcome != Outcome::Converged {
         return Polished { fit: *at, information: None };
@@ -47,11 +54,15 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             }
         }
         fit.loglik = here.loglik;
-        let Some(delta) = newton_step(&here) else { break };
-        if delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED) {
+        let Some(Step { delta, bounds }) = bounded_step(&here, &fit.params) else { break };
+        let settled = delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
+        if settled && bounds.iter().all(|&(m, b)| fit.params.df[m] == b) {
             break;
         }
-        let Some(q) = moved(family, &fit.params, ds.noise.is_some(), &delta, 1.0, ds.spread) else { break };
+        let Some(mut q) = moved(family, &fit.params, ds.noise.is_some(), &delta, 1.0, ds.spread) else { break };
+        for &(m, b) in &bounds {
+            q.df[m] = b;
+        }
         let mut next = information(family, &ds.x, ds.noise_terms(), &q);
         next.loglik += ds.h_sum;
         before = Some((fit, std::mem::replace(&mut here, next)));
@@ -67,13 +78,80 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     }
 }
 
-/// The Newton step δ = I⁻¹ ∇ℓ from `info`; `None` where the information
-/// is not positive definite or the step is not finite.
-fn newton_step(info: &Information) -> Option<Vec<f64>> {
-    let inverse = invert(&info.observed, &info.complete).ok()?;
+/// A polish step: δ in the free parameters, and the components whose ν it
+/// puts on a bound, with the bound.
+struct Step {
+    delta: Vec<f64>,
+    bounds: Vec<(usize, f64)>,
+}
+
+/// The Newton step δ = I⁻¹ ∇ℓ from `info` at `p`, and the components
+/// whose ν it puts on a bound (which): each such ν's entry of δ is 0 (the
+/// caller sets it), and the others' step is the quadratic model's maximum
+/// given ν there, δ_F = I_FF⁻¹ (∇ℓ_F − I_FB (b − ν_B)). A ν goes to its bound when
+/// it is there already with its score pointing out, when its step would
+/// cross it, or when its information is lost (by the sign of its score).
+/// `None` where the information of the other parameters is not positive
+/// definite or the step is not finite.
+fn bounded_step(info: &Information, p: &Params) -> Option<Step> {
     let np = info.score.len();
-    let delta: Vec<f64> = (0..np).map(|a| (0..np).map(|b| inverse[a + np * b] * info.score[b]).sum()).collect();
-    delta.iter().all(|d| d.is_finite()).then_some(delta)
+    let layout: Layout = info.layout;
+    let df_at = |j: usize| (0..p.k).find(|&m| layout.df && layout.df(m) == j);
+    let toward = |m: usize| match info.score[layout.df(m)] {
+        s if s > 0.0 => Some(DF_MAX),
+        s if s < 0.0 => Some(DF_MIN),
+        _ => None,
+    };
+    let mut bounds: Vec<(usize, f64)> = Vec::new();
+    if layout.df {
+        for m in 0..p.k {
+            let (v, s) = (p.df[m], info.score[layout.df(m)]);
+            if (v >= DF_MAX && s > 0.0) || (v <= DF_MIN && s < 0.0) {
+                bounds.push((m, v.clamp(DF_MIN, DF_MAX)));
+            }
+        }
+    }
+    // each pass puts one more ν on a bound, or ends
+    for _ in 0..=p.k {
+        let free: Vec<usize> = (0..np).filter(|&j| df_at(j).is_none_or(|m| bounds.iter().all(|b| b.0 != m))).collect();
+        let nf = free.len();
+        let sub: Vec<f64> = (0..nf * nf).map(|i| info.observed[free[i % nf] + np * free[i / nf]]).collect();
+        let complete: Vec<f64> = free.iter().map(|&j| info.complete[j]).collect();
+        let inverse = match invert(&sub, &complete) {
+            Ok(v) => v,
+            Err(Singular::Collinear { at } | Singular::Indefinite { at }) => {
+                let m = df_at(*free.get(at)?)?;
+                bounds.push((m, toward(m)?));
+                continue;
+            }
+            Err(Singular::NotFinite) => return None,
+        };
+        // the score of the free parameters less what the bounded ν's moves
+        // take of it
+        let rhs: Vec<f64> = free
+            .iter()
+            .map(|&j| {
+                let held: f64 = bounds.iter().map(|&(m, b)| info.observed[j + np * layout.df(m)] * (b - p.df[m])).sum();
+                info.score[j] - held
+            })
+            .collect();
+        let mut delta = vec![0.0; np];
+        for (a, &ja) in free.iter().enumerate() {
+            delta[ja] = (0..nf).map(|b| inverse[a + nf * b] * rhs[b]).sum();
+        }
+        if !delta.iter().all(|d| d.is_finite()) {
+            return None;
+        }
+        let crossing = (0..p.k).filter(|&m| layout.df && bounds.iter().all(|b| b.0 != m)).find_map(|m| {
+            let v = p.df[m] + delta[layout.df(m)];
+            (v > DF_MAX).then_some((m, DF_MAX)).or((v < DF_MIN).then_some((m, DF_MIN)))
+        });
+        match crossing {
+            Some(b) => bounds.push(b),
+            None => return Some(Step { delta, bounds }),
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -151,6 +229,74 @@ mod tests {
                 assert!(slope.abs() < 1e-3, "{family:?}: dℓ/dμ{m} = {slope}");
             }
         }
+    }
+
+    #[test]
+    fn a_t_whose_df_heads_for_the_bound_is_polished_onto_it() {
+        // Normal components: ν's maximum is at DF_MAX, where EM creeps and
+        // stops wherever its stop rule finds it, by a path that differs
+        // with SQUAREM and without
+        let cancel = AtomicBool::new(false);
+        let truth = params(&[0.4, 0.6], &[0.0, 5.0], &[1.0, 1.5]);
+        let xs = draw(Family::Normal, &truth, 3000, 23);
+        let ds = prepare(&xs, Family::StudentT).expect("valid data");
+        let mut init = ds.rescale(&params(&[0.5, 0.5], &[-1.0, 6.0], &[2.0, 2.0]));
+        init.df = [0.0; crate::limits::MAX_COMPONENTS];
+        let init = ds.start(init);
+        let mut loose = Vec::new();
+        let mut ends = Vec::new();
+        for (accelerate, epsilon) in [(true, 1e-6), (false, 1e-6), (false, 1e-4)] {
+            let fit = run_em(Family::StudentT, &ds, init, 100_000, epsilon, accelerate, &cancel);
+            assert_eq!(fit.outcome, Outcome::Converged);
+            let polished = polish(Family::StudentT, &ds, &fit).fit;
+            assert!(polished.loglik >= fit.loglik - 1e-9 * fit.loglik.abs());
+            // on this sample the first component's ν heads for the bound,
+            // the second's maximum is inside (about 31.5)
+            assert_eq!(polished.params.df[0], DF_MAX, "accelerate {accelerate}");
+            assert!(polished.params.df[1] > 20.0 && polished.params.df[1] < 50.0);
+            loose.push(fit.params);
+            ends.push(polished.params);
+        }
+        let far = |a: &Params, b: &Params| {
+            (0..2)
+                .flat_map(|m| {
+                    [(a.alpha[m], b.alpha[m]), (a.mu[m], b.mu[m]), (a.shape[m], b.shape[m]), (a.df[m], b.df[m])]
+                })
+                .map(|(x, y)| (x - y).abs() / y.abs().max(1e-300))
+                .fold(0.0, f64::max)
+        };
+        // the looser stop left ν₁ short of the bound, and the paths apart
+        assert!(loose[2].df[0] < DF_MAX - 1.0, "ν₁ {}", loose[2].df[0]);
+        for j in 1..3 {
+            assert!(far(&loose[0], &loose[j]) > 1e-6, "the paths stopped close: {}", far(&loose[0], &loose[j]));
+            assert!(far(&ends[0], &ends[j]) < 1e-8, "{}", far(&ends[0], &ends[j]));
+        }
+        // the maximum given ν₁ = DF_MAX: the gradient in μ, σ and the
+        // inner ν₂ vanishes
+        let ll = |p: &Params| crate::student::e_step(&ds.x, None, p).ll;
+        let p = ends[0];
+        for m in 0..2 {
+            for which in 0..3 {
+                if which == 2 && m == 0 {
+                    continue;
+                }
+                let (mut up, mut down) = (p, p);
+                let h = if which == 2 { 1e-3 } else { 1e-6 };
+                let (u, d) = match which {
+                    0 => (&mut up.mu[m], &mut down.mu[m]),
+                    1 => (&mut up.shape[m], &mut down.shape[m]),
+                    _ => (&mut up.df[m], &mut down.df[m]),
+                };
+                *u += h;
+                *d -= h;
+                let slope = (ll(&up) - ll(&down)) / (2.0 * h);
+                assert!(slope.abs() < 1e-3, "dℓ/dθ{which},{m} = {slope}");
+            }
+        }
+        // and ν₁ would rise further if it could
+        let mut wider = p;
+        wider.df[0] = 2.0 * DF_MAX;
+        assert!(ll(&wider) > ll(&p));
     }
 
     #[test]
