@@ -214,8 +214,6 @@ test_that("bad df arguments are classed errors naming the argument", {
   }
   expect_error(bulkem(x, 1:2, family = "t", df = c(2, 3), use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "df")
-  # the default engine choice takes the CPU, on any machine
-  expect_identical(attr(bulkem(x, 2, family = "t", seed = 1, random.inits = 2), "engine"), "cpu")
   fits <- bulkem(x, 2, family = "t", df = c(3, 8), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE))
   expect_error(bulkem_bootstrap(fits, B = 19, use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "degrees of freedom")
