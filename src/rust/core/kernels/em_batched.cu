@@ -61,8 +61,8 @@
 // Every constant here (OUTCOME_* codes, FIT_SWITCHED, MIN_COMPONENT_OBS,
 // MIN_RELATIVE_SD, FALL_TOLERANCE, LN_2PI, LN_2, BATCHED_THREADS, the family
 // codes FAM_*, the special functions' SERIES_FROM, HALF_LN_2PI and
-// GAMMA_SHAPE_*, the t's DF_MIN, DF_MAX and LN_PI) comes from the prelude that gpu/prelude.rs generates from
-// the Rust definitions. F, a template parameter throughout, is the family's
+// GAMMA_SHAPE_*, the t's DF_MIN, DF_MAX and LN_PI) comes from the prelude
+// that gpu/prelude.rs generates from the Rust definitions. F, a template parameter throughout, is the family's
 // code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS, FAM_GAMMA or FAM_T
 // (Student's t, student.rs: the Normal's with a weight u per observation
 // and component, and df per component; fp64 only); N is 1
