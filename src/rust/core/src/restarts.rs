@@ -12,21 +12,28 @@ use crate::engine::counters::Counters;
 use crate::engine::queue;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
-use crate::job::Task;
+use crate::job::{ShortRuns, Task};
 use crate::refine::refinement;
+use crate::short::run_short_round;
 
 /// Runs `w` on `engine`, then up to `restarts` restart rounds, each adding
 /// its work to `counters.total`; stops early when `cancel` is set (the
-/// caller then discards what was recorded).
+/// caller then discards what was recorded). With `short` runs (K > 1),
+/// each round's starts are the best of its short runs, continued (short.rs).
 pub(crate) fn run_with_restarts(
     engine: &dyn Engine,
     w: &Work,
     restarts: u32,
+    short: ShortRuns,
     bests: &Bests,
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
-    engine.run(w, bests, cancel, counters)?;
+    let run = |work: &Work, round: u32| match short.runs > 0 && work.task.k > 1 {
+        true => run_short_round(engine, work, round, short, bests, cancel, counters),
+        false => engine.run(work, bests, cancel, counters),
+    };
+    run(w, 0)?;
     for round in 1..=restarts {
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -36,7 +43,7 @@ pub(crate) fn run_with_restarts(
             break;
         }
         counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
-        engine.run(&again, bests, cancel, counters)?;
+        run(&again, round)?;
     }
     Ok(())
 }

@@ -35,6 +35,53 @@ pub struct Best {
     /// Every start, when the call keeps them (control$keep.starts); in the
     /// order recorded, sorted by start when the fit is finished.
     pub starts: Option<Vec<StartRecord>>,
+    /// A short-run round's (control$short.runs, short.rs): the end states
+    /// of the best starts, to be continued; `None` in every other round.
+    pub leaders: Option<Leaders>,
+}
+
+/// The best `keep` finished starts of a short-run round: admissible ones
+/// before those the screen rejects, then by log-likelihood, ties to the
+/// lowest start index. A total order, so which starts are kept does not
+/// depend on the order they were recorded in (threads, chunks, engines).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leaders {
+    keep: usize,
+    /// Best first: (start, spurious, end state).
+    pub runs: Vec<(u32, bool, StartFit)>,
+}
+
+impl Leaders {
+    pub fn new(keep: usize) -> Leaders {
+        Leaders { keep, runs: Vec::with_capacity(keep + 1) }
+    }
+
+    fn offer(&mut self, start: u32, spurious: bool, fit: StartFit) {
+        let rank = |&(s, sp, f): &(u32, bool, StartFit)| (sp, std::cmp::Reverse(TotalF64(f.loglik)), s);
+        let at = self.runs.partition_point(|r| rank(r) < rank(&(start, spurious, fit)));
+        if at < self.keep {
+            self.runs.insert(at, (start, spurious, fit));
+            self.runs.truncate(self.keep);
+        }
+    }
+}
+
+/// An f64 ordered by `total_cmp`, for sort keys.
+#[derive(Clone, Copy, PartialEq)]
+struct TotalF64(f64);
+
+impl Eq for TotalF64 {}
+
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +120,9 @@ impl Best {
             Outcome::Failed(why) => self.record_failure(start, why),
             Outcome::Cancelled => {}
             Outcome::Converged | Outcome::MaxIters => {
+                if let Some(leaders) = &mut self.leaders {
+                    leaders.offer(start, spurious, fit);
+                }
                 self.starts_ok += 1;
                 self.finished.push((fit.loglik, spurious));
                 let slot = if spurious {
@@ -130,6 +180,14 @@ pub struct Bests<'a> {
 impl<'a> Bests<'a> {
     pub fn new(datasets: usize, keep_starts: bool) -> Bests<'a> {
         Bests { slots: (0..datasets).map(|_| Mutex::new(Best::new(keep_starts))).collect(), settled: None }
+    }
+
+    /// Like `new` (no start kept), each dataset keeping the end states of
+    /// its best `keep` starts (`Best::leaders`), for a short-run round.
+    pub fn with_leaders(datasets: usize, keep: usize) -> Bests<'a> {
+        let slots =
+            (0..datasets).map(|_| Mutex::new(Best { leaders: Some(Leaders::new(keep)), ..Best::new(false) })).collect();
+        Bests { slots, settled: None }
     }
 
     /// Like `new`, with `settled` called on the datasets an engine settles.

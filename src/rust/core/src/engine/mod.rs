@@ -30,22 +30,31 @@ pub struct Work<'a> {
     /// A refinement round's (refine.rs): per dataset, the best fit and the
     /// components to move into it; empty for every other round.
     pub refine: Vec<Option<Refinement>>,
+    /// A continuation round's (control$short.runs, short.rs): per dataset,
+    /// the end states of the short runs to continue, start `first_start + j`
+    /// from the j-th; empty for every other round.
+    pub resume: Vec<Option<Vec<Params>>>,
 }
 
 impl<'a> Work<'a> {
     /// The work of `task` on `datasets`, its starts drawn by the task's scheme.
     pub fn new(task: Task, datasets: Vec<Option<&'a Prepared>>) -> Work<'a> {
-        Work { task, datasets, refine: Vec::new() }
+        Work { task, datasets, refine: Vec::new(), resume: Vec::new() }
     }
 
     /// The initial parameters of start `start` of dataset `d` (rescaled
     /// units), what every engine starts from: drawn by the task's scheme
     /// (starts.rs), or in a refinement round the refinement's start; with
     /// the noise component's weight where the dataset has one
-    /// (Prepared::start).
+    /// (Prepared::start). In a continuation round, the short run's end
+    /// state as it is (it has its noise weight and ν already).
     pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
         let t = &self.task;
         let ds = self.datasets.get(d).copied().flatten()?;
+        if let Some(resume) = self.resume.get(d) {
+            let j = start.checked_sub(t.first_start)? as usize;
+            return resume.as_ref()?.get(j).copied();
+        }
         let p = match self.refine.get(d) {
             Some(r) => r.as_ref()?.start(start - t.first_start),
             None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start),
