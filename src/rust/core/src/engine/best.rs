@@ -264,4 +264,23 @@ mod tests {
         assert_eq!(b.starts_at_best(), 2);
         assert_eq!(b.first_failure, Some((2, Degenerate::NoStart)));
     }
+
+    #[test]
+    fn the_leaders_are_the_best_admissible_starts_whatever_the_order() {
+        let records = [(0, -10.0, false), (1, -5.0, true), (2, -10.0, false), (3, -12.0, false), (4, -4.0, true)];
+        let mut orders = vec![records.to_vec()];
+        orders.push(records.iter().rev().copied().collect());
+        orders.push(vec![records[3], records[1], records[4], records[0], records[2]]);
+        for order in orders {
+            let mut b = Best { leaders: Some(Leaders::new(4)), ..Best::new(false) };
+            b.record(5, Some(Params::zeroed(2)), None, false);
+            for (s, ll, spurious) in order {
+                b.record(s, Some(Params::zeroed(2)), fit(ll), spurious);
+            }
+            let kept: Vec<(u32, bool)> = b.leaders.unwrap().runs.iter().map(|&(s, sp, _)| (s, sp)).collect();
+            // admissible first, by log-likelihood, ties to the lowest start;
+            // the failed start 5 is never continued
+            assert_eq!(kept, [(0, false), (2, false), (3, false), (4, true)]);
+        }
+    }
 }
