@@ -135,18 +135,21 @@
 #' @param short.runs emEM: each dataset's starts are first run as
 #'   `short.runs` short runs of `short.iters` EM iterations each (drawn by
 #'   `starts`), and only the best `random.inits` of them (admissible ones
-#'   first, then by log-likelihood) are continued to convergence. A minor
-#'   mode's basin holds a percent or two of the drawn starts: `random.inits`
-#'   starts miss it more often than not, hundreds of short runs do not, and
-#'   a few iterations tell the short runs heading to a better optimum from
-#'   the others. 0 (the default) turns it off: every start runs to
-#'   convergence. Otherwise at least `random.inits`. The short runs' E-step
-#'   passes count in `attr(fits, "em_iterations")`; only the continued
-#'   starts count as starts (`starts_run`, `best_start`, `keep.starts`,
-#'   whose `init` is where the continuation began). A restart round
-#'   (`restarts`) draws the next `short.runs` short runs. Every engine runs
-#'   it; the continued starts depend only on the seed, the data and the
-#'   settings. Measured in `inst/bench/results-starts.md`.
+#'   first, then by log-likelihood) are run again from their draw to
+#'   convergence. A minor mode's basin holds a percent or two of the drawn
+#'   starts: `random.inits` starts miss it more often than not, hundreds
+#'   of short runs do not, and a few iterations tell many of those heading
+#'   to a better optimum from the others. A restart round (`restarts`)
+#'   continues the next `random.inits` short runs by rank for a dataset
+#'   with no admissible fit yet (short runs collapsing onto a few
+#'   observations climb fastest and may fill the first ones). 0 (the
+#'   default) turns it off: every start runs to convergence. Otherwise at
+#'   least `random.inits`. All short runs' E-step passes count in
+#'   `attr(fits, "em_iterations")`, and each continued start's count again
+#'   the short run's; only the continued starts count as starts
+#'   (`starts_run`, `best_start` numbered by rank, `keep.starts`). Every
+#'   engine runs it; the starts continued depend only on the seed, the data
+#'   and the settings. Measured in `inst/bench/results-starts.md`.
 #' @param short.iters EM iterations of each short run (default 5; SQUAREM's
 #'   extrapolated passes count as iterations, as in `max.iters`).
 #' @param devices The GPUs to use, numbered from 0 as

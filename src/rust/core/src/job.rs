@@ -177,9 +177,6 @@ impl Settings {
         if self.short_runs.runs > MAX_SHORT_RUNS {
             return bad("control$short.runs", format!("must be a whole number from 0 to {MAX_SHORT_RUNS}"));
         }
-        if u64::from(self.short_runs.runs) * (u64::from(self.restarts) + 1) > u64::from(u32::MAX) {
-            return bad("control$short.runs", "times the rounds (control$restarts + 1) must stay below 2^32".into());
-        }
         if self.short_runs.runs > 0 && self.short_runs.runs < self.starts {
             return bad("control$short.runs", "must be 0 or at least random.inits (the short runs continued)".into());
         }

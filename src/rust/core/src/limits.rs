@@ -153,9 +153,8 @@ pub const REFINE: u32 = 0;
 /// continued (emEM, short.rs).
 pub const SHORT_RUNS: u32 = 0;
 
-/// Most short runs per dataset and round (control$short.runs): far above
-/// what pays (results-starts.md), low enough that the rounds' start
-/// indices stay below 2^32 with control$restarts' 1,000 rounds.
+/// Most short runs per dataset (control$short.runs): far above what pays
+/// (results-starts.md).
 pub const MAX_SHORT_RUNS: u32 = 1_000_000;
 
 /// control$short.iters' default: EM iterations of each short run (short.rs);

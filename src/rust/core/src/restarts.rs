@@ -14,12 +14,13 @@ use crate::engine::{Engine, Work};
 use crate::error::Error;
 use crate::job::{ShortRuns, Task};
 use crate::refine::refinement;
-use crate::short::run_short_round;
+use crate::short::run_short_runs;
 
 /// Runs `w` on `engine`, then up to `restarts` restart rounds, each adding
 /// its work to `counters.total`; stops early when `cancel` is set (the
 /// caller then discards what was recorded). With `short` runs (K > 1),
-/// each round's starts are the best of its short runs, continued (short.rs).
+/// the starts are the best of the short runs, continued, and the restart
+/// rounds continue the next-best (short.rs).
 pub(crate) fn run_with_restarts(
     engine: &dyn Engine,
     w: &Work,
@@ -29,11 +30,10 @@ pub(crate) fn run_with_restarts(
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
-    let run = |work: &Work, round: u32| match short.runs > 0 && work.task.k > 1 {
-        true => run_short_round(engine, work, round, short, bests, cancel, counters),
-        false => engine.run(work, bests, cancel, counters),
-    };
-    run(w, 0)?;
+    if short.runs > 0 && w.task.k > 1 {
+        return run_short_runs(engine, w, restarts, short, bests, cancel, counters);
+    }
+    engine.run(w, bests, cancel, counters)?;
     for round in 1..=restarts {
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -43,7 +43,7 @@ pub(crate) fn run_with_restarts(
             break;
         }
         counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
-        run(&again, round)?;
+        engine.run(&again, bests, cancel, counters)?;
     }
     Ok(())
 }

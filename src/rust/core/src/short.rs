@@ -1,22 +1,31 @@
-//! emEM (control$short.runs; issue 31): a round's starts are first run as
+//! emEM (control$short.runs; issue 31): a dataset's starts are first run as
 //! many short runs of a few EM iterations each, and only the best
-//! random.inits of them are continued to convergence (Biernacki, Celeux &
+//! random.inits of them are run on to convergence (Biernacki, Celeux &
 //! Govaert 2003's "em-EM"). A minor mode's basin holds a percent or two of
 //! the drawn starts: twenty starts miss it more often than not, hundreds
-//! do not, and a few iterations are enough to tell the short runs that
-//! head to a better optimum from those that do not, at a fraction of a
-//! full run's passes.
+//! do not, and a few iterations tell many of the short runs that head to a
+//! better optimum from those that do not, at a fraction of a full run's
+//! passes.
 //!
 //! The short runs are a round of the engine like any other (the task's
 //! max_iters cut to control$short.iters), so every engine runs them; their
-//! end states are ranked in `Best::leaders`, whose order is total, so the
-//! continued starts depend only on the dataset, the seed and the settings.
-//! Short run i of round r is start draw r·N + i (N = control$short.runs);
-//! the continuation of the j-th best of round r is recorded as start
-//! r·random.inits + j, where the start of round r is without short runs,
-//! so restart and refinement rounds keep their numbering. Only the
+//! ranks are kept in `Best::leaders`, whose order is total, so the starts
+//! continued depend only on the dataset, the seed and the settings. A
+//! continued start is the short run's draw run again from its beginning
+//! with the full max.iters: it redoes the short run's iterations (their
+//! passes are counted again), and in exchange a call keeps 16 bytes per
+//! ranked short run, not its end state, and a fit's `init` is its draw.
+//!
+//! Short runs heading to a degenerate fit (a component collapsing onto a
+//! few observations) climb fastest and rank first, so the best
+//! random.inits may all fail (Nile as three inverse Gaussians: the best 20
+//! of 200). Restart rounds (control$restarts) therefore continue the next
+//! random.inits short runs by rank for a dataset with no admissible fit
+//! yet, not new draws. The continuation of the j-th ranked short run of
+//! round r is recorded as start r·random.inits + j, the numbering of the
+//! rounds without short runs, so refinement rounds keep theirs. Only the
 //! continued starts are recorded in the dataset's `Best` (its winner,
-//! control$keep.starts); the short runs' E-step passes are counted in
+//! control$keep.starts); every short run's E-step passes are counted in
 //! `Counters::em_iterations` like every other pass.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,60 +35,68 @@ use crate::engine::counters::Counters;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
 use crate::job::{ShortRuns, Task};
-use crate::params::Params;
 
-/// Runs round `round` of `w` (its datasets, `w.task.starts` continued
-/// starts numbered from `w.task.first_start`) as short runs and their best
-/// continued, recording the continued starts into `bests`. The caller has
-/// counted the continued starts in `counters.total`; the short runs are
-/// added here.
-pub(crate) fn run_short_round(
+/// Runs `w`'s starts as `short` runs and their best continued, then up to
+/// `restarts` rounds continuing the next-ranked for the datasets with no
+/// admissible fit, recording the continued starts into `bests`. The caller
+/// has counted the first round's continued starts in `counters.total`;
+/// the short runs and later rounds are added here.
+pub(crate) fn run_short_runs(
     engine: &dyn Engine,
     w: &Work,
-    round: u32,
+    restarts: u32,
     short: ShortRuns,
     bests: &Bests,
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
     let t = &w.task;
-    let task = Task {
-        starts: short.runs,
-        first_start: round * short.runs,
-        max_iters: short.iters.min(t.max_iters),
-        keep_starts: false,
-        ..*t
-    };
+    let task = Task { starts: short.runs, max_iters: short.iters.min(t.max_iters), keep_starts: false, ..*t };
     let runs = Work::new(task, w.datasets.clone());
     counters.total.fetch_add(runs.start_fits(), Ordering::Relaxed);
-    let ends = Bests::with_leaders(w.datasets.len(), t.starts as usize);
-    engine.run(&runs, &ends, cancel, counters)?;
-    if cancel.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    let resume: Vec<Option<Vec<Params>>> = (0..w.datasets.len())
-        .map(|d| {
-            ends.with(d, |b| {
-                let leaders = b.leaders.as_ref()?;
-                (!leaders.runs.is_empty()).then(|| leaders.runs.iter().map(|&(_, _, fit)| fit.params).collect())
-            })
-        })
+    let keep = (restarts as usize + 1).saturating_mul(t.starts as usize);
+    let ranked = Bests::with_leaders(w.datasets.len(), keep);
+    engine.run(&runs, &ranked, cancel, counters)?;
+    drop(runs);
+    // per dataset, its short runs' draws, best first
+    let order: Vec<Vec<u32>> = (0..w.datasets.len())
+        .map(|d| ranked.with(d, |b| b.leaders.as_ref().map_or(Vec::new(), |l| l.runs.iter().map(|r| r.0).collect())))
         .collect();
     // a dataset none of whose short runs finished has their failures as its
-    // record (its message names the first one's reason) and is not
-    // continued; restart rounds take it like any dataset without a winner
+    // record (its message names the first one's reason) and is not continued
     for (d, ds) in w.datasets.iter().enumerate() {
-        if ds.is_some() && resume[d].is_none() {
-            let (run, failure) = ends.with(d, |b| (b.starts_run, b.first_failure));
+        if ds.is_some() && order[d].is_empty() {
+            let (run, failure) = ranked.with(d, |b| (b.starts_run, b.first_failure));
             bests.with(d, |b| {
                 b.starts_run += run;
-                if b.first_failure.is_none() {
-                    b.first_failure = failure;
-                }
+                b.first_failure = failure;
             });
         }
     }
-    let datasets = w.datasets.iter().zip(&resume).map(|(ds, r)| ds.filter(|_| r.is_some())).collect();
-    let again = Work { resume, ..Work::new(*t, datasets) };
-    engine.run(&again, bests, cancel, counters)
+    drop(ranked);
+    let m = t.starts as usize;
+    for round in 0..=restarts {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let from = round as usize * m;
+        let picks: Vec<Option<Vec<u32>>> = (0..w.datasets.len())
+            .map(|d| {
+                let wanted = w.datasets[d].is_some()
+                    && order[d].len() > from
+                    && (round == 0 || bests.with(d, |b| b.winner.is_none()));
+                wanted.then(|| order[d][from..order[d].len().min(from + m)].to_vec())
+            })
+            .collect();
+        let datasets: Vec<_> = w.datasets.iter().zip(&picks).map(|(ds, p)| ds.filter(|_| p.is_some())).collect();
+        let again = Work { picks, ..Work::new(Task { first_start: round * t.starts, ..*t }, datasets) };
+        if again.start_fits() == 0 {
+            break;
+        }
+        if round > 0 {
+            counters.total.fetch_add(again.start_fits(), Ordering::Relaxed);
+        }
+        engine.run(&again, bests, cancel, counters)?;
+    }
+    Ok(())
 }

@@ -35,8 +35,9 @@ pub struct Best {
     /// Every start, when the call keeps them (control$keep.starts); in the
     /// order recorded, sorted by start when the fit is finished.
     pub starts: Option<Vec<StartRecord>>,
-    /// A short-run round's (control$short.runs, short.rs): the end states
-    /// of the best starts, to be continued; `None` in every other round.
+    /// A short-run round's (control$short.runs, short.rs): its best
+    /// starts, to be continued; `None` in every other round, and then
+    /// nothing else but the counts and the first failure is kept.
     pub leaders: Option<Leaders>,
 }
 
@@ -44,11 +45,13 @@ pub struct Best {
 /// before those the screen rejects, then by log-likelihood, ties to the
 /// lowest start index. A total order, so which starts are kept does not
 /// depend on the order they were recorded in (threads, chunks, engines).
+/// Only their indices and ranks are kept (16 bytes a start, not the
+/// end states' hundreds): a call holds one per dataset.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leaders {
     keep: usize,
-    /// Best first: (start, spurious, end state).
-    pub runs: Vec<(u32, bool, StartFit)>,
+    /// Best first: (start, spurious, log-likelihood at its end).
+    pub runs: Vec<(u32, bool, f64)>,
 }
 
 impl Leaders {
@@ -56,11 +59,11 @@ impl Leaders {
         Leaders { keep, runs: Vec::with_capacity(keep + 1) }
     }
 
-    fn offer(&mut self, start: u32, spurious: bool, fit: StartFit) {
-        let rank = |&(s, sp, f): &(u32, bool, StartFit)| (sp, std::cmp::Reverse(TotalF64(f.loglik)), s);
-        let at = self.runs.partition_point(|r| rank(r) < rank(&(start, spurious, fit)));
+    fn offer(&mut self, start: u32, spurious: bool, loglik: f64) {
+        let rank = |&(s, sp, ll): &(u32, bool, f64)| (sp, std::cmp::Reverse(TotalF64(ll)), s);
+        let at = self.runs.partition_point(|r| rank(r) < rank(&(start, spurious, loglik)));
         if at < self.keep {
-            self.runs.insert(at, (start, spurious, fit));
+            self.runs.insert(at, (start, spurious, loglik));
             self.runs.truncate(self.keep);
         }
     }
@@ -101,6 +104,15 @@ impl Best {
     /// drawn); `spurious`: its end state fails the screen.
     pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>, spurious: bool) {
         self.starts_run += 1;
+        if let Some(leaders) = &mut self.leaders {
+            match fit.map(|f| (f.outcome, f.loglik)) {
+                Some((Outcome::Converged | Outcome::MaxIters, loglik)) => leaders.offer(start, spurious, loglik),
+                Some((Outcome::Failed(why), _)) => self.record_failure(start, why),
+                Some((Outcome::Cancelled, _)) => {}
+                None => self.record_failure(start, Degenerate::NoStart),
+            }
+            return;
+        }
         if let Some(starts) = &mut self.starts {
             if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
                 starts.push(StartRecord {
@@ -120,9 +132,6 @@ impl Best {
             Outcome::Failed(why) => self.record_failure(start, why),
             Outcome::Cancelled => {}
             Outcome::Converged | Outcome::MaxIters => {
-                if let Some(leaders) = &mut self.leaders {
-                    leaders.offer(start, spurious, fit);
-                }
                 self.starts_ok += 1;
                 self.finished.push((fit.loglik, spurious));
                 let slot = if spurious {
@@ -271,15 +280,25 @@ mod tests {
         let mut orders = vec![records.to_vec()];
         orders.push(records.iter().rev().copied().collect());
         orders.push(vec![records[3], records[1], records[4], records[0], records[2]]);
+        let failed = Some(StartFit {
+            params: Params::zeroed(2),
+            loglik: 1.0,
+            iterations: 2,
+            outcome: Outcome::Failed(Degenerate::NotFinite),
+        });
         for order in orders {
             let mut b = Best { leaders: Some(Leaders::new(4)), ..Best::new(false) };
             b.record(5, Some(Params::zeroed(2)), None, false);
             for (s, ll, spurious) in order {
                 b.record(s, Some(Params::zeroed(2)), fit(ll), spurious);
             }
-            let kept: Vec<(u32, bool)> = b.leaders.unwrap().runs.iter().map(|&(s, sp, _)| (s, sp)).collect();
+            b.record(6, Some(Params::zeroed(2)), failed, false);
             // admissible first, by log-likelihood, ties to the lowest start;
-            // the failed start 5 is never continued
+            // the failed starts 5 and 6 are never continued, the first kept
+            assert_eq!(b.first_failure, Some((5, Degenerate::NoStart)));
+            assert_eq!(b.starts_run, 7);
+            assert!(b.winner.is_none() && b.finished.is_empty());
+            let kept: Vec<(u32, bool)> = b.leaders.unwrap().runs.iter().map(|&(s, sp, _)| (s, sp)).collect();
             assert_eq!(kept, [(0, false), (2, false), (3, false), (4, true)]);
         }
     }

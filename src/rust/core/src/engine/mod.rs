@@ -31,33 +31,33 @@ pub struct Work<'a> {
     /// components to move into it; empty for every other round.
     pub refine: Vec<Option<Refinement>>,
     /// A continuation round's (control$short.runs, short.rs): per dataset,
-    /// the end states of the short runs to continue, start `first_start + j`
-    /// from the j-th; empty for every other round.
-    pub resume: Vec<Option<Vec<Params>>>,
+    /// the draws of the short runs to continue, start `first_start + j`
+    /// being draw `picks[d][j]`; empty for every other round.
+    pub picks: Vec<Option<Vec<u32>>>,
 }
 
 impl<'a> Work<'a> {
     /// The work of `task` on `datasets`, its starts drawn by the task's scheme.
     pub fn new(task: Task, datasets: Vec<Option<&'a Prepared>>) -> Work<'a> {
-        Work { task, datasets, refine: Vec::new(), resume: Vec::new() }
+        Work { task, datasets, refine: Vec::new(), picks: Vec::new() }
     }
 
     /// The initial parameters of start `start` of dataset `d` (rescaled
     /// units), what every engine starts from: drawn by the task's scheme
     /// (starts.rs), or in a refinement round the refinement's start; with
     /// the noise component's weight where the dataset has one
-    /// (Prepared::start). In a continuation round, the short run's end
-    /// state as it is (it has its noise weight and ν already).
+    /// (Prepared::start). In a continuation round, the draw of the short
+    /// run it continues.
     pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
         let t = &self.task;
         let ds = self.datasets.get(d).copied().flatten()?;
-        if let Some(resume) = self.resume.get(d) {
-            let j = start.checked_sub(t.first_start)? as usize;
-            return resume.as_ref()?.get(j).copied();
-        }
+        let draw = match self.picks.get(d) {
+            Some(picks) => *picks.as_ref()?.get(start.checked_sub(t.first_start)? as usize)?,
+            None => start,
+        };
         let p = match self.refine.get(d) {
             Some(r) => r.as_ref()?.start(start - t.first_start),
-            None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start),
+            None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, draw),
         };
         p.map(|p| ds.start(p))
     }
