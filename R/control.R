@@ -139,10 +139,11 @@
 #'   convergence. A minor mode's basin holds a percent or two of the drawn
 #'   starts: `random.inits` starts miss it more often than not, hundreds
 #'   of short runs do not, and a few iterations tell many of those heading
-#'   to a better optimum from the others. A restart round (`restarts`)
-#'   continues the next `random.inits` short runs by rank for a dataset
-#'   with no admissible fit yet (short runs collapsing onto a few
-#'   observations climb fastest and may fill the first ones). 0 (the
+#'   to a better optimum from the others. Short runs collapsing onto a few
+#'   observations climb fastest and may fill every place, so a restart
+#'   round (`restarts`), for a dataset with no admissible fit yet, runs
+#'   the next `random.inits` draws (in index order, those not continued
+#'   already) to convergence, as without short runs. 0 (the
 #'   default) turns it off: every start runs to convergence. Otherwise at
 #'   least `random.inits`. All short runs' E-step passes count in
 #'   `attr(fits, "em_iterations")`, and each continued start's count again

@@ -37,10 +37,11 @@ use crate::error::Error;
 use crate::job::{ShortRuns, Task};
 
 /// Runs `w`'s starts as `short` runs and their best continued, then up to
-/// `restarts` rounds continuing the next-ranked for the datasets with no
-/// admissible fit, recording the continued starts into `bests`. The caller
-/// has counted the first round's continued starts in `counters.total`;
-/// the short runs and later rounds are added here.
+/// `restarts` rounds of the scheme's draws not continued yet, in index
+/// order, for the datasets with no admissible fit, recording every
+/// continued start into `bests`. The caller has counted the first round's
+/// starts in `counters.total`; the short runs and later rounds are added
+/// here.
 pub(crate) fn run_short_runs(
     engine: &dyn Engine,
     w: &Work,
@@ -54,8 +55,7 @@ pub(crate) fn run_short_runs(
     let task = Task { starts: short.runs, max_iters: short.iters.min(t.max_iters), keep_starts: false, ..*t };
     let runs = Work::new(task, w.datasets.clone());
     counters.total.fetch_add(runs.start_fits(), Ordering::Relaxed);
-    let keep = (restarts as usize + 1).saturating_mul(t.starts as usize);
-    let ranked = Bests::with_leaders(w.datasets.len(), keep);
+    let ranked = Bests::with_leaders(w.datasets.len(), t.starts as usize);
     engine.run(&runs, &ranked, cancel, counters)?;
     drop(runs);
     // per dataset, its short runs' draws, best first
@@ -63,7 +63,8 @@ pub(crate) fn run_short_runs(
         .map(|d| ranked.with(d, |b| b.leaders.as_ref().map_or(Vec::new(), |l| l.runs.iter().map(|r| r.0).collect())))
         .collect();
     // a dataset none of whose short runs finished has their failures as its
-    // record (its message names the first one's reason) and is not continued
+    // record (its message names the first one's reason); restart rounds
+    // take it like any other without a fit
     for (d, ds) in w.datasets.iter().enumerate() {
         if ds.is_some() && order[d].is_empty() {
             let (run, failure) = ranked.with(d, |b| (b.starts_run, b.first_failure));
@@ -79,18 +80,22 @@ pub(crate) fn run_short_runs(
         if cancel.load(Ordering::Relaxed) {
             break;
         }
-        let from = round as usize * m;
         let picks: Vec<Option<Vec<u32>>> = (0..w.datasets.len())
-            .map(|d| {
-                let wanted = w.datasets[d].is_some()
-                    && order[d].len() > from
-                    && (round == 0 || bests.with(d, |b| b.winner.is_none()));
-                wanted.then(|| order[d][from..order[d].len().min(from + m)].to_vec())
+            .map(|d| match round {
+                0 => (w.datasets[d].is_some() && !order[d].is_empty()).then(|| order[d].clone()),
+                _ => (w.datasets[d].is_some() && bests.with(d, |b| b.winner.is_none())).then(|| {
+                    // the (round − 1)-th m draws of those not continued in round 0
+                    let skip = (round as usize - 1) * m;
+                    (0..u32::MAX).filter(|i| !order[d].contains(i)).skip(skip).take(m).collect()
+                }),
             })
             .collect();
         let datasets: Vec<_> = w.datasets.iter().zip(&picks).map(|(ds, p)| ds.filter(|_| p.is_some())).collect();
         let again = Work { picks, ..Work::new(Task { first_start: round * t.starts, ..*t }, datasets) };
         if again.start_fits() == 0 {
+            if round == 0 {
+                continue;
+            }
             break;
         }
         if round > 0 {
