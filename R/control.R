@@ -256,7 +256,7 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
     restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
     refine = as.integer(check_whole(refine, "control$refine", 0, model_limits()$max_refine)),
     short.runs = as.integer(check_whole(short.runs, "control$short.runs", 0, model_limits()$max_short_runs)),
-    short.iters = as.integer(check_whole(short.iters, "control$short.iters", 1, 1e6)),
+    short.iters = as.integer(check_whole(short.iters, "control$short.iters", 1, .Machine$integer.max)),
     devices = check_devices(devices),
     future = future, shards = shards,
     tuning = check_tuning(tuning),

@@ -63,10 +63,15 @@ pub(crate) fn run_short_runs(
         .map(|d| ranked.with(d, |b| b.leaders.as_ref().map_or(Vec::new(), |l| l.runs.iter().map(|r| r.0).collect())))
         .collect();
     // a dataset none of whose short runs finished has their failures as its
-    // record (its message names the first one's reason); restart rounds
-    // take it like any other without a fit
+    // record (its message names the first one's reason), and none of the
+    // first round's starts the caller counted; restart rounds take it like
+    // any other without a fit
     for (d, ds) in w.datasets.iter().enumerate() {
         if ds.is_some() && order[d].is_empty() {
+            // saturating: a caller that counted otherwise (the bootstrap)
+            // must not see the total wrap
+            let less = |total: usize| Some(total.saturating_sub(t.starts as usize));
+            let _ = counters.total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, less);
             let (run, failure) = ranked.with(d, |b| (b.starts_run, b.first_failure));
             bests.with(d, |b| {
                 b.starts_run += run;
