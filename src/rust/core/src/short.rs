@@ -8,24 +8,29 @@
 //! passes.
 //!
 //! The short runs are a round of the engine like any other (the task's
-//! max_iters cut to control$short.iters), so every engine runs them; their
-//! ranks are kept in `Best::leaders`, whose order is total, so the starts
-//! continued depend only on the dataset, the seed and the settings. A
-//! continued start is the short run's draw run again from its beginning
-//! with the full max.iters: it redoes the short run's iterations (their
-//! passes are counted again), and in exchange a call keeps 16 bytes per
-//! ranked short run, not its end state, and a fit's `init` is its draw.
+//! max_iters cut to control$short.iters), so every engine runs them; the
+//! best random.inits by rank are kept in `Best::leaders`, whose order is
+//! total, so the starts continued depend only on the dataset, the seed and
+//! the settings. A continued start is the short run's draw run again from
+//! its beginning with the full max.iters: it redoes the short run's
+//! iterations (their passes are counted again), and in exchange a call
+//! keeps 16 bytes per leader, not its end state, and a fit's `init` is
+//! its draw.
 //!
 //! Short runs heading to a degenerate fit (a component collapsing onto a
 //! few observations) climb fastest and rank first, so the best
-//! random.inits may all fail (Nile as three inverse Gaussians: the best 20
-//! of 200). Restart rounds (control$restarts) therefore continue the next
-//! random.inits short runs by rank for a dataset with no admissible fit
-//! yet, not new draws. The continuation of the j-th ranked short run of
-//! round r is recorded as start r·random.inits + j, the numbering of the
-//! rounds without short runs, so refinement rounds keep theirs. Only the
-//! continued starts are recorded in the dataset's `Best` (its winner,
-//! control$keep.starts); every short run's E-step passes are counted in
+//! random.inits may all fail: airquality$Ozone as three inverse Gaussians,
+//! where the best 100 of 200 partition short runs all collapse onto the
+//! same five smallest values, so that continuing the next-ranked left it
+//! without any fit (results-starts.md). A restart round (control$restarts)
+//! therefore runs, for a dataset with no admissible fit yet, the scheme's
+//! next random.inits draws in index order, skipping those continued
+//! already, as a round without short runs would. The continuation of the
+//! j-th short run by rank is recorded as start j, restart round r's j-th
+//! start as r·random.inits + j: the numbering of the rounds without short
+//! runs, so refinement rounds keep theirs. Only the continued starts are
+//! recorded in the dataset's `Best` (its winner, control$keep.starts);
+//! every short run's E-step passes are counted in
 //! `Counters::em_iterations` like every other pass.
 
 use std::sync::atomic::{AtomicBool, Ordering};
