@@ -133,6 +133,28 @@
 #'   100 starts, on an H100: 0.35-0.49 s without, 0.49 s with
 #'   `refine = 2`; `inst/bench/results-starts.md`,
 #'   `inst/bench/results-families.md`).
+#' @param short.runs emEM: each dataset's starts are first run as
+#'   `short.runs` short runs of `short.iters` EM iterations each (drawn by
+#'   `starts`), and only the best `random.inits` of them (admissible ones
+#'   first, then by log-likelihood) are run again from their draw to
+#'   convergence. A minor mode's basin holds a percent or two of the drawn
+#'   starts: `random.inits` starts miss it more often than not, hundreds
+#'   of short runs do not, and a few iterations tell many of those heading
+#'   to a better optimum from the others. Short runs collapsing onto a few
+#'   observations climb fastest and may fill every place, so a restart
+#'   round (`restarts`), for a dataset with no admissible fit yet, runs
+#'   the next `random.inits` draws (in index order, those not continued
+#'   already) to convergence, as without short runs. 0 (the
+#'   default) turns it off: every start runs to convergence. Otherwise at
+#'   least `random.inits`. All short runs' E-step passes count in
+#'   `attr(fits, "em_iterations")`, and each continued start's count again
+#'   the short run's; only the continued starts count as starts
+#'   (`starts_run`, `best_start` numbered by rank, `keep.starts`). Every
+#'   engine runs it; the starts continued depend only on the seed, the data
+#'   and the settings. Measured in `inst/bench/results-starts.md`.
+#' @param short.iters EM iterations of each short run (default 10: 5 rank
+#'   the short runs poorly, 10-20 well; SQUAREM's extrapolated passes count
+#'   as iterations, as in `max.iters`).
 #' @param devices The GPUs to use, numbered from 0 as
 #'   [bulkem_gpu_info()] lists them (CUDA's numbering); default `NULL`,
 #'   every GPU. `cuda-batched` shares its chunks of work among them, one
@@ -212,6 +234,7 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
                            spurious.count.ratio = default_screen("count.ratio"),
                            spurious.distinct = default_screen("distinct"),
                            restarts = model_limits()$restarts, refine = model_limits()$refine,
+                           short.runs = model_limits()$short_runs, short.iters = model_limits()$short_iters,
                            devices = NULL,
                            future = FALSE, shards = NULL, tuning = list(),
                            starts = "random") {
@@ -234,6 +257,8 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
     spurious.distinct = check_whole(spurious.distinct, "control$spurious.distinct", 0, 8),
     restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
     refine = as.integer(check_whole(refine, "control$refine", 0, model_limits()$max_refine)),
+    short.runs = as.integer(check_whole(short.runs, "control$short.runs", 0, model_limits()$max_short_runs)),
+    short.iters = as.integer(check_whole(short.iters, "control$short.iters", 1, .Machine$integer.max)),
     devices = check_devices(devices),
     future = future, shards = shards,
     tuning = check_tuning(tuning),

@@ -8,7 +8,9 @@
 #             datasets with a minor mode of 2-5% of the data
 #   Rscript inst/bench/starts.R [corpus=defaults|heldout] [ref=1000]
 #           [schemes=random,partition,partition+r2] [starts=10,20,40] [seeds=2,3]
-# ("partition+r2": control$starts = "partition", control$refine = 2)
+#           [ratio=0.001] (control$spurious.ratio of every call, references included)
+# ("partition+r2": control$starts = "partition", control$refine = 2;
+# "random+s200x5": control$short.runs = 200, control$short.iters = 5, emEM)
 # Results: inst/bench/results-starts.md.
 #
 # Reference of a dataset: the best admissible log-likelihood of two
@@ -34,6 +36,7 @@ ref_starts <- as.integer(arg("ref", "1000"))
 schemes <- strsplit(arg("schemes", "random,partition,mixed"), ",")[[1]]
 starts_grid <- as.integer(strsplit(arg("starts", "10,20,40"), ",")[[1]])
 seeds <- as.integer(strsplit(arg("seeds", "2,3"), ",")[[1]])
+ratio <- as.numeric(arg("ratio", "0.001"))
 threads <- 2
 
 if (which_corpus == "defaults") {
@@ -81,10 +84,16 @@ group <- vapply(corpus, function(e) paste(e$family, e$k), "")
 groups <- split(seq_along(corpus), group)
 src <- vapply(corpus, `[[`, "", "source")
 
-# a scheme "partition+r2" is control$starts = "partition" with control$refine = 2
+# a scheme "partition+r2" is control$starts = "partition" with control$refine
+# = 2; "+s200x5": control$short.runs = 200, control$short.iters = 5 (emEM)
 run_setting <- function(scheme, starts, seed, epsilon = 1e-6) {
-  refine <- if (grepl("+r", scheme, fixed = TRUE)) as.integer(sub(".*\\+r", "", scheme)) else 0L
-  scheme <- sub("\\+r.*", "", scheme)
+  part <- function(re, default) {
+    m <- regmatches(scheme, regexec(re, scheme))[[1]]
+    if (length(m)) as.integer(m[-1]) else default
+  }
+  refine <- part("\\+r([0-9]+)", 0L)
+  short <- part("\\+s([0-9]+)x([0-9]+)", c(0L, 5L))
+  scheme <- sub("\\+.*", "", scheme)
   out <- list(ll = rep(NA_real_, length(corpus)), ok = rep(FALSE, length(corpus)),
               min_count = rep(NA_real_, length(corpus)), passes = 0, secs = 0)
   for (g in groups) {
@@ -92,7 +101,8 @@ run_setting <- function(scheme, starts, seed, epsilon = 1e-6) {
     t0 <- proc.time()[["elapsed"]]
     fits <- suppressWarnings(bulkem(lapply(corpus[g], `[[`, "x"), num.components = e$k,
       random.inits = starts, epsilon = epsilon, family = e$family, seed = seed, use.gpu = FALSE,
-      control = list(threads = threads, starts = scheme, refine = refine, standard.errors = FALSE)),
+      control = list(threads = threads, starts = scheme, refine = refine, short.runs = short[1],
+                     short.iters = short[2], spurious.ratio = ratio, standard.errors = FALSE)),
       classes = "bulkem_warning_convergence")
     out$secs <- out$secs + proc.time()[["elapsed"]] - t0
     out$passes <- out$passes + attr(fits, "em_iterations")
@@ -113,13 +123,13 @@ cat(sprintf("corpus %s: %d datasets, n %d..%d (mean %.0f), K %s\n", which_corpus
 ref_file <- Sys.getenv("BULKEM_STARTS_REF")
 if (nzchar(ref_file) && file.exists(ref_file)) {
   refs <- readRDS(ref_file)
-  stopifnot(identical(refs$key, c(which_corpus, ref_starts)))
+  stopifnot(identical(refs$key, c(which_corpus, ref_starts, if (ratio != 0.001) ratio)))
   ref_r <- refs$ref_r
   ref_p <- refs$ref_p
 } else {
   ref_r <- run_setting("random", ref_starts, 1, epsilon = 1e-8)
   ref_p <- run_setting("partition", ref_starts %/% 5, 1, epsilon = 1e-8)
-  if (nzchar(ref_file)) saveRDS(list(key = c(which_corpus, ref_starts), ref_r = ref_r, ref_p = ref_p), ref_file)
+  if (nzchar(ref_file)) saveRDS(list(key = c(which_corpus, ref_starts, if (ratio != 0.001) ratio), ref_r = ref_r, ref_p = ref_p), ref_file)
 }
 cat(sprintf("references: %d random starts %.0f s, %d partition starts %.0f s\n", ref_starts, ref_r$secs,
             ref_starts %/% 5, ref_p$secs))

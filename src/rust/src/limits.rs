@@ -2,19 +2,22 @@
 //! never keeps a copy of its own.
 
 use bulkem_core::limits::{
-    free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, OBS_PER_COMPONENT, REFINE, RESTARTS,
+    free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, MAX_SHORT_RUNS, OBS_PER_COMPONENT, REFINE, RESTARTS,
+    SHORT_ITERS, SHORT_RUNS,
 };
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
 /// `list(max_components, free_parameters, shape_names, spurious, restarts,
-/// refine, max_refine, obs_per_component, df_range)`: the largest K, the free
+/// refine, max_refine, short_runs, max_short_runs, short_iters,
+/// obs_per_component, df_range)`: the largest K, the free
 /// parameters of each K = 1 .. max_components, the shape parameter's name
 /// by family, the spurious-solution screen's default thresholds (ratio,
 /// count, count.ratio, distinct), control$restarts' and control$refine's
-/// defaults, refine's largest value, the observations a dataset needs per
-/// component, and the range of Student's t's degrees of freedom.
+/// defaults, refine's largest value, control$short.runs' default and
+/// largest value, control$short.iters' default, the observations a dataset
+/// needs per component, and the range of Student's t's degrees of freedom.
 /// @noRd
 #[extendr]
 fn model_limits_() -> List {
@@ -33,6 +36,9 @@ fn model_limits_() -> List {
         restarts = RESTARTS as i32,
         refine = REFINE as i32,
         max_refine = MAX_REFINE as i32,
+        short_runs = SHORT_RUNS as i32,
+        max_short_runs = MAX_SHORT_RUNS as i32,
+        short_iters = SHORT_ITERS as i32,
         obs_per_component = OBS_PER_COMPONENT as i32,
         df_range = vec![DF_MIN, DF_MAX]
     )

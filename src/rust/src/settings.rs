@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{EngineKind, Error, Family, Settings, StartScheme, Support, Tuning};
+use bulkem_core::{EngineKind, Error, Family, Settings, ShortRuns, StartScheme, Support, Tuning};
 use extendr_api::prelude::*;
 
 use crate::error::Stop;
@@ -146,6 +146,7 @@ impl Call {
             },
             restarts: s.count("restarts")?,
             refine: s.count("refine")?,
+            short_runs: ShortRuns { runs: s.count("short.runs")?, iters: s.count("short.iters")? },
             devices: s.counts("devices")?,
             standard_errors: s.flag("standard.errors")?,
             noise: s.flag("noise")?,

@@ -41,6 +41,7 @@ fn main() {
             screen: Default::default(),
             restarts: 0,
             refine: 0,
+            short_runs: Default::default(),
             devices: Vec::new(),
             standard_errors: true,
             noise: false,

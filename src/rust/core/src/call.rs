@@ -146,7 +146,7 @@ fn run_into(
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
         let (restarts, refine) = (job.settings.restarts, job.settings.refine);
-        run_with_restarts(engine, w, restarts, &bests, cancel, counters)?;
+        run_with_restarts(engine, w, restarts, job.settings.short_runs, &bests, cancel, counters)?;
         finishing.store(true, Ordering::Release);
         run_refinement(engine, w, refine, restarts, &bests, threads, cancel, counters)?;
         if cancel.load(Ordering::Relaxed) {
@@ -235,6 +235,7 @@ mod tests {
                 screen: Default::default(),
                 restarts: 0,
                 refine: 0,
+                short_runs: Default::default(),
                 devices: Vec::new(),
                 standard_errors: false,
                 noise,
@@ -287,6 +288,7 @@ mod tests {
                     screen: Default::default(),
                     restarts: 2,
                     refine: 0,
+                    short_runs: Default::default(),
                     devices: Vec::new(),
                     standard_errors: true,
                     noise: false,

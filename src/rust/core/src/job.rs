@@ -2,7 +2,9 @@
 //! what it gets back (`Fit`).
 
 use crate::error::Error;
-use crate::limits::{free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE};
+use crate::limits::{
+    free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, MAX_SHORT_RUNS, SHORT_ITERS, SHORT_RUNS,
+};
 use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
@@ -67,6 +69,8 @@ pub struct Settings {
     /// least, each seeding K refinement starts from that fit (refine.rs);
     /// 0: none.
     pub refine: u32,
+    /// `control$short.runs` and `control$short.iters`: emEM (short.rs).
+    pub short_runs: ShortRuns,
     /// `control$devices`: the GPUs a CUDA engine runs on, by CUDA ordinal;
     /// empty: every GPU.
     pub devices: Vec<usize>,
@@ -80,6 +84,21 @@ pub struct Settings {
     /// every component or one per component (with one K); empty: ν is
     /// estimated.
     pub df: Vec<f64>,
+}
+
+/// emEM (short.rs): per dataset and round, `runs` short runs of `iters`
+/// EM iterations each, of which the best `random.inits` are continued to
+/// convergence; `runs` 0 (the default): every start runs to convergence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShortRuns {
+    pub runs: u32,
+    pub iters: u32,
+}
+
+impl Default for ShortRuns {
+    fn default() -> ShortRuns {
+        ShortRuns { runs: SHORT_RUNS, iters: SHORT_ITERS }
+    }
 }
 
 /// The settings of one K of a job: what an engine runs.
@@ -154,6 +173,15 @@ impl Settings {
         }
         if self.refine > MAX_REFINE {
             return bad("control$refine", format!("must be a whole number from 0 to {MAX_REFINE}"));
+        }
+        if self.short_runs.runs > MAX_SHORT_RUNS {
+            return bad("control$short.runs", format!("must be a whole number from 0 to {MAX_SHORT_RUNS}"));
+        }
+        if self.short_runs.runs > 0 && self.short_runs.runs < self.starts {
+            return bad("control$short.runs", "must be 0 or at least random.inits (the short runs continued)".into());
+        }
+        if self.short_runs.iters < 1 {
+            return bad("control$short.iters", "must be at least 1".into());
         }
         let max_k = self.components.iter().copied().max().unwrap_or(1) as u64;
         if u64::from(self.starts) * (u64::from(self.restarts) + 1) + u64::from(self.refine) * max_k

@@ -19,7 +19,8 @@
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
 //! - the call: its fits as they become final, `finals`; one dataset's fit
-//!   from its best start, `finish`; restart and refinement rounds, `restarts`; choosing K,
+//!   from its best start, `finish`; restart and refinement rounds, `restarts`; short runs
+//!   whose best are continued (emEM), `short`; choosing K,
 //!   `choose_k`; the call over them, `call`; the parametric bootstrap's bulk
 //!   job: `bootstrap`.
 
@@ -59,6 +60,7 @@ mod refine;
 mod restarts;
 mod saddle;
 pub mod screen;
+mod short;
 mod simulate;
 pub mod special;
 mod starts;
@@ -72,7 +74,7 @@ pub use engine::queue::drop_in_background;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
 pub use finals::Finals;
-pub use job::{Fit, Job, KSummary, Settings};
+pub use job::{Fit, Job, KSummary, Settings, ShortRuns};
 pub use limits::MAX_COMPONENTS;
 pub use noise::Support;
 pub use outcome::{Outcome, StartRecord, Status};

@@ -148,6 +148,20 @@ pub const MAX_REFINE: u32 = 8;
 /// round (refine.rs); chosen by inst/bench/starts.R (results-starts.md).
 pub const REFINE: u32 = 0;
 
+/// control$short.runs' default: 0, every start run to convergence; with
+/// N > 0, N short runs per dataset, the best random.inits of them
+/// continued (emEM, short.rs).
+pub const SHORT_RUNS: u32 = 0;
+
+/// Most short runs per dataset (control$short.runs): far above what pays
+/// (results-starts.md).
+pub const MAX_SHORT_RUNS: u32 = 1_000_000;
+
+/// control$short.iters' default: EM iterations of each short run (short.rs);
+/// chosen by inst/bench/starts.R (results-starts.md: 5 iterations rank the
+/// short runs poorly, 10 to 20 well, and 10 costs half of 20).
+pub const SHORT_ITERS: u32 = 10;
+
 /// The gamma's shape (special.rs's `gamma_shape`, in every M-step): Newton
 /// steps at most, and the relative change at which they stop.
 pub const GAMMA_SHAPE_STEPS: u32 = 50;

@@ -12,20 +12,27 @@ use crate::engine::counters::Counters;
 use crate::engine::queue;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
-use crate::job::Task;
+use crate::job::{ShortRuns, Task};
 use crate::refine::refinement;
+use crate::short::run_short_runs;
 
 /// Runs `w` on `engine`, then up to `restarts` restart rounds, each adding
 /// its work to `counters.total`; stops early when `cancel` is set (the
-/// caller then discards what was recorded).
+/// caller then discards what was recorded). With `short` runs (K > 1),
+/// the starts are the best of the short runs, continued, and the restart
+/// rounds continue the next-best (short.rs).
 pub(crate) fn run_with_restarts(
     engine: &dyn Engine,
     w: &Work,
     restarts: u32,
+    short: ShortRuns,
     bests: &Bests,
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
+    if short.runs > 0 && w.task.k > 1 {
+        return run_short_runs(engine, w, restarts, short, bests, cancel, counters);
+    }
     engine.run(w, bests, cancel, counters)?;
     for round in 1..=restarts {
         if cancel.load(Ordering::Relaxed) {

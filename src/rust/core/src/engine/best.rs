@@ -35,6 +35,56 @@ pub struct Best {
     /// Every start, when the call keeps them (control$keep.starts); in the
     /// order recorded, sorted by start when the fit is finished.
     pub starts: Option<Vec<StartRecord>>,
+    /// A short-run round's (control$short.runs, short.rs): its best
+    /// starts, to be continued; `None` in every other round, and then
+    /// nothing else but the counts and the first failure is kept.
+    pub leaders: Option<Leaders>,
+}
+
+/// The best `keep` finished starts of a short-run round: admissible ones
+/// before those the screen rejects, then by log-likelihood, ties to the
+/// lowest start index. A total order, so which starts are kept does not
+/// depend on the order they were recorded in (threads, chunks, engines).
+/// Only their indices and ranks are kept (16 bytes a start, not the
+/// end states' hundreds): a call holds one per dataset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leaders {
+    keep: usize,
+    /// Best first: (start, spurious, log-likelihood at its end).
+    pub runs: Vec<(u32, bool, f64)>,
+}
+
+impl Leaders {
+    pub fn new(keep: usize) -> Leaders {
+        Leaders { keep, runs: Vec::with_capacity(keep + 1) }
+    }
+
+    fn offer(&mut self, start: u32, spurious: bool, loglik: f64) {
+        let rank = |&(s, sp, ll): &(u32, bool, f64)| (sp, std::cmp::Reverse(TotalF64(ll)), s);
+        let at = self.runs.partition_point(|r| rank(r) < rank(&(start, spurious, loglik)));
+        if at < self.keep {
+            self.runs.insert(at, (start, spurious, loglik));
+            self.runs.truncate(self.keep);
+        }
+    }
+}
+
+/// An f64 ordered by `total_cmp`, for sort keys.
+#[derive(Clone, Copy, PartialEq)]
+struct TotalF64(f64);
+
+impl Eq for TotalF64 {}
+
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +104,15 @@ impl Best {
     /// drawn); `spurious`: its end state fails the screen.
     pub fn record(&mut self, start: u32, init: Option<Params>, fit: Option<StartFit>, spurious: bool) {
         self.starts_run += 1;
+        if let Some(leaders) = &mut self.leaders {
+            match fit.map(|f| (f.outcome, f.loglik)) {
+                Some((Outcome::Converged | Outcome::MaxIters, loglik)) => leaders.offer(start, spurious, loglik),
+                Some((Outcome::Failed(why), _)) => self.record_failure(start, why),
+                Some((Outcome::Cancelled, _)) => {}
+                None => self.record_failure(start, Degenerate::NoStart),
+            }
+            return;
+        }
         if let Some(starts) = &mut self.starts {
             if fit.is_none_or(|f| f.outcome != Outcome::Cancelled) {
                 starts.push(StartRecord {
@@ -132,6 +191,14 @@ impl<'a> Bests<'a> {
         Bests { slots: (0..datasets).map(|_| Mutex::new(Best::new(keep_starts))).collect(), settled: None }
     }
 
+    /// Like `new` (no start kept), each dataset keeping the ranks of its
+    /// best `keep` starts (`Best::leaders`), for a short-run round.
+    pub fn with_leaders(datasets: usize, keep: usize) -> Bests<'a> {
+        let slots =
+            (0..datasets).map(|_| Mutex::new(Best { leaders: Some(Leaders::new(keep)), ..Best::new(false) })).collect();
+        Bests { slots, settled: None }
+    }
+
     /// Like `new`, with `settled` called on the datasets an engine settles.
     pub fn with_settled(datasets: usize, keep_starts: bool, settled: Settled<'a>) -> Bests<'a> {
         Bests { settled: Some(settled), ..Bests::new(datasets, keep_starts) }
@@ -205,5 +272,34 @@ mod tests {
         assert_eq!((w.start, spurious), (0, true));
         assert_eq!(b.starts_at_best(), 2);
         assert_eq!(b.first_failure, Some((2, Degenerate::NoStart)));
+    }
+
+    #[test]
+    fn the_leaders_are_the_best_admissible_starts_whatever_the_order() {
+        let records = [(0, -10.0, false), (1, -5.0, true), (2, -10.0, false), (3, -12.0, false), (4, -4.0, true)];
+        let mut orders = vec![records.to_vec()];
+        orders.push(records.iter().rev().copied().collect());
+        orders.push(vec![records[3], records[1], records[4], records[0], records[2]]);
+        let failed = Some(StartFit {
+            params: Params::zeroed(2),
+            loglik: 1.0,
+            iterations: 2,
+            outcome: Outcome::Failed(Degenerate::NotFinite),
+        });
+        for order in orders {
+            let mut b = Best { leaders: Some(Leaders::new(4)), ..Best::new(false) };
+            b.record(5, Some(Params::zeroed(2)), None, false);
+            for (s, ll, spurious) in order {
+                b.record(s, Some(Params::zeroed(2)), fit(ll), spurious);
+            }
+            b.record(6, Some(Params::zeroed(2)), failed, false);
+            // admissible first, by log-likelihood, ties to the lowest start;
+            // the failed starts 5 and 6 are never continued, the first kept
+            assert_eq!(b.first_failure, Some((5, Degenerate::NoStart)));
+            assert_eq!(b.starts_run, 7);
+            assert!(b.winner.is_none() && b.finished.is_empty());
+            let kept: Vec<(u32, bool)> = b.leaders.unwrap().runs.iter().map(|&(s, sp, _)| (s, sp)).collect();
+            assert_eq!(kept, [(0, false), (2, false), (3, false), (4, true)]);
+        }
     }
 }

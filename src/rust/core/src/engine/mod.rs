@@ -30,25 +30,34 @@ pub struct Work<'a> {
     /// A refinement round's (refine.rs): per dataset, the best fit and the
     /// components to move into it; empty for every other round.
     pub refine: Vec<Option<Refinement>>,
+    /// A continuation round's (control$short.runs, short.rs): per dataset,
+    /// the draws of the short runs to continue, start `first_start + j`
+    /// being draw `picks[d][j]`; empty for every other round.
+    pub picks: Vec<Option<Vec<u32>>>,
 }
 
 impl<'a> Work<'a> {
     /// The work of `task` on `datasets`, its starts drawn by the task's scheme.
     pub fn new(task: Task, datasets: Vec<Option<&'a Prepared>>) -> Work<'a> {
-        Work { task, datasets, refine: Vec::new() }
+        Work { task, datasets, refine: Vec::new(), picks: Vec::new() }
     }
 
     /// The initial parameters of start `start` of dataset `d` (rescaled
     /// units), what every engine starts from: drawn by the task's scheme
     /// (starts.rs), or in a refinement round the refinement's start; with
     /// the noise component's weight where the dataset has one
-    /// (Prepared::start).
+    /// (Prepared::start). In a continuation round, the draw of the short
+    /// run it continues.
     pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
         let t = &self.task;
         let ds = self.datasets.get(d).copied().flatten()?;
+        let draw = match self.picks.get(d) {
+            Some(picks) => *picks.as_ref()?.get(start.checked_sub(t.first_start)? as usize)?,
+            None => start,
+        };
         let p = match self.refine.get(d) {
             Some(r) => r.as_ref()?.start(start - t.first_start),
-            None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, start),
+            None => initial_params(t.family, t.start_scheme, ds, t.k, t.seed, draw),
         };
         p.map(|p| ds.start(p))
     }
