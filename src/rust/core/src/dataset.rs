@@ -12,6 +12,8 @@
 use std::fmt;
 
 use crate::estep::{e_step, e_step_noisy};
+use std::sync::OnceLock;
+
 use crate::family::{self, with_family, ComponentFamily};
 use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
@@ -40,6 +42,8 @@ pub struct Prepared {
     pub noise: Option<Noise>,
     /// Student's t: the user's fixed ν (Settings::df); empty: estimated.
     pub fixed_df: Vec<f64>,
+    /// `x` in ascending order, made on first use (`sorted`).
+    sorted: OnceLock<Vec<f64>>,
 }
 
 /// Why a dataset cannot be fitted; each reads after "dataset".
@@ -138,6 +142,19 @@ impl fmt::Display for Invalid {
 }
 
 impl Prepared {
+    /// The rescaled observations in ascending order (`f64::total_cmp`),
+    /// sorted once, when first asked for: every partition start of the
+    /// dataset cuts them (starts.rs), hundreds per dataset with
+    /// control$short.runs, and a sort per start cost more than its fit on
+    /// a GPU.
+    pub fn sorted(&self) -> &[f64] {
+        self.sorted.get_or_init(|| {
+            let mut s = self.x.clone();
+            s.sort_unstable_by(f64::total_cmp);
+            s
+        })
+    }
+
     /// The dataset with a noise component over `support` (the data's units;
     /// `values` are the data the dataset was prepared from).
     pub fn with_noise(mut self, support: Support, values: &[f64]) -> Prepared {
@@ -376,6 +393,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         init: None,
         noise: None,
         fixed_df: Vec::new(),
+        sorted: OnceLock::new(),
     })
 }
 

@@ -182,18 +182,25 @@ fn block_params(family: Family, sorted: &[f64], blocks: &[(usize, usize)], sprea
     Some(p)
 }
 
-/// Partition start `j` on (rescaled) data `x`: the data sorted (a copy),
-/// cut into K contiguous blocks as `cut_of(j)` says, each component the ML
-/// estimate of its block, weights the blocks' shares. Cuts whose blocks are
-/// degenerate are redrawn; after PARTITION_TRIES a random start is drawn
-/// instead (as is one where n < 3K).
-pub fn partition_start(family: Family, x: &[f64], k: usize, spread: f64, j: u32, rng: &mut Pcg64) -> Option<Params> {
-    let n = x.len();
+/// Partition start `j` on (rescaled) data `x`, `sorted` the same in
+/// ascending order (Prepared::sorted): cut into K contiguous blocks as
+/// `cut_of(j)` says, each component the ML estimate of its block, weights
+/// the blocks' shares. Cuts whose blocks are degenerate are redrawn; after
+/// PARTITION_TRIES a random start is drawn from `x` instead (as is one
+/// where n < 3K).
+pub fn partition_start(
+    family: Family,
+    x: &[f64],
+    sorted: &[f64],
+    k: usize,
+    spread: f64,
+    j: u32,
+    rng: &mut Pcg64,
+) -> Option<Params> {
+    let n = sorted.len();
     if k == 0 || n < OBS_PER_COMPONENT * k {
         return draw_start(family, x, k, spread, rng);
     }
-    let mut sorted = x.to_vec();
-    sorted.sort_unstable_by(f64::total_cmp);
     let own = cut_of(j, k);
     for attempt in 0..PARTITION_TRIES {
         let cut = match own {
@@ -202,7 +209,7 @@ pub fn partition_start(family: Family, x: &[f64], k: usize, spread: f64, j: u32,
             c => c,
         };
         let Some(blocks) = blocks_of(cut, n, k, rng) else { continue };
-        if let Some(p) = block_params(family, &sorted, &blocks, spread) {
+        if let Some(p) = block_params(family, sorted, &blocks, spread) {
             return Some(p);
         }
     }
@@ -227,8 +234,10 @@ pub fn initial_params(
     let rng = &mut start_rng(seed, ds.hash, start);
     match scheme {
         StartScheme::Random => draw_start(family, &ds.x, k, ds.spread, rng),
-        StartScheme::Partition => partition_start(family, &ds.x, k, ds.spread, start, rng),
-        StartScheme::Mixed if start.is_multiple_of(2) => partition_start(family, &ds.x, k, ds.spread, start / 2, rng),
+        StartScheme::Partition => partition_start(family, &ds.x, ds.sorted(), k, ds.spread, start, rng),
+        StartScheme::Mixed if start.is_multiple_of(2) => {
+            partition_start(family, &ds.x, ds.sorted(), k, ds.spread, start / 2, rng)
+        }
         StartScheme::Mixed => draw_start(family, &ds.x, k, ds.spread, rng),
     }
 }
@@ -315,7 +324,8 @@ mod tests {
                 if s % 2 == 1 {
                     assert_eq!(initial_params(family, StartScheme::Mixed, &ds, 3, 5, s), want);
                 } else {
-                    let part = partition_start(family, &ds.x, 3, ds.spread, s / 2, &mut start_rng(5, ds.hash, s));
+                    let part =
+                        partition_start(family, &ds.x, ds.sorted(), 3, ds.spread, s / 2, &mut start_rng(5, ds.hash, s));
                     assert_eq!(initial_params(family, StartScheme::Mixed, &ds, 3, 5, s), part);
                 }
             }
@@ -360,7 +370,8 @@ mod tests {
             sorted.sort_by(f64::total_cmp);
             for k in 1..=4 {
                 for j in 0..12 {
-                    let p = partition_start(family, &ds.x, k, ds.spread, j, &mut start_rng(8, ds.hash, j)).unwrap();
+                    let p = partition_start(family, &ds.x, ds.sorted(), k, ds.spread, j, &mut start_rng(8, ds.hash, j))
+                        .unwrap();
                     assert_eq!(p.k, k);
                     let total: f64 = p.alpha[..k].iter().sum();
                     assert!((total - 1.0).abs() < 1e-12, "weights sum to {total}");
@@ -399,7 +410,8 @@ mod tests {
         let ds = prepared(Family::Normal, &x);
         let mut sizes = Vec::new();
         for j in (1..300).filter(|&j| cut_of(j, 2) == Cut::Tail) {
-            let p = partition_start(Family::Normal, &ds.x, 2, ds.spread, j, &mut start_rng(1, ds.hash, j)).unwrap();
+            let p = partition_start(Family::Normal, &ds.x, ds.sorted(), 2, ds.spread, j, &mut start_rng(1, ds.hash, j))
+                .unwrap();
             sizes.push((p.alpha[0].min(p.alpha[1]) * 1000.0).round() as usize);
         }
         assert!(sizes.iter().all(|&s| (5..=250).contains(&s)), "{sizes:?}");
@@ -419,7 +431,9 @@ mod tests {
                 let spread = 0.5;
                 for k in 1..=5 {
                     for j in 0..40 {
-                        let p = partition_start(family, x, k, spread, j, &mut start_rng(2, 3, j));
+                        let mut sorted = x.to_vec();
+                        sorted.sort_unstable_by(f64::total_cmp);
+                        let p = partition_start(family, x, &sorted, k, spread, j, &mut start_rng(2, 3, j));
                         if let Some(p) = p {
                             let total: f64 = p.alpha[..k].iter().sum();
                             assert!((total - 1.0).abs() < 1e-12);
@@ -429,7 +443,7 @@ mod tests {
                 }
             }
             // constant data: no start at all
-            assert!(partition_start(family, &[2.0; 30], 2, 1.0, 0, &mut start_rng(1, 1, 0)).is_none());
+            assert!(partition_start(family, &[2.0; 30], &[2.0; 30], 2, 1.0, 0, &mut start_rng(1, 1, 0)).is_none());
         }
         // log_uniform stays in its range
         let rng = &mut start_rng(1, 1, 1);
