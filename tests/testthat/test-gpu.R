@@ -560,6 +560,34 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
   }
 })
 
+test_that("the bootstrap of t fits refits them alike on every engine", {
+  skip_if_no_gpu()
+  set.seed(14)
+  d <- list(t1 = c(rt(300, 4), 5 + rt(200, 10)), t2 = c(rt(250, 3), 6 + 1.5 * rt(250, 6), -30))
+  fits <- bulkem(d, 2, family = "t", random.inits = 8, seed = 2, use.gpu = FALSE, control = list(keep.data = TRUE))
+  # plain EM: the refits are not polished, and a df that creeps stops
+  # where max.iters leaves it, the same on every engine only on plain EM's
+  # common path
+  run <- function(engine, test) {
+    bulkem_bootstrap(fits, B = 20, test = test, seed = 9, random.inits = 8, use.gpu = engine != "cpu",
+                     control = list(engine = engine, accelerate = FALSE))
+  }
+  for (test in c("none", "lrt")) {
+    cpu <- run("cpu", test)
+    for (engine in c("cuda-streams", "cuda-batched")) {
+      gpu <- run(engine, test)
+      expect_identical(attr(gpu, "engine"), engine)
+      expect_identical(gpu$B_used, cpu$B_used)
+      if (test == "none") {
+        expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
+      } else {
+        expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
+        expect_identical(gpu$p_value, cpu$p_value)
+      }
+    }
+  }
+})
+
 test_that("both GPU engines fit Student's t as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(3)
