@@ -10,8 +10,10 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 
 #' What each element of a list is, as R/validate.R's check_datasets() reads
 #' it: 0 a double vector without NA or NaN, 1 one with, 2 an integer vector
-#' (not a factor) without NA, 3 one with, 4 NULL, 5 anything else. A list
-#' that is not a list gives one 5. The values are scanned on `threads`
+#' (not a factor) without NA, 3 one with, 4 NULL, 5 anything else, 6 a
+#' numeric matrix or array of more than one column (multivariate data,
+#' which bulkem does not fit yet; a one-column matrix is its column). A
+#' list that is not a list gives one 5. The values are scanned on `threads`
 #' threads when there are many (B2's ten million took 10-21 ms on one).
 #' @noRd
 dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datasets, threads)

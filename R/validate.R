@@ -21,6 +21,16 @@ check_datasets <- function(datasets, threads = 1L) {
   # one compiled pass over the list (a call may hold hundreds of thousands
   # of datasets): the engine reads double vectors in place
   kinds <- dataset_kinds_(datasets, as.integer(threads))
+  wide <- which(kinds == 6L)
+  if (length(wide)) {
+    d <- dim(datasets[[wide[1]]])
+    stop_arg("`datasets[[", wide[1], "]]` is a ", if (length(d) == 2) "matrix" else "array", " of ",
+             paste(d, collapse = " x "), " values",
+             if (length(wide) > 1) sprintf(" (%d datasets are matrices or arrays)", length(wide)),
+             ": bulkem fits univariate mixtures, one numeric vector of observations per dataset, ",
+             "and does not fit multivariate data yet. For a dataset per column give asplit(m, 2); ",
+             "for one dataset of every value, c(m)")
+  }
   double <- kinds <= 1L
   if (!all(double)) {
     ok <- kinds[!double] <= 4L

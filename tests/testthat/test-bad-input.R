@@ -9,6 +9,16 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(list(x, letters)), "`datasets\\[\\[2\\]\\]` must be a numeric vector")
   expect_error(bulkem(list(x, factor(1:6))), "factor")
   expect_error(bulkem(list(x, list(1, 2))), "`datasets\\[\\[2\\]\\]`")
+  # multivariate data is not flattened into univariate data: a classed
+  # error names the dataset; a one-column matrix is its column
+  m <- matrix(c(x, rev(x)), ncol = 2)
+  expect_error(bulkem(list(x, m, m), use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "`datasets[[2]]` is a matrix of 7 x 2 values (2 datasets are matrices or arrays)", fixed = TRUE)
+  expect_error(bulkem(list(array(1:24 + 0.5, c(4, 3, 2))), use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "array of 4 x 3 x 2")
+  expect_error(bulkem(list(matrix(1:14, ncol = 2)), use.gpu = FALSE), "asplit(m, 2)", fixed = TRUE)
+  one <- bulkem(list(cbind(x + 0.5)), 2, family = "normal", seed = 1, use.gpu = FALSE)
+  expect_equal(one[[1]]$loglik, bulkem(list(x + 0.5), 2, family = "normal", seed = 1, use.gpu = FALSE)[[1]]$loglik)
   expect_error(bulkem(data.frame(x = x)), "`value`")
   expect_error(bulkem(data.frame(x = x), value = "x", group = "g"), "`group`")
   expect_error(bulkem(data.frame(x = letters[1:7], g = 1), value = "x", group = "g"), "must be numeric")

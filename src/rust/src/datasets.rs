@@ -4,12 +4,17 @@
 //! once checked, its vectors read in place for the core (borrow_doubles).
 
 use extendr_api::prelude::*;
-use extendr_ffi::{R_NaInt, Rboolean, Rf_isFactor, Rf_xlength, INTEGER, REAL, SEXPTYPE, TYPEOF, VECTOR_ELT};
+use extendr_ffi::{
+    R_DimSymbol, R_NaInt, Rboolean, Rf_getAttrib, Rf_isFactor, Rf_xlength, INTEGER, REAL, SEXP, SEXPTYPE, TYPEOF,
+    VECTOR_ELT,
+};
 
 /// What each element of a list is, as R/validate.R's check_datasets() reads
 /// it: 0 a double vector without NA or NaN, 1 one with, 2 an integer vector
-/// (not a factor) without NA, 3 one with, 4 NULL, 5 anything else. A list
-/// that is not a list gives one 5. The values are scanned on `threads`
+/// (not a factor) without NA, 3 one with, 4 NULL, 5 anything else, 6 a
+/// numeric matrix or array of more than one column (multivariate data,
+/// which bulkem does not fit yet; a one-column matrix is its column). A
+/// list that is not a list gives one 5. The values are scanned on `threads`
 /// threads when there are many (B2's ten million took 10-21 ms on one).
 /// @noRd
 #[extendr]
@@ -28,6 +33,7 @@ fn dataset_kinds_(datasets: Robj, threads: i32) -> Vec<i32> {
                 let v = VECTOR_ELT(list, i);
                 let n = Rf_xlength(v) as usize;
                 match TYPEOF(v) {
+                    SEXPTYPE::REALSXP | SEXPTYPE::INTSXP if several_columns(v, n) => Element::Other(6),
                     SEXPTYPE::REALSXP if n > 0 => Element::Reals(std::slice::from_raw_parts(REAL(v), n)),
                     SEXPTYPE::INTSXP if Rf_isFactor(v) == Rboolean::FALSE && n > 0 => {
                         Element::Ints(std::slice::from_raw_parts(INTEGER(v), n))
@@ -66,6 +72,19 @@ fn dataset_kinds_(datasets: Robj, threads: i32) -> Vec<i32> {
         // a scan cannot panic; were a thread lost, its elements read as "other"
         handles.into_iter().zip(&runs).flat_map(|(h, run)| h.join().unwrap_or_else(|_| vec![5; run.len()])).collect()
     })
+}
+
+/// Whether `v` (of `n` values) has a dim attribute of two or more
+/// extents whose first (its rows) is below `n`: a matrix or array of more
+/// than one column.
+///
+/// # Safety
+/// `v` must be a live SEXP; its dim attribute is read, nothing allocated.
+unsafe fn several_columns(v: SEXP, n: usize) -> bool {
+    let dims = Rf_getAttrib(v, R_DimSymbol);
+    TYPEOF(dims) == SEXPTYPE::INTSXP
+        && Rf_xlength(dims) >= 2
+        && usize::try_from(*INTEGER(dims)).is_ok_and(|rows| rows < n)
 }
 
 /// Below this many values one thread scans them.
