@@ -241,6 +241,12 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
              " gives no rows to fit")
   }
   y <- mf[[1L]]
+  if (is.numeric(y) && length(dim(y)) == 2L && ncol(y) > 1L) {
+    stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
+             labels$formula, " are a matrix of ", ncol(y), " columns: bulkem fits univariate mixtures, ",
+             "one numeric value per observation, and does not fit multivariate data yet; ",
+             "fit each column on its own, e.g. bulkem(a ~ g, data)")
+  }
   if (!is.numeric(y) || is.factor(y) || !is.null(dim(y))) {
     stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
              labels$formula, " must be a numeric vector, not ", describe_type(y))

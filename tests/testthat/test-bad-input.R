@@ -17,6 +17,9 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(list(array(1:24 + 0.5, c(4, 3, 2))), use.gpu = FALSE), class = "bulkem_error_argument",
                regexp = "array of 4 x 3 x 2")
   expect_error(bulkem(list(matrix(1:14, ncol = 2)), use.gpu = FALSE), "asplit(m, 2)", fixed = TRUE)
+  cells <- data.frame(a = c(x, x), b = c(rev(x), x), g = rep(1:2, each = 7))
+  expect_error(bulkem(cbind(a, b) ~ g, data = cells, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "`cbind(a, b)` of the formula `cbind(a, b) ~ g` are a matrix of 2 columns", fixed = TRUE)
   one <- bulkem(list(cbind(x + 0.5)), 2, family = "normal", seed = 1, use.gpu = FALSE)
   expect_equal(one[[1]]$loglik, bulkem(list(x + 0.5), 2, family = "normal", seed = 1, use.gpu = FALSE)[[1]]$loglik)
   expect_error(bulkem(data.frame(x = x)), "`value`")
