@@ -100,7 +100,8 @@ test_that("a df heading for its bound is returned at the maximum there, whatever
   # takes every path to one point, df on the bound where it heads there
   set.seed(12)
   x <- lapply(1:8, function(i) c(rnorm(400), rnorm(600, 5, 1.5)))
-  paths <- list(list(accelerate = TRUE), list(accelerate = FALSE), list(accelerate = FALSE, epsilon = 1e-4))
+  paths <- list(list(accelerate = TRUE), list(accelerate = FALSE), list(accelerate = FALSE, epsilon = 1e-4),
+                list(accelerate = TRUE, epsilon = 1e-3))
   fits <- lapply(paths, function(p) {
     suppressWarnings(bulkem(x, 2, family = "t", seed = 1, use.gpu = FALSE,
                             epsilon = if (is.null(p$epsilon)) 1e-6 else p$epsilon,
