@@ -215,32 +215,37 @@ mod tests {
         }
     }
 
+    /// Plain settings of `family` for `components`, which the tests vary.
+    fn settings(family: Family, components: Vec<usize>) -> Settings {
+        Settings {
+            family,
+            components,
+            max_iters: 300,
+            epsilon: 1e-8,
+            starts: 3,
+            seed: 11,
+            start_scheme: Default::default(),
+            mixed_precision: false,
+            accelerate: false,
+            keep_starts: false,
+            screen: Default::default(),
+            restarts: 0,
+            refine: 0,
+            short_runs: Default::default(),
+            devices: Vec::new(),
+            standard_errors: false,
+            noise: false,
+            df: Vec::new(),
+        }
+    }
+
     #[test]
     fn mixed_precision_on_cuda_batched_refuses_noise_and_t_by_name() {
         let x = [1.0, 2.0, 3.0];
         let job = |family: Family, noise: bool, mixed_precision: bool| Job {
             datasets: vec![&x[..]],
             inits: Vec::new(),
-            settings: Settings {
-                family,
-                components: vec![1],
-                max_iters: 10,
-                epsilon: 1e-6,
-                starts: 1,
-                seed: 1,
-                start_scheme: Default::default(),
-                mixed_precision,
-                accelerate: false,
-                keep_starts: false,
-                screen: Default::default(),
-                restarts: 0,
-                refine: 0,
-                short_runs: Default::default(),
-                devices: Vec::new(),
-                standard_errors: false,
-                noise,
-                df: Vec::new(),
-            },
+            settings: Settings { mixed_precision, noise, ..settings(family, vec![1]) },
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
         };
@@ -275,24 +280,11 @@ mod tests {
                 datasets: data.iter().map(|d| d.as_slice()).collect(),
                 inits: Vec::new(),
                 settings: Settings {
-                    family: Family::Normal,
-                    components: components.clone(),
-                    max_iters: 300,
-                    epsilon: 1e-8,
-                    starts: 3,
-                    seed: 11,
-                    start_scheme: Default::default(),
-                    mixed_precision: false,
                     accelerate: true,
                     keep_starts: true,
-                    screen: Default::default(),
                     restarts: 2,
-                    refine: 0,
-                    short_runs: Default::default(),
-                    devices: Vec::new(),
                     standard_errors: true,
-                    noise: false,
-                    df: Vec::new(),
+                    ..settings(Family::Normal, components.clone())
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),

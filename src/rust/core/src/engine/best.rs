@@ -60,30 +60,15 @@ impl Leaders {
     }
 
     fn offer(&mut self, start: u32, spurious: bool, loglik: f64) {
-        let rank = |&(s, sp, ll): &(u32, bool, f64)| (sp, std::cmp::Reverse(TotalF64(ll)), s);
-        let at = self.runs.partition_point(|r| rank(r) < rank(&(start, spurious, loglik)));
+        // ahead of this start: admissible before spurious, then a higher
+        // log-likelihood, then a lower index
+        let ahead =
+            |&(s, sp, ll): &(u32, bool, f64)| sp.cmp(&spurious).then(loglik.total_cmp(&ll)).then(s.cmp(&start)).is_lt();
+        let at = self.runs.partition_point(ahead);
         if at < self.keep {
             self.runs.insert(at, (start, spurious, loglik));
             self.runs.truncate(self.keep);
         }
-    }
-}
-
-/// An f64 ordered by `total_cmp`, for sort keys.
-#[derive(Clone, Copy, PartialEq)]
-struct TotalF64(f64);
-
-impl Eq for TotalF64 {}
-
-impl PartialOrd for TotalF64 {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for TotalF64 {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
     }
 }
 
