@@ -1,0 +1,330 @@
+//! A multivariate call: every dataset standardised once, every K's starts
+//! run as (dataset, start) items of the shared work queue on all threads,
+//! restart rounds for datasets without an admissible start, each dataset's
+//! best start finished into its fit in the data's units, and K chosen by
+//! BIC. Which start wins depends on the starts' results alone (highest
+//! log-likelihood, ties to the lower start index), never on the order the
+//! threads finished them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use super::data::MvData;
+use super::em::{run_em, MvStartFit};
+use super::model::{MvParams, Structure};
+use super::screen::spurious;
+use super::starts::initial_params;
+use crate::engine::counters::Counters;
+use crate::engine::queue;
+use crate::error::Error;
+use crate::job::{KSummary, Settings};
+use crate::limits::SAME_OPTIMUM;
+use crate::outcome::{Degenerate, Outcome, Status};
+use crate::params::Family;
+
+/// One multivariate dataset: n × d values, variable-major (R's matrix),
+/// borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct Matrix<'a> {
+    pub values: &'a [f64],
+    pub n: usize,
+    pub d: usize,
+}
+
+/// A multivariate call: the datasets (every one of the same d), the
+/// settings the univariate calls take, and the covariance structure.
+#[derive(Clone, Debug)]
+pub struct MvJob<'a> {
+    pub datasets: Vec<Matrix<'a>>,
+    pub settings: Settings,
+    pub structure: Structure,
+}
+
+/// The best fit of one dataset, in the data's units, components in the
+/// canonical order (MvParams::canonical). The fields mean what the
+/// univariate `Fit`'s of the same names mean.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MvFit {
+    pub n: usize,
+    pub d: usize,
+    pub k: usize,
+    pub status: Status,
+    pub message: String,
+    pub params: Option<MvParams>,
+    pub loglik: f64,
+    pub iterations: u32,
+    pub best_start: Option<u32>,
+    pub starts_run: u32,
+    pub starts_ok: u32,
+    pub starts_at_best: u32,
+    pub spurious: bool,
+    pub spurious_starts: u32,
+    pub free_parameters: usize,
+    pub by_k: Vec<KSummary>,
+    pub other_k: Vec<MvFit>,
+}
+
+impl MvFit {
+    /// (AIC, BIC); NaN without a fit.
+    pub fn information_criteria(&self) -> (f64, f64) {
+        if self.params.is_none() {
+            return (f64::NAN, f64::NAN);
+        }
+        let p = self.free_parameters as f64;
+        (-2.0 * self.loglik + 2.0 * p, -2.0 * self.loglik + p * (self.n as f64).ln())
+    }
+
+    fn summary(&self) -> KSummary {
+        let (aic, bic) = self.information_criteria();
+        KSummary { k: self.k, loglik: self.loglik, aic, bic, status: self.status }
+    }
+
+    fn without_params(n: usize, d: usize, k: usize, status: Status, message: String) -> MvFit {
+        MvFit {
+            n,
+            d,
+            k,
+            status,
+            message,
+            params: None,
+            loglik: f64::NAN,
+            iterations: 0,
+            best_start: None,
+            starts_run: 0,
+            starts_ok: 0,
+            starts_at_best: 0,
+            spurious: false,
+            spurious_starts: 0,
+            free_parameters: 0,
+            by_k: Vec::new(),
+            other_k: Vec::new(),
+        }
+    }
+}
+
+impl MvJob<'_> {
+    /// The core's own check (R checks first, with the same names).
+    pub fn validate(&self) -> Result<(), Error> {
+        self.settings.validate()?;
+        let bad = |arg, message: String| Err(Error::Argument { arg, message });
+        if self.settings.family != Family::Normal {
+            return bad("family", "multivariate data are fitted with family = \"normal\" only, so far".into());
+        }
+        if self.settings.noise {
+            return bad("noise", "applies to univariate data only, so far".into());
+        }
+        let d = self.datasets.first().map_or(0, |m| m.d);
+        if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
+            return bad("datasets", format!("dataset {} is not a matrix of {d} variables", i + 1));
+        }
+        Ok(())
+    }
+}
+
+/// What a dataset's starts of one K have given so far.
+#[derive(Default)]
+struct Tally {
+    /// The leading start: (admissible, its fit, its index).
+    best: Option<(bool, MvStartFit, u32)>,
+    /// Every finished start's (log-likelihood, admissible).
+    finished: Vec<(f64, bool)>,
+    run: u32,
+    /// The first way a start degenerated, for the message of a failed fit.
+    failure: Option<Degenerate>,
+}
+
+impl Tally {
+    fn record(&mut self, start: u32, fit: Option<MvStartFit>, admissible: bool) {
+        self.run += 1;
+        let Some(fit) = fit else {
+            self.failure.get_or_insert(Degenerate::NoStart);
+            return;
+        };
+        match fit.outcome {
+            Outcome::Failed(why) => {
+                self.failure.get_or_insert(why);
+                return;
+            }
+            Outcome::Cancelled => return,
+            Outcome::Converged | Outcome::MaxIters => {}
+        }
+        self.finished.push((fit.loglik, admissible));
+        let better = match &self.best {
+            None => true,
+            Some((a, b, s)) => {
+                (admissible, fit.loglik.total_cmp(&b.loglik), s.cmp(&start))
+                    > (*a, std::cmp::Ordering::Equal, std::cmp::Ordering::Equal)
+            }
+        };
+        if better {
+            self.best = Some((admissible, fit, start));
+        }
+    }
+
+    fn has_admissible(&self) -> bool {
+        self.best.as_ref().is_some_and(|b| b.0)
+    }
+}
+
+/// Fits every dataset of `job` on `threads` threads; one fit per dataset,
+/// in order.
+pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<MvFit>, Error> {
+    job.validate()?;
+    let s = &job.settings;
+    let started = std::time::Instant::now();
+    let common = job.structure == Structure::Spherical;
+    let prepared = queue::map(job.datasets.len(), threads, cancel, |i| {
+        MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common)
+    })?;
+    counters.lap("rescale", started);
+    let per_k: Vec<usize> = s.components.iter().map(|&k| if k == 1 { 1 } else { s.starts as usize }).collect();
+    counters.total.fetch_add(per_k.iter().sum::<usize>() * prepared.len(), Ordering::Relaxed);
+    let mut by_k: Vec<Vec<MvFit>> = Vec::with_capacity(s.components.len());
+    for (&k, &starts) in s.components.iter().zip(&per_k) {
+        by_k.push(fit_k(job, &prepared, k, starts as u32, threads, cancel, counters)?);
+    }
+    let engine_done = counters.lap("engine", started);
+    let fits = choose_k(by_k);
+    counters.lap("choose_k", engine_done);
+    Ok(fits)
+}
+
+/// Every dataset's fit with `k` components.
+fn fit_k(
+    job: &MvJob,
+    prepared: &[Result<MvData, String>],
+    k: usize,
+    starts: u32,
+    threads: usize,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<Vec<MvFit>, Error> {
+    let s = &job.settings;
+    let need = k * (job.datasets.first().map_or(1, |m| m.d) + 1);
+    let fittable: Vec<bool> = prepared.iter().map(|p| p.as_ref().is_ok_and(|m| m.n >= need)).collect();
+    let tallies: Vec<Mutex<Tally>> = prepared.iter().map(|_| Mutex::new(Tally::default())).collect();
+    let mut round = 0;
+    let mut todo: Vec<usize> = (0..prepared.len()).filter(|&i| fittable[i]).collect();
+    while !todo.is_empty() {
+        if round > 0 {
+            counters.total.fetch_add(todo.len() * starts as usize, Ordering::Relaxed);
+        }
+        let first = round * starts;
+        queue::for_each_index(todo.len() * starts as usize, threads, cancel, |item| {
+            let d = todo[item / starts as usize];
+            let start = first + (item % starts as usize) as u32;
+            let Some(Ok(data)) = prepared.get(d) else { return };
+            let init = initial_params(data, k, job.structure, s.seed, start);
+            let fit = init.map(|p| run_em(data, p, job.structure, s.max_iters, s.epsilon, cancel));
+            if let Some(f) = &fit {
+                counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
+            }
+            let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.n));
+            tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
+            counters.done.fetch_add(1, Ordering::Relaxed);
+        })?;
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        round += 1;
+        if round > s.restarts {
+            break;
+        }
+        todo.retain(|&d| !tallies[d].lock().unwrap_or_else(PoisonError::into_inner).has_admissible());
+    }
+    let fits = prepared
+        .iter()
+        .zip(tallies)
+        .zip(&job.datasets)
+        .map(|((data, tally), m)| {
+            let tally = tally.into_inner().unwrap_or_else(PoisonError::into_inner);
+            match data {
+                Err(why) => MvFit::without_params(m.n, m.d, k, Status::Invalid, why.clone()),
+                Ok(data) if data.n < need => MvFit::without_params(
+                    m.n,
+                    m.d,
+                    k,
+                    Status::Invalid,
+                    format!(
+                        "{} observations are too few for {k} components of {} variables (at least {need})",
+                        m.n, m.d
+                    ),
+                ),
+                Ok(data) => finish(data, k, job.structure, tally),
+            }
+        })
+        .collect();
+    Ok(fits)
+}
+
+/// A dataset's fit from its starts' tally.
+fn finish(data: &MvData, k: usize, structure: Structure, tally: Tally) -> MvFit {
+    let ok = tally.finished.len() as u32;
+    let spurious_starts = tally.finished.iter().filter(|f| !f.1).count() as u32;
+    let Some((admissible, best, start)) = tally.best else {
+        let why = tally.failure.unwrap_or(Degenerate::NoStart).describe();
+        let mut f =
+            MvFit::without_params(data.n, data.d, k, Status::Failed, format!("every start degenerated ({why})"));
+        f.starts_run = tally.run;
+        return f;
+    };
+    let reach = best.loglik - SAME_OPTIMUM * (1.0 + best.loglik.abs());
+    let at_best = tally.finished.iter().filter(|f| f.1 == admissible && f.0 >= reach).count() as u32;
+    let status = if best.outcome == Outcome::Converged { Status::Converged } else { Status::MaxIters };
+    let message = match (admissible, status) {
+        (false, _) => {
+            "no start passed the spurious-solution screen: the fit returned has a degenerate component".into()
+        }
+        (true, Status::MaxIters) => "stopped at max.iters before converging".into(),
+        _ => String::new(),
+    };
+    MvFit {
+        n: data.n,
+        d: data.d,
+        k,
+        status,
+        message,
+        params: Some(best.params.to_data_units(&data.scaling).canonical()),
+        loglik: best.loglik - data.scaling.log_jacobian(data.n),
+        iterations: best.iterations,
+        best_start: Some(start),
+        starts_run: tally.run,
+        starts_ok: ok,
+        starts_at_best: at_best,
+        spurious: !admissible,
+        spurious_starts,
+        free_parameters: structure.free_parameters(k, data.d),
+        by_k: Vec::new(),
+        other_k: Vec::new(),
+    }
+}
+
+/// With several Ks, each dataset's fit of lowest BIC among those that are
+/// not spurious (any, if all are), the others kept; with one K, the fits.
+fn choose_k(by_k: Vec<Vec<MvFit>>) -> Vec<MvFit> {
+    if by_k.len() == 1 {
+        return by_k.into_iter().next().unwrap_or_default();
+    }
+    let n = by_k.first().map_or(0, Vec::len);
+    let mut columns: Vec<std::vec::IntoIter<MvFit>> = by_k.into_iter().map(Vec::into_iter).collect();
+    (0..n)
+        .map(|_| {
+            let mut fits: Vec<MvFit> = columns.iter_mut().filter_map(Iterator::next).collect();
+            let summaries: Vec<KSummary> = fits.iter().map(MvFit::summary).collect();
+            let rank = |f: &MvFit| {
+                let bic = f.information_criteria().1;
+                (f.params.is_none(), f.spurious, if bic.is_nan() { f64::INFINITY } else { bic })
+            };
+            let chosen = (0..fits.len())
+                .min_by(|&a, &b| {
+                    let (ra, rb) = (rank(&fits[a]), rank(&fits[b]));
+                    (ra.0, ra.1).cmp(&(rb.0, rb.1)).then(ra.2.total_cmp(&rb.2))
+                })
+                .unwrap_or(0);
+            let mut fit = fits.remove(chosen);
+            fit.by_k = summaries;
+            fit.other_k = fits;
+            fit
+        })
+        .collect()
+}

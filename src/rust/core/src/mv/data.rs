@@ -1,0 +1,108 @@
+//! A multivariate dataset as the fits see it: n observations of d
+//! variables, variable-major (all of variable 1, then variable 2: R's
+//! column-major matrix, and the coalesced layout of DESIGN §11), each
+//! variable standardised to mean 0 and standard deviation 1. Parameters
+//! fitted on the standardised data are mapped back by `Standardised`.
+
+use crate::dataset::hash_values;
+
+/// A dataset ready to fit: the standardised values and how to undo it.
+#[derive(Clone, Debug)]
+pub struct MvData {
+    pub n: usize,
+    pub d: usize,
+    /// z[j * n + i]: variable j of observation i, standardised.
+    pub z: Vec<f64>,
+    pub scaling: Standardised,
+    /// The hash of the original values (starts.rs's generators use it, so a
+    /// dataset's starts depend on its values alone).
+    pub hash: u64,
+}
+
+/// x = center + scale · z, variable by variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standardised {
+    pub center: Vec<f64>,
+    pub scale: Vec<f64>,
+}
+
+impl Standardised {
+    /// log |det| of the map from z to x: what the log-likelihood of n
+    /// observations loses in the data's units.
+    pub fn log_jacobian(&self, n: usize) -> f64 {
+        n as f64 * self.scale.iter().map(|s| s.ln()).sum::<f64>()
+    }
+}
+
+impl MvData {
+    /// `x` holds n × d values, variable-major; with `common_scale` every
+    /// variable is divided by one scale (the root mean variance), which
+    /// keeps a spherical covariance spherical. Why the data cannot be
+    /// fitted, if it cannot: a non-finite value, or a variable without
+    /// spread.
+    pub fn prepare(x: &[f64], n: usize, d: usize, common_scale: bool) -> Result<MvData, String> {
+        if x.len() != n.saturating_mul(d) || d == 0 {
+            return Err(format!("{} values do not make {n} observations of {d} variables", x.len()));
+        }
+        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+            return Err(format!("observation {} of variable {} is not finite", at % n.max(1) + 1, at / n.max(1) + 1));
+        }
+        if n < 2 {
+            return Err(format!("{n} observation(s): too few to fit"));
+        }
+        let mut center = Vec::with_capacity(d);
+        let mut scale = Vec::with_capacity(d);
+        for (j, col) in x.chunks_exact(n).enumerate() {
+            let mean = col.iter().sum::<f64>() / n as f64;
+            let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+            let sd = var.sqrt();
+            // a variable whose spread is lost in its values' rounding
+            if !(sd > 1e-12 * mean.abs()) || !sd.is_finite() {
+                return Err(format!("variable {} is constant", j + 1));
+            }
+            center.push(mean);
+            scale.push(sd);
+        }
+        if common_scale {
+            let root_mean_var = (scale.iter().map(|s| s * s).sum::<f64>() / d as f64).sqrt();
+            scale.iter_mut().for_each(|s| *s = root_mean_var);
+        }
+        let mut z = Vec::with_capacity(n * d);
+        for (j, col) in x.chunks_exact(n).enumerate() {
+            z.extend(col.iter().map(|v| (v - center[j]) / scale[j]));
+        }
+        Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash: hash_values(x) })
+    }
+
+    /// Observation i's value of variable j.
+    #[inline(always)]
+    pub fn at(&self, i: usize, j: usize) -> f64 {
+        self.z[j * self.n + i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standardises_each_variable() {
+        let x = [1.0, 2.0, 3.0, 4.0, 10.0, 10.0, 20.0, 20.0];
+        let m = MvData::prepare(&x, 4, 2, false).unwrap();
+        assert_eq!(m.scaling.center, vec![2.5, 15.0]);
+        assert!((m.scaling.scale[1] - 5.0).abs() < 1e-15);
+        assert_eq!(m.at(0, 1), -1.0);
+        let mean: f64 = m.z[..4].iter().sum();
+        assert!(mean.abs() < 1e-15);
+        let common = MvData::prepare(&x, 4, 2, true).unwrap();
+        assert_eq!(common.scaling.scale[0], common.scaling.scale[1]);
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_fitted() {
+        assert!(MvData::prepare(&[1.0, 2.0, f64::NAN, 4.0], 2, 2, false).unwrap_err().contains("variable 2"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0, 3.0, 3.0, 3.0], 3, 2, false).unwrap_err().contains("constant"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0], 2, 2, false).is_err());
+        assert!(MvData::prepare(&[1.0, 2.0], 1, 2, false).is_err());
+    }
+}

@@ -1,0 +1,323 @@
+//! One start's EM for a multivariate Normal mixture on standardised data:
+//! the E-step (a triangular solve per observation and component, in blocks
+//! of observations so that the loops run over contiguous values), the
+//! M-step of each covariance structure, and the stop rule the univariate
+//! starts share (em.rs): the log-likelihood rose by less than epsilon.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::data::MvData;
+use super::model::{cholesky, terms, MvParams, Structure, Term};
+use crate::em::fall_tolerance;
+use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
+use crate::outcome::{Degenerate, Outcome};
+
+/// Observations the E-step takes at once.
+const BLOCK: usize = 64;
+
+/// The E-step's sums, about the means of the parameters they were taken
+/// at (`centre`), so that a component's covariance is not the difference
+/// of two large numbers: S0 = Σ r, S1 = Σ r (z − centre), S2 = Σ r (z −
+/// centre)(z − centre)ᵀ (lower triangle used, column-major).
+#[derive(Clone, Debug)]
+pub struct MvStats {
+    pub s0: Vec<f64>,
+    pub s1: Vec<f64>,
+    pub s2: Vec<f64>,
+    pub centre: Vec<f64>,
+    pub loglik: f64,
+}
+
+/// The E-step at `p` (standardised units), with its log-likelihood on the
+/// standardised data; `None` if some covariance is not positive definite.
+pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
+    let (n, d, k) = (data.n, data.d, p.k);
+    let terms = terms(p)?;
+    let mut st =
+        MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre: p.mu.clone(), loglik: 0.0 };
+    // per component: the centred values (d × BLOCK) and the log-densities
+    let mut centred = vec![0.0; k * d * BLOCK];
+    let mut ll = vec![0.0; k * BLOCK];
+    let mut y = vec![0.0; d * BLOCK];
+    let mut start = 0;
+    while start < n {
+        let b = BLOCK.min(n - start);
+        for (m, t) in terms.iter().enumerate() {
+            component_block(data, t, start, b, &mut centred[m * d * BLOCK..(m + 1) * d * BLOCK], &mut y);
+            let q = &mut ll[m * BLOCK..m * BLOCK + b];
+            q.iter_mut().for_each(|v| *v = 0.0);
+            for j in 0..d {
+                for (qi, yi) in q.iter_mut().zip(&y[j * BLOCK..j * BLOCK + b]) {
+                    *qi += yi * yi;
+                }
+            }
+            q.iter_mut().for_each(|v| *v = t.log_const - 0.5 * *v);
+        }
+        for i in 0..b {
+            let top = (0..k).map(|m| ll[m * BLOCK + i]).fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            for m in 0..k {
+                let e = (ll[m * BLOCK + i] - top).exp();
+                ll[m * BLOCK + i] = e;
+                total += e;
+            }
+            st.loglik += top + total.ln();
+            let inv = 1.0 / total;
+            for m in 0..k {
+                ll[m * BLOCK + i] *= inv;
+            }
+        }
+        for m in 0..k {
+            let r = &ll[m * BLOCK..m * BLOCK + b];
+            let c = &centred[m * d * BLOCK..(m + 1) * d * BLOCK];
+            st.s0[m] += r.iter().sum::<f64>();
+            for j in 0..d {
+                let cj = &c[j * BLOCK..j * BLOCK + b];
+                let rc: Vec<f64> = r.iter().zip(cj).map(|(r, c)| r * c).collect();
+                st.s1[m * d + j] += rc.iter().sum::<f64>();
+                for l in 0..=j {
+                    let cl = &c[l * BLOCK..l * BLOCK + b];
+                    st.s2[m * d * d + j + d * l] += rc.iter().zip(cl).map(|(a, b)| a * b).sum::<f64>();
+                }
+            }
+        }
+        start += b;
+    }
+    Some(st)
+}
+
+/// Observations start..start+b of `data` centred on component `t`'s mean
+/// (into `centred`, d × BLOCK) and solved against its Cholesky factor (into
+/// `y`): |y_i|² is the observation's squared Mahalanobis distance.
+fn component_block(data: &MvData, t: &Term, start: usize, b: usize, centred: &mut [f64], y: &mut [f64]) {
+    let (n, d) = (data.n, data.d);
+    for j in 0..d {
+        let z = &data.z[j * n + start..j * n + start + b];
+        let cj = &mut centred[j * BLOCK..j * BLOCK + b];
+        for (c, v) in cj.iter_mut().zip(z) {
+            *c = v - t.mean[j];
+        }
+        let (done, rest) = y.split_at_mut(j * BLOCK);
+        let yj = &mut rest[..b];
+        yj.copy_from_slice(cj);
+        for l in 0..j {
+            let f = t.chol[j + d * l];
+            for (a, yl) in yj.iter_mut().zip(&done[l * BLOCK..l * BLOCK + b]) {
+                *a -= f * yl;
+            }
+        }
+        let s = t.inv_diag[j];
+        yj.iter_mut().for_each(|a| *a *= s);
+    }
+}
+
+/// The M-step from the E-step's sums: the next parameters, or why the fit
+/// degenerated (a component of fewer than MIN_COMPONENT_OBS expected
+/// observations, or a covariance that lost a direction).
+pub fn m_step(st: &MvStats, n: usize, d: usize, structure: Structure) -> Result<MvParams, Degenerate> {
+    let k = st.s0.len();
+    let mut p = MvParams { k, d, alpha: vec![0.0; k], mu: vec![0.0; k * d], sigma: vec![0.0; k * d * d] };
+    for m in 0..k {
+        let nk = st.s0[m];
+        if !(nk >= MIN_COMPONENT_OBS) {
+            return Err(if nk.is_finite() { Degenerate::WeightCollapsed } else { Degenerate::NotFinite });
+        }
+        p.alpha[m] = nk / n as f64;
+        let shift: Vec<f64> = (0..d).map(|j| st.s1[m * d + j] / nk).collect();
+        for j in 0..d {
+            p.mu[m * d + j] = st.centre[m * d + j] + shift[j];
+        }
+        let cov = &mut p.sigma[m * d * d..(m + 1) * d * d];
+        for j in 0..d {
+            for l in 0..=j {
+                let v = st.s2[m * d * d + j + d * l] / nk - shift[j] * shift[l];
+                cov[j + d * l] = v;
+                cov[l + d * j] = v;
+            }
+        }
+    }
+    constrain(&mut p, structure);
+    for m in 0..k {
+        let c = cholesky(p.cov(m), d).ok_or(Degenerate::SpreadCollapsed)?;
+        // the data are standardised: a pivot is a standard deviation left
+        // given the variables before it, in units of the data's own
+        if (0..d).any(|j| !(c[j + d * j] >= MIN_RELATIVE_SD)) {
+            return Err(Degenerate::SpreadCollapsed);
+        }
+    }
+    Ok(p)
+}
+
+/// Each component's own covariance made into the structure's.
+fn constrain(p: &mut MvParams, structure: Structure) {
+    let (k, d) = (p.k, p.d);
+    match structure {
+        Structure::Full => {}
+        Structure::Tied => {
+            let mut pooled = vec![0.0; d * d];
+            for m in 0..k {
+                for (s, c) in pooled.iter_mut().zip(p.cov(m)) {
+                    *s += p.alpha[m] * c;
+                }
+            }
+            for m in 0..k {
+                p.sigma[m * d * d..(m + 1) * d * d].copy_from_slice(&pooled);
+            }
+        }
+        Structure::Diagonal | Structure::Spherical => {
+            for m in 0..k {
+                let cov = &mut p.sigma[m * d * d..(m + 1) * d * d];
+                let mean_var = (0..d).map(|j| cov[j + d * j]).sum::<f64>() / d as f64;
+                for j in 0..d {
+                    for l in 0..d {
+                        if j != l {
+                            cov[j + d * l] = 0.0;
+                        } else if structure == Structure::Spherical {
+                            cov[j + d * l] = mean_var;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How one start ended: the parameters its last E-step was taken at, their
+/// log-likelihood (standardised units), the updates applied.
+#[derive(Clone, Debug)]
+pub struct MvStartFit {
+    pub params: MvParams,
+    pub loglik: f64,
+    pub iterations: u32,
+    pub outcome: Outcome,
+}
+
+/// EM from `init` until the log-likelihood rises by less than `epsilon`,
+/// `max_iters` updates, or degeneration.
+pub fn run_em(
+    data: &MvData,
+    init: MvParams,
+    structure: Structure,
+    max_iters: u32,
+    epsilon: f64,
+    cancel: &AtomicBool,
+) -> MvStartFit {
+    let mut params = init;
+    let mut previous: Option<f64> = None;
+    let mut iterations = 0;
+    loop {
+        let end = |params: MvParams, loglik, outcome| MvStartFit { params, loglik, iterations, outcome };
+        if cancel.load(Ordering::Relaxed) {
+            return end(params, f64::NAN, Outcome::Cancelled);
+        }
+        let Some(st) = e_step(data, &params) else {
+            return end(params, f64::NAN, Outcome::Failed(Degenerate::SpreadCollapsed));
+        };
+        let loglik = st.loglik;
+        if !loglik.is_finite() {
+            return end(params, loglik, Outcome::Failed(Degenerate::NotFinite));
+        }
+        if let Some(prev) = previous {
+            if loglik < prev - fall_tolerance(prev, data.n) {
+                return end(params, loglik, Outcome::Failed(Degenerate::LoglikFell));
+            }
+            if loglik - prev < epsilon {
+                return end(params, loglik, Outcome::Converged);
+            }
+        }
+        if iterations >= max_iters {
+            return end(params, loglik, Outcome::MaxIters);
+        }
+        match m_step(&st, data.n, data.d, structure) {
+            Ok(next) => params = next,
+            Err(why) => return end(params, loglik, Outcome::Failed(why)),
+        }
+        iterations += 1;
+        previous = Some(loglik);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// log Σ_m α_m N(x_i; μ_m, Σ_m) summed, by the closed-form 2 × 2
+    /// inverse and determinant (independent of the Cholesky path).
+    fn brute_loglik(data: &MvData, p: &MvParams) -> f64 {
+        (0..data.n)
+            .map(|i| {
+                let f: f64 = (0..p.k)
+                    .map(|m| {
+                        let s = p.cov(m);
+                        let det = s[0] * s[3] - s[1] * s[2];
+                        let (a, b) = (data.at(i, 0) - p.mean(m)[0], data.at(i, 1) - p.mean(m)[1]);
+                        let q = (s[3] * a * a - 2.0 * s[1] * a * b + s[0] * b * b) / det;
+                        p.alpha[m] * (-0.5 * q).exp() / (2.0 * std::f64::consts::PI * det.sqrt())
+                    })
+                    .sum();
+                f.ln()
+            })
+            .sum()
+    }
+
+    fn two_clusters(n: usize) -> MvData {
+        // a deterministic scatter: two tilted clouds
+        let mut x = vec![0.0; 2 * n];
+        for i in 0..n {
+            let t = (i as f64 * 0.618_033_988_75).fract() - 0.5;
+            let u = (i as f64 * 0.414_213_562_37).fract() - 0.5;
+            let c = if i % 3 == 0 { 4.0 } else { 0.0 };
+            x[i] = c + t + 0.3 * u;
+            x[n + i] = c + 0.5 * t - u;
+        }
+        MvData::prepare(&x, n, 2, false).unwrap()
+    }
+
+    fn start() -> MvParams {
+        MvParams {
+            k: 2,
+            d: 2,
+            alpha: vec![0.5, 0.5],
+            mu: vec![-0.5, -0.5, 1.0, 1.0],
+            sigma: vec![0.5, 0.1, 0.1, 0.5, 0.4, 0.0, 0.0, 0.4],
+        }
+    }
+
+    #[test]
+    fn e_step_log_likelihood_is_the_mixture_density() {
+        let data = two_clusters(150);
+        let p = start();
+        let st = e_step(&data, &p).unwrap();
+        let brute = brute_loglik(&data, &p);
+        assert!((st.loglik - brute).abs() < 1e-10 * brute.abs(), "{} {}", st.loglik, brute);
+        assert!((st.s0.iter().sum::<f64>() - 150.0).abs() < 1e-10);
+    }
+
+    #[test]
+    fn em_climbs_and_converges_under_every_structure() {
+        let data = two_clusters(300);
+        let never = AtomicBool::new(false);
+        for s in Structure::ALL {
+            let f = run_em(&data, start(), s, 1000, 1e-10, &never);
+            assert_eq!(f.outcome, Outcome::Converged, "{s:?}");
+            assert!((f.loglik - brute_loglik(&data, &f.params)).abs() < 1e-9 * f.loglik.abs());
+            let c = f.params.cov(0);
+            match s {
+                Structure::Diagonal => assert_eq!(c[1], 0.0),
+                Structure::Spherical => assert!(c[1] == 0.0 && c[0] == c[3]),
+                Structure::Tied => assert_eq!(f.params.cov(0), f.params.cov(1)),
+                Structure::Full => assert!(c[1] != 0.0),
+            }
+        }
+    }
+
+    #[test]
+    fn a_collapsing_component_is_degenerate_not_a_panic() {
+        let data = two_clusters(40);
+        let mut p = start();
+        p.mu[2..].copy_from_slice(&[50.0, 50.0]);
+        p.sigma[4..].copy_from_slice(&[1e-4, 0.0, 0.0, 1e-4]);
+        let f = run_em(&data, p, Structure::Full, 100, 1e-8, &AtomicBool::new(false));
+        assert!(matches!(f.outcome, Outcome::Failed(_)), "{:?}", f.outcome);
+    }
+}
