@@ -5,6 +5,10 @@
 #     `formula = value ~ group` (an alias of the formula form);
 #   - a formula `value ~ group` with `data`, `subset` and `na.action`, built
 #     by stats::model.frame() as lm() does, so `log(v) ~ g` fits log(v).
+# Multivariate data (issue 33) comes in the same three forms: a list of
+# numeric matrices (or data frames), observations in rows and the same
+# variables in the columns of every one; a formula whose response is a
+# matrix, cbind(a, b) ~ group; or a data frame with several `value` columns.
 # Missing values are handled by `na.action` in every form. Errors name the
 # arguments as the caller wrote them (stop_arg(), R/conditions.R).
 #
@@ -14,13 +18,23 @@
 # `df` (`data` is a prefix of `datasets`). One function with `data` as a
 # formal of its own matches `data =` exactly and keeps the 2015 signature.
 
-# Returns list(datasets, n_dropped, na.action, groups, rows, response): the
-# named list of double vectors (or NULLs), how many values `na.action`
-# dropped from each, the rows a data frame lost (`na.action`'s record, as
-# lm() keeps it) or NULL; for a formula or data frame also the datasets'
-# group keys (a data frame, one row per dataset and one column per grouping
-# variable; NULL for `value ~ 1`), each value's row in the caller's data (a
-# list parallel to the datasets) and the response as written.
+# Returns list(datasets, n_dropped, na.action, groups, rows, response,
+# multivariate, variables): the named list of double vectors (or NULLs), how
+# many values `na.action` dropped from each, the rows a data frame lost
+# (`na.action`'s record, as lm() keeps it) or NULL; for a formula or data
+# frame also the datasets' group keys (a data frame, one row per dataset and
+# one column per grouping variable; NULL for `value ~ 1`), each value's row
+# in the caller's data (a list parallel to the datasets) and the response as
+# written (a list of datasets has no groups, rows or response: those
+# elements are absent); then `multivariate = FALSE` and `variables = NULL`.
+# For multivariate data the datasets are double matrices, n_i x d in R's
+# column-major order, with `dimnames = list(NULL, variables)` and no other
+# attribute (never NULL; one that lost all its rows has 0 rows), n_dropped
+# counts the rows dropped (a row is missing where any of its values is NA
+# or NaN; infinite values are kept for the engine to report), the response
+# of a formula is its left-hand side as written ("cbind(a, b)") and that of
+# `value` columns their names joined by ", "; `multivariate = TRUE` and
+# `variables` the d variables' names.
 # `given` says which arguments the caller supplied; `subset` is the
 # unevaluated expression or NULL; `env` is the caller's frame.
 make_datasets <- function(datasets, data, subset, na.action, value, group, formula,
@@ -53,8 +67,14 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
     }
     return(datasets_from_columns(datasets, value, group, subset, na, env))
   }
+  if (is.matrix(datasets)) {
+    # one multivariate dataset, or one univariate dataset per column?
+    stop_arg("`datasets` is a matrix of ", nrow(datasets), " x ", ncol(datasets), " values: bulkem ",
+             "fits one dataset per element of a list; give list(m) for one multivariate dataset, ",
+             "or asplit(m, 2) for one dataset per column")
+  }
   if (length(dim(datasets)) >= 2) {
-    stop_arg("`datasets` is a ", if (is.matrix(datasets)) "matrix" else "array",
+    stop_arg("`datasets` is an array",
              ": bulkem fits one dataset per element of a list; give a list of its columns, ",
              "e.g. asplit(m, 2), or c(m) for a single dataset")
   }
@@ -62,8 +82,14 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
                 group = !is.null(group), formula = !is.null(formula)),
               "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
   checked <- check_datasets(datasets, threads)
+  if (!is.null(checked$variables)) {
+    dropped <- drop_missing_rows(checked$datasets, checked$has_na, na, checked$variables)
+    return(list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
+                multivariate = TRUE, variables = checked$variables))
+  }
   dropped <- drop_missing(checked$datasets, checked$has_na, na)
-  list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL)
+  list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
+       multivariate = FALSE, variables = NULL)
 }
 
 # How the caller gave the formula and the data, for error messages.
@@ -125,9 +151,31 @@ drop_missing <- function(datasets, has_na, na) {
   list(datasets = datasets, n_dropped = n_dropped)
 }
 
+# The same for a list of multivariate datasets (check_matrices(),
+# R/validate.R): `na.action` on each matrix that holds NA or NaN (na.omit
+# drops the rows with any), n_dropped counting rows.
+drop_missing_rows <- function(datasets, has_na, na, variables) {
+  n_dropped <- integer(length(datasets))
+  for (i in which(has_na)) {
+    m <- datasets[[i]]
+    kept <- tryCatch(na$fun(m), error = function(e) {
+      stop_arg(na$label, " stopped at `datasets[[", i, "]]`: ", conditionMessage(e))
+    })
+    if (!is.numeric(kept) || length(dim(kept)) != 2L || ncol(kept) != ncol(m)) {
+      stop_arg(na$label, " must return the rows it keeps, as na.omit does; for ",
+               "`datasets[[", i, "]]` (a matrix of ", ncol(m), " columns) it returned ",
+               if (length(dim(kept)) == 2L) paste("a matrix of", ncol(kept), "columns") else describe_type(kept))
+    }
+    n_dropped[i] <- nrow(m) - nrow(kept)
+    datasets[i] <- list(bare_matrix(kept, variables)) # without na.omit's attributes
+  }
+  list(datasets = datasets, n_dropped = n_dropped)
+}
+
 # value = "rt", group = c("subject", "block"): checked by name, then made
 # into the formula `rt ~ subject + block` (any column name works, as a
-# symbol) and built like one.
+# symbol) and built like one. Several values, value = c("a", "b"), are
+# multivariate data: the formula `cbind(a, b) ~ subject + block`.
 datasets_from_columns <- function(df, value, group, subset, na, env) {
   for (arg in c("value", "group")) {
     col <- if (arg == "value") value else group
@@ -139,31 +187,40 @@ datasets_from_columns <- function(df, value, group, subset, na, env) {
     if (!is.character(col) || length(col) < 1 || anyNA(col)) {
       stop_arg("`", arg, "` must be ", if (arg == "value") "the name of one column" else
                "the names of one or more columns", " of `datasets` (a character ",
-               if (arg == "value") "string" else "vector", "), not ", format_value(col))
+               if (arg == "value") "string, or several names for multivariate data" else "vector",
+               "), not ", format_value(col))
     }
-    if (arg == "value" && length(col) != 1) {
-      stop_arg("`value` must name one column, the values, not ", length(col), ": ",
-               paste0("`", col, "`", collapse = ", "))
+    if (arg == "value" && anyDuplicated(col)) {
+      stop_arg("`value` names the column `", col[anyDuplicated(col)], "` more than once; ",
+               "give each variable once")
     }
     absent <- unique(col[!col %in% names(df)])
     if (length(absent) > 0) stop_arg(absent_columns(arg, absent, names(df)))
   }
-  if (value %in% group) {
-    stop_arg("`group = ", deparse1(group), "` groups by its own values `", value,
+  several <- length(value) > 1
+  own <- value[value %in% group]
+  if (length(own) > 0) {
+    stop_arg("`group = ", deparse1(group), "` groups by its own values `", own[1],
              "`, the column `value` names: group by the column that says which dataset each row ",
              "belongs to (e.g. group = \"subject\"), or fit the values as one dataset with bulkem(",
-             value, " ~ 1, data = df)")
+             if (several) paste0("cbind(", paste(value, collapse = ", "), ")") else value,
+             " ~ 1, data = df)")
   }
-  values <- df[[value]]
-  if (!is.numeric(values) || is.factor(values)) {
-    stop_arg("column `", value, "` of `datasets` must be numeric, not ", describe_type(values))
+  for (v in value) {
+    values <- df[[v]]
+    if (!is.numeric(values) || is.factor(values)) {
+      stop_arg("column `", v, "` of `datasets` must be numeric, not ", describe_type(values))
+    }
   }
   rhs <- Reduce(function(a, b) call("+", a, b), lapply(group, as.name))
-  f <- eval(call("~", as.name(value), rhs))
+  lhs <- if (several) as.call(c(as.name("cbind"), lapply(value, as.name))) else as.name(value)
+  f <- eval(call("~", lhs, rhs))
   environment(f) <- env
-  labels <- list(formula = paste0("`value = \"", value, "\"` and `group = ", deparse1(group), "`"),
+  labels <- list(formula = paste0("`value = ", if (several) deparse1(value) else paste0("\"", value, "\""),
+                                  "` and `group = ", deparse1(group), "`"),
                  data = "`datasets`")
-  datasets_from_formula(f, df, subset, na, env, labels)
+  datasets_from_formula(f, df, subset, na, env, labels,
+                        response = if (several) paste(value, collapse = ", "))
 }
 
 # The message for names in `value` or `group` (`arg`) that are not columns
@@ -186,8 +243,11 @@ absent_columns <- function(arg, absent, columns) {
 # combination of the grouping variables present after `subset` (named
 # "a:b", in the order of split()); a group whose values were all dropped is
 # kept, empty ("invalid", with its count dropped). Rows whose group is
-# missing belong to no dataset.
-datasets_from_formula <- function(f, data, subset, na, env, labels) {
+# missing belong to no dataset. A response that is a numeric matrix of two
+# or more columns (cbind(a, b) ~ g) gives multivariate datasets: the rows of
+# the matrix, a row missing where any of its values is; `response`, when
+# given, replaces the left-hand side as written.
+datasets_from_formula <- function(f, data, subset, na, env, labels, response = NULL) {
   if (!inherits(f, "formula")) {
     stop_arg("`formula` must be a formula such as value ~ group, not ", format_value(f))
   }
@@ -241,13 +301,21 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
              " gives no rows to fit")
   }
   y <- mf[[1L]]
-  if (is.numeric(y) && length(dim(y)) == 2L && ncol(y) > 1L) {
-    stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
-             labels$formula, " are a matrix of ", ncol(y), " columns: bulkem fits univariate mixtures, ",
-             "one numeric value per observation, and does not fit multivariate data yet; ",
-             "fit each column on its own, e.g. bulkem(a ~ g, data)")
-  }
-  if (!is.numeric(y) || is.factor(y) || !is.null(dim(y))) {
+  multivariate <- length(dim(y)) == 2L && ncol(y) > 1L
+  if (multivariate) {
+    if (!is.numeric(y)) {
+      stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
+               labels$formula, " are a matrix of ", ncol(y), " columns that must be numeric, not ",
+               describe_type(y))
+    }
+    # cbind() names the columns it was given as variables; the others x<j>
+    variables <- paste0("x", seq_len(ncol(y)))
+    given <- colnames(y)
+    if (!is.null(given)) {
+      ok <- !is.na(given) & nzchar(given)
+      variables[ok] <- given[ok]
+    }
+  } else if (!is.numeric(y) || is.factor(y) || !is.null(dim(y))) {
     stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
              labels$formula, " must be a numeric vector, not ", describe_type(y))
   }
@@ -274,7 +342,7 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
     stop_arg(na$label, " must return the rows it keeps, as na.omit does, not ", describe_type(kept_frame))
   }
   keep <- match(row.names(kept_frame), row.names(mf))
-  values <- as.double(y[keep])
+  values <- if (!multivariate) as.double(y[keep])
   # each value's row in the caller's data: model.frame keeps its row names
   # (variables found where the formula was written are numbered 1..n); a
   # row that `subset` made of a missing condition is named "NA" and is
@@ -286,12 +354,17 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   rows <- rows[keep]
   if (is.null(g)) {
-    datasets <- list(values)
+    datasets <- if (multivariate) list(bare_matrix(y[keep, , drop = FALSE], variables)) else list(values)
     rows <- list(rows)
     n_dropped <- nrow(mf) - length(keep)
     keys <- NULL
   } else {
-    datasets <- split(values, g[keep])
+    datasets <- if (multivariate) {
+      # a group whose rows were all dropped is a matrix of no rows
+      lapply(split(keep, g[keep]), function(r) bare_matrix(y[r, , drop = FALSE], variables))
+    } else {
+      split(values, g[keep])
+    }
     rows <- unname(split(rows, g[keep]))
     dropped <- rep(TRUE, nrow(mf))
     dropped[keep] <- FALSE
@@ -303,5 +376,6 @@ datasets_from_formula <- function(f, data, subset, na, env, labels) {
   }
   list(datasets = datasets, n_dropped = as.integer(n_dropped),
        na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
-       response = paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "))
+       response = if (is.null(response)) paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " ") else response,
+       multivariate = multivariate, variables = if (multivariate) variables)
 }

@@ -3,9 +3,11 @@
 # one dataset's values are not checked here but reported per dataset by the
 # engine (status "invalid").
 
-# A list of datasets or one numeric vector (data frames, formulas and
-# matrices were dealt with by make_datasets(), R/input.R); returns the list
-# of double vectors and which of them hold NA or NaN (for drop_missing()).
+# A list of datasets or one numeric vector (data frames, formulas and a
+# matrix given as `datasets` were dealt with by make_datasets(), R/input.R);
+# returns the list of double vectors and which of them hold NA or NaN (for
+# drop_missing()). A list of matrices or data frames (multivariate data) is
+# checked by check_matrices(), whose value also has `variables`.
 # `threads` scan the values (control$threads).
 check_datasets <- function(datasets, threads = 1L) {
   if (is.numeric(datasets) && !is.object(datasets)) {
@@ -21,16 +23,7 @@ check_datasets <- function(datasets, threads = 1L) {
   # one compiled pass over the list (a call may hold hundreds of thousands
   # of datasets): the engine reads double vectors in place
   kinds <- dataset_kinds_(datasets, as.integer(threads))
-  wide <- which(kinds == 6L)
-  if (length(wide)) {
-    d <- dim(datasets[[wide[1]]])
-    stop_arg("`datasets[[", wide[1], "]]` is a ", if (length(d) == 2) "matrix" else "array", " of ",
-             paste(d, collapse = " x "), " values",
-             if (length(wide) > 1) sprintf(" (%d datasets are matrices or arrays)", length(wide)),
-             ": bulkem fits univariate mixtures, one numeric vector of observations per dataset, ",
-             "and does not fit multivariate data yet. For a dataset per column give asplit(m, 2); ",
-             "for one dataset of every value, c(m)")
-  }
+  if (multivariate_list(datasets, kinds)) return(check_matrices(datasets))
   double <- kinds <= 1L
   if (!all(double)) {
     ok <- kinds[!double] <= 4L
@@ -43,6 +36,118 @@ check_datasets <- function(datasets, threads = 1L) {
     datasets[!double] <- lapply(datasets[!double], as.double)
   }
   list(datasets = datasets, has_na = kinds == 1L | kinds == 3L)
+}
+
+# Whether a list holds multivariate data: a numeric matrix of two or more
+# columns (kind 6; a one-column matrix is its column, univariate), a data
+# frame, or a matrix of two or more columns and no rows (which the compiled
+# scan counts as an empty vector). Only the few elements that are neither
+# numeric vectors with values nor NULL are looked at in R.
+multivariate_list <- function(datasets, kinds) {
+  if (any(kinds == 6L)) return(TRUE)
+  other <- which(kinds == 5L)
+  if (length(other) && any(vapply(datasets[other], is.data.frame, NA))) return(TRUE)
+  empty <- which(kinds <= 3L & lengths(datasets) == 0L)
+  length(empty) > 0 && any(vapply(datasets[empty], function(x) length(dim(x)) == 2L && ncol(x) >= 2L, NA))
+}
+
+# A list of multivariate datasets: numeric matrices (or data frames of
+# numeric columns, made matrices by as.matrix()), observations in rows, the
+# same d >= 2 variables in the columns of every one; the number of rows may
+# differ. Returns list(datasets, has_na, variables): the matrices as double
+# n_i x d matrices whose only attributes are `dim` and `dimnames =
+# list(NULL, variables)`, which of them hold NA or NaN (for
+# drop_missing_rows(), R/input.R), and the variables' names: the column
+# names of the first dataset that has any (those of every other dataset
+# that has any must be the same), "x1", "x2", ... otherwise (also for a
+# name that is NA or empty). Infinite values are left for the engine to
+# report per dataset.
+check_matrices <- function(datasets) {
+  frame <- vapply(datasets, is.data.frame, NA)
+  ndim <- lengths(lapply(datasets, dim))
+  deep <- which(ndim > 2L)
+  if (length(deep)) {
+    i <- deep[1]
+    stop_arg("`datasets[[", i, "]]` is an array of ", paste(dim(datasets[[i]]), collapse = " x "),
+             " values: a multivariate dataset is a matrix, one row per observation and one column ",
+             "per variable")
+  }
+  tabular <- ndim == 2L
+  mixed <- which(tabular != tabular[1])
+  if (length(mixed)) {
+    what <- function(i) {
+      x <- datasets[[i]]
+      if (frame[i]) return(paste0("a data frame of ", nrow(x), " x ", ncol(x)))
+      if (tabular[i]) return(paste0("a matrix of ", nrow(x), " x ", ncol(x), " values"))
+      if (is.null(x)) return("NULL")
+      if (is.numeric(x) && !is.object(x)) return("a numeric vector")
+      describe_type(x)
+    }
+    i <- mixed[1]
+    stop_arg("`datasets[[", i, "]]` is ", what(i), " but `datasets[[1]]` is ", what(1),
+             ": the datasets of a list are either all numeric vectors (univariate data) or all ",
+             "numeric matrices, one row per observation and one column per variable (multivariate data)")
+  }
+  for (i in which(frame)) {
+    df <- datasets[[i]]
+    ok <- vapply(df, function(v) is.numeric(v) && is.null(dim(v)), NA)
+    if (!all(ok)) {
+      bad <- which(!ok)[1]
+      stop_arg("column `", names(df)[bad], "` of `datasets[[", i, "]]` (a data frame) must be numeric, not ",
+               describe_type(df[[bad]]))
+    }
+    datasets[i] <- list(as.matrix(df))
+  }
+  numeric <- vapply(datasets, is.numeric, NA)
+  if (!all(numeric)) {
+    i <- which(!numeric)[1]
+    stop_arg("`datasets[[", i, "]]` must be a numeric matrix, not a matrix ", describe_type(datasets[[i]]))
+  }
+  d <- vapply(datasets, ncol, 0L)
+  few <- which(d < 2L)
+  if (length(few)) {
+    i <- few[1]
+    stop_arg("`datasets[[", i, "]]` has ", d[i], " column", if (d[i] != 1L) "s",
+             ": a multivariate dataset has one column per variable, at least 2; give univariate ",
+             "data as numeric vectors")
+  }
+  other <- which(d != d[1])
+  if (length(other)) {
+    i <- other[1]
+    stop_arg("`datasets[[", i, "]]` has ", d[i], " columns but `datasets[[1]]` has ", d[1],
+             ": every dataset holds the same variables, one per column")
+  }
+  d <- d[1]
+  names_of <- lapply(datasets, colnames)
+  named <- which(!vapply(names_of, is.null, NA))
+  variables <- paste0("x", seq_len(d))
+  if (length(named)) {
+    first <- named[1]
+    differ <- named[!vapply(names_of[named], identical, NA, names_of[[first]])]
+    if (length(differ)) {
+      i <- differ[1]
+      shown <- function(nm) paste0("`", nm, "`", collapse = ", ")
+      stop_arg("`datasets[[", first, "]]` and `datasets[[", i, "]]` have different column names (",
+               shown(names_of[[first]]), " and ", shown(names_of[[i]]),
+               "): every dataset holds the same variables, in the same order")
+    }
+    given <- names_of[[first]]
+    ok <- !is.na(given) & nzchar(given)
+    variables[ok] <- given[ok]
+  }
+  datasets <- lapply(datasets, bare_matrix, variables)
+  list(datasets = datasets, has_na = vapply(datasets, anyNA, NA), variables = variables)
+}
+
+# `x`, a numeric matrix, as the engine reads a multivariate dataset: double,
+# with `dim` and `dimnames = list(NULL, variables)` its only attributes
+# (not copied when it is so already).
+bare_matrix <- function(x, variables) {
+  want <- list(dim = dim(x), dimnames = list(NULL, variables))
+  if (is.double(x) && identical(attributes(x), want)) return(x)
+  if (!is.double(x)) storage.mode(x) <- "double"
+  attributes(x) <- want
+  x
 }
 
 describe_type <- function(x) {

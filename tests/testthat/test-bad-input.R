@@ -9,17 +9,21 @@ test_that("bad arguments are errors that name the argument", {
   expect_error(bulkem(list(x, letters)), "`datasets\\[\\[2\\]\\]` must be a numeric vector")
   expect_error(bulkem(list(x, factor(1:6))), "factor")
   expect_error(bulkem(list(x, list(1, 2))), "`datasets\\[\\[2\\]\\]`")
-  # multivariate data is not flattened into univariate data: a classed
-  # error names the dataset; a one-column matrix is its column
+  # multivariate data is not mixed with univariate data: a classed error
+  # names the dataset; a one-column matrix is its column
   m <- matrix(c(x, rev(x)), ncol = 2)
   expect_error(bulkem(list(x, m, m), use.gpu = FALSE), class = "bulkem_error_argument",
-               regexp = "`datasets[[2]]` is a matrix of 7 x 2 values (2 datasets are matrices or arrays)", fixed = TRUE)
+               regexp = "`datasets[[2]]` is a matrix of 7 x 2 values but `datasets[[1]]` is a numeric vector", fixed = TRUE)
   expect_error(bulkem(list(array(1:24 + 0.5, c(4, 3, 2))), use.gpu = FALSE), class = "bulkem_error_argument",
                regexp = "array of 4 x 3 x 2")
-  expect_error(bulkem(list(matrix(1:14, ncol = 2)), use.gpu = FALSE), "asplit(m, 2)", fixed = TRUE)
+  # a list of matrices and a matrix response are multivariate datasets
+  # (bulkem() end-to-end: see test-multivariate.R)
+  expect_identical(make_input(list(matrix(1:14, ncol = 2)))$datasets,
+                   list(matrix(as.double(1:14), ncol = 2, dimnames = list(NULL, c("x1", "x2")))))
   cells <- data.frame(a = c(x, x), b = c(rev(x), x), g = rep(1:2, each = 7))
-  expect_error(bulkem(cbind(a, b) ~ g, data = cells, use.gpu = FALSE), class = "bulkem_error_argument",
-               regexp = "`cbind(a, b)` of the formula `cbind(a, b) ~ g` are a matrix of 2 columns", fixed = TRUE)
+  by_formula <- make_input(cbind(a, b) ~ g, data = cells)
+  expect_true(by_formula$multivariate)
+  expect_identical(by_formula$datasets, list(`1` = cbind(a = x, b = rev(x)), `2` = cbind(a = x, b = x)))
   one <- bulkem(list(cbind(x + 0.5)), 2, family = "normal", seed = 1, use.gpu = FALSE)
   expect_equal(one[[1]]$loglik, bulkem(list(x + 0.5), 2, family = "normal", seed = 1, use.gpu = FALSE)[[1]]$loglik)
   expect_error(bulkem(data.frame(x = x)), "`value`")

@@ -182,6 +182,9 @@ test_that("a matrix is an error that says what to do, and its advice works", {
   expect_s3_class(e, "bulkem_error_argument")
   expect_match(conditionMessage(e), "`datasets` is a matrix")
   expect_match(conditionMessage(e), "asplit(m, 2)", fixed = TRUE)
+  expect_match(conditionMessage(e), "list(m) for one multivariate dataset", fixed = TRUE)
+  # bulkem() end-to-end: see test-multivariate.R
+  expect_identical(make_input(list(m))$datasets, list(m))
   fits <- bulkem(asplit(m, 2), random.inits = 2, seed = 1)
   ref <- bulkem(list(p = m[, 1], q = m[, 2]), random.inits = 2, seed = 1)
   expect_named(fits, c("p", "q"))
@@ -258,7 +261,10 @@ test_that("a column named in `value` or `group` that is not there is named, with
   # a name that is not a string
   expect_error(bulkem(df, value = 3, group = "subject"), "`value` must be the name of one column", class = "bulkem_error_argument")
   expect_error(bulkem(df, value = "rt", group = NA_character_), "`group` must be", class = "bulkem_error_argument")
-  expect_error(bulkem(df, value = c("rt", "subject"), group = "block"), "one column", class = "bulkem_error_argument")
+  # several values are multivariate data, each numeric
+  # (bulkem() end-to-end: see test-multivariate.R)
+  expect_error(bulkem(df, value = c("rt", "subject"), group = "block"), "column `subject` of `datasets` must be numeric",
+               class = "bulkem_error_argument")
   # not given at all: the message of old
   expect_error(bulkem(df, group = "subject"), "a data frame `datasets` needs `value`",
                class = "bulkem_error_argument")
