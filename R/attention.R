@@ -26,7 +26,7 @@ k_fits <- function(f, ks) {
 }
 
 # The K of each fit in `all_k`.
-all_k_ks <- function(ak) vapply(ak, function(a) length(a$mu), 0L, USE.NAMES = FALSE)
+all_k_ks <- function(ak) vapply(ak, function(a) NROW(a$mu), 0L, USE.NAMES = FALSE)
 
 # TRUE where a fit of several Ks might have been chosen over another K
 # (chosen_over() decides): another K has a lower BIC than the chosen one,
@@ -60,7 +60,7 @@ k_why_not <- function(f) {
     why[conv] <- ifelse(spurious[conv] %in% TRUE, "spurious",
                         ifelse(b$bic[conv] > bic0, "higher BIC", "equal BIC"))
   }
-  if (has_fit(f)) why[ks == length(f$mu)] <- NA_character_
+  if (has_fit(f)) why[ks == NROW(f$mu)] <- NA_character_
   why
 }
 
@@ -194,7 +194,7 @@ fit_notes <- function(f) {
       ks <- f$by_k$K[flagged]
       parts <- mapply(function(k, w, a) k_failure(f, k, w, a), ks, why[flagged],
                       k_fits(f, ks), USE.NAMES = FALSE)
-      notes <- c(notes, paste0("K = ", length(f$mu), " chosen because ", paste(parts, collapse = "; ")))
+      notes <- c(notes, paste0("K = ", NROW(f$mu), " chosen because ", paste(parts, collapse = "; ")))
     }
   }
   notes

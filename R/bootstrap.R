@@ -176,6 +176,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
+  if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -302,7 +303,7 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
   engine <- choose_engine(s$use.gpu, s$control$engine)
-  k <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+  k <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
                null_shape = flat("shape"), null_df = flat("df"),
@@ -397,7 +398,7 @@ bootstrap_se <- function(items, data, B, conf.level, s, names_d) {
   reporter <- progress_reporter()
   r <- bootstrap_run(data, nulls, B, 0L, s, reporter$update)[[1]]
   reporter$finish()
-  k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+  k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
   params <- refit_parameters(r, k0, B)
   status <- r$status_levels[r$status]
   parts <- lapply(seq_along(items), function(d) {
@@ -461,7 +462,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
     phase <- phase + 1
     engine <- c(engine, r[[1]]$engine)
     costs <- add_costs(list(costs, r[[1]]$costs))
-    k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else length(p$mu), 0L)
+    k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
     tested <- if (is.na(k)) seq_len(nd) else which(alive)
     for (d in tested) {
       i <- (d - 1) * B + seq_len(B)
@@ -519,7 +520,7 @@ permutations <- function(k) {
 # parameters (`params`, matrices of B rows and the B noise weights; NULL
 # without a null) and statuses.
 bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
-  k <- length(fit$mu)
+  k <- NROW(fit$mu)
   noise <- has_noise(fit)
   shape_nm <- shape_name(fit$family)
   # the t's degrees of freedom: a fourth row per component

@@ -193,8 +193,13 @@
 #'   a list of numeric vectors, one per dataset (lengths may differ; names
 #'   are kept), or a single numeric vector; a formula `value ~ group` with
 #'   `data`, as for [lm()]; or a data frame in long form with `value` and
-#'   `group`. A matrix is an error: give a list of its columns
-#'   (`asplit(m, 2)`).
+#'   `group`. Multivariate data (one matrix of observations in rows and
+#'   variables in columns per dataset) come as a list of numeric matrices
+#'   with the same columns, a formula with a matrix response
+#'   (`cbind(CD4, CD8) ~ sample`), or a data frame with several `value`
+#'   columns; see `covariance` and [bulkem-multivariate]. A single matrix
+#'   is an error: give `list(m)` for one multivariate dataset, or
+#'   `asplit(m, 2)` for one dataset per column.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest BIC is returned, with
@@ -277,6 +282,19 @@
 #'   component's, by ascending starting `mu` (the order fits are reported
 #'   in, unless two components cross while fitted). Degrees of freedom lie in \[0.5, 200\]: at 200 the t is
 #'   the Normal to within what data can tell.
+#' @param covariance For multivariate data: the structure of the
+#'   components' covariance matrices, `"full"` (the default: each
+#'   component its own, mclust's VVV), `"tied"` (one matrix shared by all,
+#'   EEE), `"diagonal"` (each its own diagonal matrix, VVI) or
+#'   `"spherical"` (each its own multiple of the identity, VII). Multivariate
+#'   data are fitted with multivariate normal components (`family`
+#'   defaults to `"normal"` for them) by exact EM on the CPU engine, with
+#'   `random.inits` starts each seeded by D² weighting (k-means++) and the
+#'   spurious-solution screen applied to the covariances' eigenvalues (a
+#'   component flattened or squeezed far below the widest is spurious);
+#'   each fit has `mu` (K x d), `sigma` (d x d x K), `alpha`, `covariance`
+#'   and the univariate fits' summary fields. Univariate data take no
+#'   `covariance`.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -463,6 +481,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    verbose = FALSE, family = c("invgauss", "normal", "lognormal", "gamma", "t"),
                    seed = NULL, control = list(), ...,
                    noise = FALSE, noise.support = NULL, df = NULL,
+                   covariance = c("full", "tied", "diagonal", "spherical"),
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -484,12 +503,23 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     env = parent.frame(),
     threads = if (inherits(checked_control, "error")) 1L else checked_control$threads)
   datasets <- input$datasets
+  multivariate <- isTRUE(input$multivariate)
+  if (!multivariate && !missing(covariance)) {
+    stop_arg("`covariance` applies to multivariate data (a list of matrices, or a formula ",
+             "with a matrix response); univariate data have one variance per component")
+  }
+  covariance <- check_choice(covariance, "covariance", covariance_structures)
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
   check_flag(use.gpu, "use.gpu", na_ok = TRUE)
   check_positive(epsilon, "epsilon")
   check_flag(verbose, "verbose")
+  if (multivariate) {
+    if (inherits(checked_control, "error")) stop(checked_control)
+    family <- check_multivariate_args(family, !missing(family), noise, noise.support, df,
+                                      checked_control, use.gpu)
+  }
   family <- check_choice(family, "family", families)
   check_flag(noise, "noise")
   noise.support <- check_noise_support(noise.support, length(datasets), noise)
@@ -501,6 +531,12 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   }
   if (inherits(checked_control, "error")) stop(checked_control)
   control <- checked_control
+  if (multivariate) {
+    return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
+                                        random.inits = random.inits, epsilon = epsilon,
+                                        seed = seed),
+                            control, covariance, verbose, started))
+  }
   if (control$future) {
     # sharded over the workers of the user's future::plan() (R/future.R)
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,

@@ -174,7 +174,7 @@ not_positive_datasets <- function(fits, datasets) {
     f <- fits[[i]]
     if (!identical(f$status, "invalid") || !positive_family(f$family)) return(FALSE)
     x <- datasets[[i]]
-    length(x) >= per * length(f$mu) && all(is.finite(x)) && any(x <= 0)
+    length(x) >= per * NROW(f$mu) && all(is.finite(x)) && any(x <= 0)
   }, NA)
   sum(bad)
 }

@@ -56,6 +56,14 @@ condition_classes_ <- function() .Call(wrap__condition_classes_)
 #' @noRd
 fit_ <- function(datasets, settings, report) .Call(wrap__fit_, datasets, settings, report)
 
+#' Fits every dataset of `datasets`, a list of double matrices with the same
+#' number of columns (observations in rows), checked by bulkem() in R and
+#' read in place. `settings` is core_settings()'s list with `covariance`
+#' added. Returns the fits (each a list, see ?bulkem) or the condition that
+#' stopped the call.
+#' @noRd
+fit_mv_ <- function(datasets, settings, report) .Call(wrap__fit_mv_, datasets, settings, report)
+
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:
 #' probe, context, kernel compile).

@@ -61,7 +61,7 @@ summary.bulkem <- function(object, ...) {
   get <- function(field, type) vapply(fits, function(f) f[[field]], type, USE.NAMES = FALSE)
   out <- data.frame(
     dataset = dataset_names(object), n = get("n", 0L),
-    k = vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
+    k = vapply(fits, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
     converged = get("converged", NA), iterations = get("num_iterations", 0L),
     loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0),
     starts_ok = get("starts_ok", 0L), best_start = get("best_start", 0L),
@@ -118,7 +118,7 @@ as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
   what <- match.arg(what)
   if (what == "datasets") return(summary.bulkem(x))
   shape <- shape_name(attr(x, "family"))
-  k <- vapply(x, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
+  k <- vapply(x, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE)
   nm <- dataset_names(x)
   # as.double(): a result of no datasets (fits[0]) gives columns of no rows
   pick <- function(field) as.double(unlist(lapply(x, function(f) f[[field]]), use.names = FALSE))
@@ -233,7 +233,7 @@ print.bulkem <- function(x, n = 5, ...) {
   # them, or of no datasets, says what it has)
   fits <- unclass(x)
   k <- attr(x, "num.components")
-  if (is.null(k)) k <- sort(unique(vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)))
+  if (is.null(k)) k <- sort(unique(vapply(fits, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE)))
   family <- attr(x, "family")
   if (is.null(family)) family <- unique(unlist(lapply(fits, `[[`, "family")))
   cat(sprintf("bulkem: %d dataset%s%s%s\n", length(x), if (length(x) == 1) "" else "s",
@@ -272,7 +272,7 @@ print.bulkem <- function(x, n = 5, ...) {
 #' @rdname print.bulkem
 #' @export
 print.bulkem_fit <- function(x, ...) {
-  k <- length(x$mu)
+  k <- NROW(x$mu)
   cat(sprintf("bulkem fit: %s mixture of %d component%s, n = %d, status %s\n", x$family, k,
               if (k == 1) "" else "s", x$n, x$status))
   if (nzchar(x$message)) cat(x$message, "\n")

@@ -168,7 +168,7 @@ plot.bulkem <- function(x, main = NULL, legend = TRUE, which = NULL, ...) {
   }
   if (!is.logical(legend) || length(legend) != 1 || is.na(legend)) stop_arg("`legend` must be TRUE or FALSE")
   tab <- as.data.frame.bulkem(x)
-  nk <- vapply(x, function(f) length(f$mu), 0L)
+  nk <- vapply(x, function(f) NROW(f$mu), 0L)
   status <- rep(vapply(x, `[[`, "", "status"), nk)
   kfit <- rep(nk, nk)
   kmax <- max(tab$component)
@@ -287,7 +287,7 @@ plural <- function(n, word) sprintf("%d %s%s", n, word, if (n == 1) "" else "s")
 
 # The title of a one-fit plot: the family, K (and how it was chosen), n.
 plot_title_fit <- function(x, which = "density") {
-  k <- length(x$mu)
+  k <- NROW(x$mu)
   chosen <- if (!is.null(x$by_k) && NROW(x$by_k) > 1) " chosen by BIC" else ""
   title <- sprintf("%s mixture, K = %d%s%s, n = %d", x$family, k, if (has_noise(x)) " + noise" else "",
                    chosen, x$n)
@@ -298,7 +298,7 @@ plot_title_fit <- function(x, which = "density") {
 # none, and K (a range when it was chosen per dataset).
 plot_title_many <- function(x) {
   ok <- vapply(x, function(f) isTRUE(f$fit_success), NA)
-  k <- vapply(x[ok], function(f) length(f$mu), 0L)
+  k <- vapply(x[ok], function(f) NROW(f$mu), 0L)
   chosen <- any(vapply(x[ok], function(f) !is.null(f$by_k) && NROW(f$by_k) > 1, NA))
   ktext <- if (length(k) == 0) {
     ""

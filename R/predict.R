@@ -49,7 +49,7 @@ fit_data <- function(fit, newdata, arg = "newdata") {
 # support, at NA and where the dataset has no fit.
 mixture_posterior <- function(fit, x) {
   noise <- has_noise(fit)
-  k <- length(fit$mu) + noise
+  k <- NROW(fit$mu) + noise
   post <- if (has_fit(fit)) {
     core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit),
                           if (noise) c(fit$noise, fit$noise_support) else numeric(0)))
@@ -76,7 +76,7 @@ posterior_class <- function(post) {
 # the posterior probabilities `post` (a noise component's share counts 0):
 # near 1 for a typical value, small for an outlier.
 t_weights <- function(fit, x, post = mixture_posterior(fit, x)) {
-  k <- length(fit$mu)
+  k <- NROW(fit$mu)
   w <- numeric(length(x))
   for (m in seq_len(k)) {
     z <- (x - fit$mu[m]) / fit$sigma[m]
@@ -208,7 +208,7 @@ predict_values <- function(fit, x, type) {
         uncertainty = posterior_uncertainty(post),
         posterior = {
           out <- data.frame(x = x, post)
-          k <- length(fit$mu)
+          k <- NROW(fit$mu)
           names(out) <- c("x", paste0("comp", seq_len(k)), if (ncol(post) > k) "noise")
           out$component <- posterior_class(post)
           if (identical(fit$family, "t")) out$weight <- t_weights(fit, x, post)

@@ -7,7 +7,7 @@
 # ?bulkem ("Value") for what each means.
 result_attributes <- c("engine", "threads", "elapsed", "seed", "family", "num.components",
                        "em_iterations", "kernel_launches", "kernel_seconds", "timings",
-                       "shards", "na.action", "groups", "response")
+                       "shards", "na.action", "groups", "response", "covariance", "variables")
 
 # `fits`: a list of bulkem_fit (names kept); `...`: attributes by name (of
 # result_attributes; NULL ones are left out). `groups`, when given, is a
@@ -34,7 +34,10 @@ new_bulkem <- function(fits, ...) {
   }
   attrs <- attrs[intersect(result_attributes, names(attrs))]
   attrs <- attrs[!vapply(attrs, is.null, NA)]
-  attributes(fits) <- c(list(names = names(fits), class = "bulkem"), attrs)
+  # multivariate fits (R/multivariate.R) make a multivariate result: every
+  # fit of a result has the same data shape, so the first says which
+  mv <- length(fits) > 0 && inherits(fits[[1]], "bulkem_mvfit")
+  attributes(fits) <- c(list(names = names(fits), class = c(if (mv) "bulkem_mv", "bulkem")), attrs)
   fits
 }
 

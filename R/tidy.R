@@ -135,7 +135,7 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   # vectors over all fits at once; within a fit, parameters in the order of
   # `se` (alpha1..K, mu1..K, shape1..K, then a noise component's weight),
   # then sorted by component (the noise, component 0, first)
-  k <- vapply(fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
+  k <- vapply(fits, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE)
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
   # the t's degrees of freedom: a row per component (estimated or fixed);
   # `se` has entries for them only when they were estimated
@@ -148,15 +148,15 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   }), use.names = FALSE))
   se <- as.double(unlist(Map(function(f, r) {
     s <- unname(f$se)
-    if (!is.null(f$df) && !estimates_nu(f) && length(s) == r - length(f$mu)) {
+    if (!is.null(f$df) && !estimates_nu(f) && length(s) == r - NROW(f$mu)) {
       # fixed degrees of freedom: no standard error
-      k <- length(f$mu)
+      k <- NROW(f$mu)
       s <- append(s, rep(NA_real_, k), after = 3L * k)
     }
     if (length(s) != r) rep(NA_real_, r) else s
   }, fits, rows), use.names = FALSE))
   term <- as.character(unlist(lapply(fits, function(f) {
-    c(rep(c("alpha", "mu", shape_name(f$family), if (!is.null(f$df)) "df"), each = length(f$mu)),
+    c(rep(c("alpha", "mu", shape_name(f$family), if (!is.null(f$df)) "df"), each = NROW(f$mu)),
       if (has_noise(f)) "alpha")
   }), use.names = FALSE))
   fit_id <- rep(seq_along(fits), rows)
@@ -200,7 +200,7 @@ glance_fits <- function(fits) {
   df <- get(fit_df, 0)
   n <- get(function(f) as.integer(f$n), 0L)
   data.frame(dataset = seq_along(fits), family = get(function(f) f$family, ""),
-             k = get(function(f) length(f$mu), 0L), logLik = ll,
+             k = get(function(f) NROW(f$mu), 0L), logLik = ll,
              AIC = -2 * ll + 2 * df, BIC = -2 * ll + log(n) * df, deviance = -2 * ll,
              df = as.integer(df), nobs = n, status = get(function(f) f$status, ""),
              converged = get(function(f) isTRUE(f$converged), NA),
@@ -218,7 +218,7 @@ glance_fits <- function(fits) {
 augment.bulkem_fit <- function(x, data = NULL, newdata = NULL, ...) {
   check_dots_empty(...)
   values <- if (!is.null(newdata)) fit_data(x, newdata, "newdata") else fit_data(x, data, "data")
-  augment_values(x, values, length(x$mu))
+  augment_values(x, values, NROW(x$mu))
 }
 
 #' @rdname bulkem-tidy
@@ -233,7 +233,7 @@ augment.bulkem <- function(x, data = NULL, newdata = NULL, ...) {
              length(x), ")")
   })
   fits <- unclass(x)
-  kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
+  kmax <- max(0L, vapply(fits, function(f) NROW(f$mu), 0L))
   noise <- any(vapply(fits, has_noise, NA))
   parts <- Map(function(f, d) augment_values(f, fit_data(f, d, arg), kmax, noise), fits, given)
   n <- vapply(parts, nrow, 0L, USE.NAMES = FALSE)
@@ -274,7 +274,7 @@ augment_frame <- function(x, df) {
                "` holds other values in the rows the fits came from")
     }
   }
-  kmax <- max(0L, vapply(fits, function(f) length(f$mu), 0L))
+  kmax <- max(0L, vapply(fits, function(f) NROW(f$mu), 0L))
   noise <- any(vapply(fits, has_noise, NA))
   cols <- names(augment_values(fits[[1]], numeric(0), kmax, noise))[-1]
   added <- lapply(cols, function(cl) rep(if (cl == ".component") NA_integer_ else NA_real_, nrow(df)))
@@ -302,7 +302,7 @@ augment_frame <- function(x, df) {
 augment_values <- function(fit, x, kmax, noise = has_noise(fit)) {
   post <- mixture_posterior(fit, x)
   out <- data.frame(x = x, .component = posterior_class(post))
-  k <- length(fit$mu)
+  k <- NROW(fit$mu)
   pad <- matrix(NA_real_, nrow = length(x), ncol = kmax)
   pad[, seq_len(k)] <- post[, seq_len(k)]
   for (m in seq_len(kmax)) out[[paste0(".posterior_", m)]] <- pad[, m]

@@ -88,7 +88,7 @@ NULL
 
 # The 3K estimates of a fit, named as its `se`.
 fit_estimates <- function(object) {
-  k <- length(object$mu)
+  k <- NROW(object$mu)
   shape <- shape_name(object$family)
   est <- c(object$alpha, object$mu, object[[shape]])
   names(est) <- paste0(rep(c("alpha", "mu", shape), each = k), seq_len(k))

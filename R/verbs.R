@@ -55,9 +55,10 @@ per_dataset <- function(object, value) {
 }
 
 # a noise component's weight is one more parameter, and the t's estimated
-# degrees of freedom K more
+# degrees of freedom K more; a multivariate fit counts its own (df_model)
 fit_df <- function(fit) {
-  k <- length(fit$mu)
+  if (!is.null(fit$df_model)) return(as.numeric(fit$df_model))
+  k <- NROW(fit$mu)
   as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit))
 }
 
@@ -189,7 +190,7 @@ sigma.bulkem_fit <- no_sigma
 #' summary(fits[[1]])$coefficients
 #' @export
 summary.bulkem_fit <- function(object, ...) {
-  k <- length(object$mu)
+  k <- NROW(object$mu)
   shape <- shape_name(object$family)
   se <- unname(object$se)
   per <- 3 + estimates_nu(object)
@@ -288,7 +289,7 @@ c.bulkem <- function(...) {
     Reduce(`+`, v)
   }
   ks <- unlist(c(attr_of("num.components"),
-                 lapply(Filter(function(p) inherits(p, "bulkem_fit"), parts), function(f) length(f$mu))))
+                 lapply(Filter(function(p) inherits(p, "bulkem_fit"), parts), function(f) NROW(f$mu))))
   # group keys only where every part has the same grouping columns
   keys <- lapply(parts, function(p) if (inherits(p, "bulkem")) attr(p, "groups"))
   groups <- if (length(keys) > 0 && all(!vapply(keys, is.null, NA)) &&
@@ -341,7 +342,7 @@ bulkem_compare <- function(object) {
   # vectors over all fits at once: results can hold 100,000s of them
   tabs <- lapply(fits, function(f) {
     if (!is.null(f$by_k)) return(f$by_k)
-    list(K = length(f$mu), loglik = fit_loglik(f), aic = as.numeric(f$aic),
+    list(K = NROW(f$mu), loglik = fit_loglik(f), aic = as.numeric(f$aic),
          bic = as.numeric(f$bic), status = f$status)
   })
   n <- vapply(tabs, function(t) length(t$K), 0L, USE.NAMES = FALSE)
@@ -351,7 +352,7 @@ bulkem_compare <- function(object) {
   best <- vapply(tabs, function(t) {
     if (all(is.na(t$bic))) NA_real_ else min(t$bic, na.rm = TRUE)
   }, 0, USE.NAMES = FALSE)
-  chosen_k <- vapply(fits, function(f) if (has_fit(f)) length(f$mu) else NA_integer_, 0L,
+  chosen_k <- vapply(fits, function(f) if (has_fit(f)) NROW(f$mu) else NA_integer_, 0L,
                      USE.NAMES = FALSE)
   why_not <- as.character(unlist(lapply(fits, k_why_not), use.names = FALSE))
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)

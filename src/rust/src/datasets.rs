@@ -141,6 +141,37 @@ pub(crate) fn borrow_doubles(list: &List) -> extendr_api::Result<Vec<&[f64]>> {
     }
 }
 
+/// The list's double matrices (multivariate datasets, observations in
+/// rows) as slices of R's own memory with their dimensions, as
+/// `borrow_doubles` reads vectors.
+pub(crate) fn borrow_matrices(list: &List) -> extendr_api::Result<Vec<bulkem_core::Matrix<'_>>> {
+    // SAFETY: as borrow_doubles: `list` is a protected argument of this
+    // .Call, its elements live and unmodified for the whole call; the
+    // dimensions are read from R's own `dim` attribute and checked against
+    // the vector's length before the slice is made.
+    unsafe {
+        let sexp = list.get();
+        (0..Rf_xlength(sexp))
+            .map(|i| {
+                let v = VECTOR_ELT(sexp, i);
+                let bad = || Error::Other(format!("datasets[[{}]] is not a double matrix", i + 1));
+                let dim = Rf_getAttrib(v, R_DimSymbol);
+                if TYPEOF(v) != SEXPTYPE::REALSXP || TYPEOF(dim) != SEXPTYPE::INTSXP || Rf_xlength(dim) != 2 {
+                    return Err(bad());
+                }
+                let (n, d) = (*INTEGER(dim), *INTEGER(dim).add(1));
+                let (n, d) = (usize::try_from(n).map_err(|_| bad())?, usize::try_from(d).map_err(|_| bad())?);
+                let len = Rf_xlength(v) as usize;
+                if len != n.saturating_mul(d) {
+                    return Err(bad());
+                }
+                let values = if len == 0 { &[][..] } else { std::slice::from_raw_parts(REAL(v), len) };
+                Ok(bulkem_core::Matrix { values, n, d })
+            })
+            .collect()
+    }
+}
+
 extendr_module! {
     mod datasets;
     fn dataset_kinds_;

@@ -7,6 +7,7 @@ mod convert;
 mod datasets;
 mod error;
 mod fit;
+mod fit_mv;
 mod gpu;
 pub mod interrupt;
 mod limits;
@@ -45,6 +46,7 @@ extendr_module! {
     use bootstrap;
     use error;
     use fit;
+    use fit_mv;
     use gpu;
     use limits;
     use mixture;

@@ -101,7 +101,7 @@ impl Named {
         self.get(name)?.as_bool().ok_or_else(|| mistyped(name, "TRUE or FALSE"))
     }
 
-    fn text(&self, name: &str) -> Result<&str, Stop> {
+    pub(crate) fn text(&self, name: &str) -> Result<&str, Stop> {
         self.get(name)?.as_str().ok_or_else(|| mistyped(name, "a string"))
     }
 }

@@ -1,0 +1,207 @@
+# What users do with a multivariate fit (class bulkem_mvfit, a bulkem_fit
+# whose mu is K x d and sigma d x d x K) and a multivariate result (class
+# bulkem_mv, a bulkem). logLik(), AIC(), BIC(), nobs(), deviance(),
+# glance() and summary() of a result are the univariate methods (they read
+# fields every fit has); what depends on the data's shape is here, and what
+# is not done for multivariate fits yet says so with a classed error.
+
+#' Multivariate fits
+#'
+#' A fit of multivariate data (a list of matrices, or a formula with a
+#' matrix response; see [bulkem()]) has class `bulkem_mvfit`: its `mu` is a
+#' K x d matrix (a row per component, a column per variable), `sigma` a d x
+#' d x K array of covariance matrices (whatever the `covariance`
+#' structure), `alpha` the K weights, and `covariance` the structure fitted.
+#' Components come in the canonical order: ascending mean of the first
+#' variable, ties broken by the next. `logLik()`, `AIC()`, `BIC()`,
+#' `nobs()`, `glance()` and `summary()` work as for univariate fits;
+#' `predict()` gives posteriors, classes, uncertainty and the mixture
+#' density of the rows of a matrix; `tidy()` lists every parameter. Standard
+#' errors, `vcov()`, `confint()`, `augment()`, `simulate()`, `quantile()`,
+#' `plot()` and [bulkem_bootstrap()] do not take multivariate fits yet: they
+#' say so with an error of class `bulkem_error_argument`.
+#'
+#' @param x,object A multivariate fit or result.
+#' @param newdata A numeric matrix (or data frame) with the fit's variables
+#'   as columns, by name when it has column names; by default the fitted
+#'   data when the fit kept it (`control = list(keep.data = TRUE)`).
+#' @param type `"posterior"` (an n x K matrix of membership probabilities),
+#'   `"class"` (the most probable component), `"uncertainty"` (1 minus the
+#'   largest posterior, as mclust reports it) or `"density"` (the mixture
+#'   density at each row).
+#' @param ... Not used.
+#' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
+#'   row per parameter: `component`, `term` (`"alpha"`, `"mu"` or
+#'   `"sigma"`), `variable` and `variable2` (the covariance's row and
+#'   column; NA where they do not apply) and `estimate`.
+#' @examples
+#' fits <- bulkem(list(faithful = as.matrix(faithful)), num.components = 2,
+#'                control = list(threads = 1, keep.data = TRUE))
+#' fits$faithful$mu
+#' fits$faithful$sigma
+#' head(predict(fits$faithful, type = "posterior"))
+#' table(predict(fits$faithful, type = "class"))
+#' @name bulkem-multivariate
+NULL
+
+#' @rdname bulkem-multivariate
+#' @export
+print.bulkem_mvfit <- function(x, ...) {
+  cat(sprintf("bulkem fit: multivariate normal mixture of %d component%s (%s covariance), ",
+              x$k, if (x$k == 1) "" else "s", x$covariance),
+      sprintf("%d variables, n = %d, status %s\n", x$d, x$n, x$status), sep = "")
+  if (nzchar(x$message)) cat(x$message, "\n")
+  if (isTRUE(x$fit_success)) {
+    cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",
+                x$loglik, x$aic, x$bic, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
+    print(coef(x))
+  }
+  invisible(x)
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+coef.bulkem_mvfit <- function(object, ...) {
+  m <- cbind(alpha = object$alpha, object$mu)
+  colnames(m) <- c("alpha", paste0("mu.", colnames(object$mu)))
+  rownames(m) <- paste0("comp", seq_len(nrow(m)))
+  m
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+predict.bulkem_mvfit <- function(object, newdata = NULL,
+                                 type = c("posterior", "class", "uncertainty", "density"), ...) {
+  check_dots_empty(...)
+  type <- match_choice(type, c("posterior", "class", "uncertainty", "density"), "type")
+  x <- mv_newdata(object, newdata)
+  if (!has_fit(object)) {
+    raise(bulkem_condition("argument", paste0("the fit has no parameters (status ", object$status, ")")))
+  }
+  logd <- mv_log_components(object, x)
+  top <- apply(logd, 1, max)
+  if (type == "density") return(exp(top + log(rowSums(exp(logd - top)))))
+  post <- exp(logd - top)
+  post <- post / rowSums(post)
+  colnames(post) <- paste0("comp", seq_len(ncol(post)))
+  switch(type,
+         posterior = post,
+         class = max.col(post, ties.method = "first"),
+         uncertainty = 1 - apply(post, 1, max))
+}
+
+# The rows to predict for: `newdata`, or the kept data, as a double matrix
+# of the fit's variables.
+mv_newdata <- function(fit, newdata) {
+  if (is.null(newdata)) {
+    if (is.null(fit$data)) {
+      stop_arg("`newdata` is missing and the fit did not keep its data ",
+               "(fit with control = list(keep.data = TRUE), or give newdata)")
+    }
+    return(fit$data)
+  }
+  vars <- colnames(fit$mu)
+  if (is.data.frame(newdata)) newdata <- as.matrix(newdata)
+  if (!is.numeric(newdata) || length(dim(newdata)) != 2) {
+    stop_arg("`newdata` must be a numeric matrix of ", fit$d, " columns, not ", describe_type(newdata))
+  }
+  if (!is.null(colnames(newdata)) && all(vars %in% colnames(newdata))) {
+    newdata <- newdata[, vars, drop = FALSE]
+  } else if (ncol(newdata) != fit$d) {
+    stop_arg("`newdata` has ", ncol(newdata), " columns; the fit has ", fit$d, " variables (",
+             paste(vars, collapse = ", "), ")")
+  }
+  storage.mode(newdata) <- "double"
+  newdata
+}
+
+# log(alpha_k) + log N(x_i; mu_k, Sigma_k): an n x K matrix, by the Cholesky
+# factor of each covariance.
+mv_log_components <- function(fit, x) {
+  d <- fit$d
+  vapply(seq_len(fit$k), function(m) {
+    r <- chol(fit$sigma[, , m])
+    z <- backsolve(r, t(x) - fit$mu[m, ], transpose = TRUE)
+    log(fit$alpha[m]) - 0.5 * d * log(2 * pi) - sum(log(diag(r))) - 0.5 * colSums(z^2)
+  }, numeric(nrow(x)))
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+tidy.bulkem_mvfit <- function(x, ...) {
+  tidy_mv(x)
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+tidy.bulkem_mv <- function(x, ...) {
+  fits <- unclass(x)
+  parts <- Map(function(f, i) {
+    out <- tidy_mv(f)
+    if (nrow(out) > 0) cbind(dataset = dataset_names(x)[i], out, stringsAsFactors = FALSE) else NULL
+  }, fits, seq_along(fits))
+  out <- do.call(rbind, parts)
+  if (is.null(out)) return(data.frame())
+  row.names(out) <- NULL
+  out
+}
+
+tidy_mv <- function(f) {
+  if (!has_fit(f)) return(data.frame())
+  vars <- colnames(f$mu)
+  k <- f$k
+  d <- f$d
+  low <- which(lower.tri(diag(d), diag = TRUE), arr.ind = TRUE)
+  rows <- lapply(seq_len(k), function(m) {
+    data.frame(component = m,
+               term = c("alpha", rep("mu", d), rep("sigma", nrow(low))),
+               variable = c(NA, vars, vars[low[, 1]]),
+               variable2 = c(NA, rep(NA, d), vars[low[, 2]]),
+               estimate = c(f$alpha[m], f$mu[m, ], f$sigma[, , m][low]),
+               stringsAsFactors = FALSE)
+  })
+  do.call(rbind, rows)
+}
+
+# The methods multivariate fits do not have yet.
+not_for_multivariate <- function(what) {
+  stop_arg(what, " does not take multivariate fits yet; see ?`bulkem-multivariate` for what does")
+}
+
+#' @export
+vcov.bulkem_mvfit <- function(object, ...) not_for_multivariate("vcov()")
+#' @export
+vcov.bulkem_mv <- function(object, ...) not_for_multivariate("vcov()")
+#' @export
+confint.bulkem_mvfit <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
+#' @export
+confint.bulkem_mv <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
+#' @export
+augment.bulkem_mvfit <- function(x, ...) not_for_multivariate("augment()")
+#' @export
+augment.bulkem_mv <- function(x, ...) not_for_multivariate("augment()")
+#' @export
+simulate.bulkem_mvfit <- function(object, nsim = 1, seed = NULL, ...) not_for_multivariate("simulate()")
+#' @export
+simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, ...) not_for_multivariate("simulate()")
+#' @export
+quantile.bulkem_mvfit <- function(x, ...) not_for_multivariate("quantile()")
+#' @export
+quantile.bulkem_mv <- function(x, ...) not_for_multivariate("quantile()")
+#' @export
+plot.bulkem_mvfit <- function(x, ...) not_for_multivariate("plot()")
+#' @export
+plot.bulkem_mv <- function(x, ...) not_for_multivariate("plot()")
+#' @export
+as.data.frame.bulkem_mv <- function(x, row.names = NULL, optional = FALSE, ...) {
+  not_for_multivariate("as.data.frame() (use tidy() or glance())")
+}
+#' @export
+coef.bulkem_mv <- function(object, ...) tidy.bulkem_mv(object)
+#' @export
+predict.bulkem_mv <- function(object, newdata = NULL, type = "posterior", ...) {
+  if (!is.null(newdata)) stop_arg("`newdata` for a whole multivariate result: predict each fit, fits[[i]]")
+  out <- lapply(unclass(object), predict.bulkem_mvfit, type = type, ...)
+  names(out) <- dataset_names(object)
+  out
+}

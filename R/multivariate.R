@@ -1,0 +1,93 @@
+# bulkem()'s path for multivariate data (issue 33): a list of matrices, a
+# formula with a matrix response or several `value` columns, made into
+# matrices by make_datasets() (R/input.R), fitted by the compiled core's
+# multivariate layer (src/rust/core/src/mv/) on the CPU engine, and built
+# into a result by new_bulkem() like every other.
+
+covariance_structures <- c("full", "tied", "diagonal", "spherical")
+
+# What the multivariate fits do not take yet: control settings of the
+# univariate engines, given explicitly.
+univariate_only_control <- c("precision", "accelerate", "keep.starts", "refine", "short.runs",
+                             "short.iters", "devices", "starts", "spurious.distinct",
+                             "future", "shards")
+
+# Checks what bulkem() was given for multivariate data; returns the family.
+check_multivariate_args <- function(family, family_given, noise, noise.support, df, control,
+                                    use.gpu) {
+  family <- if (family_given) check_choice(family, "family", families) else "normal"
+  if (family != "normal") {
+    stop_arg("`family = \"", family, "\"`: multivariate data are fitted with family = \"normal\" ",
+             "(multivariate normal components) so far")
+  }
+  if (isTRUE(noise) || !is.null(noise.support)) {
+    stop_arg("`noise` applies to univariate data only, so far")
+  }
+  if (!is.null(df)) stop_arg("`df` applies to family = \"t\", which multivariate data do not take yet")
+  given <- intersect(attr(control, "given"), univariate_only_control)
+  if (length(given) > 0) {
+    stop_arg("`control$", given[1], "` applies to univariate data only, so far: ",
+             "multivariate fits run plain EM on the CPU engine")
+  }
+  if (isTRUE(use.gpu) || !control$engine %in% c("auto", "cpu")) {
+    stop_arg(if (isTRUE(use.gpu)) "`use.gpu = TRUE`" else paste0("`control$engine = \"", control$engine, "\"`"),
+             ": multivariate data are fitted on the CPU engine so far (use.gpu = NA or FALSE)")
+  }
+  family
+}
+
+# Fits the multivariate datasets of `input` (make_datasets()'s value) and
+# returns the result. `args` holds bulkem()'s checked arguments.
+fit_multivariate <- function(input, args, control, covariance, verbose, started) {
+  datasets <- input$datasets
+  variables <- input$variables
+  if (verbose) {
+    message(sprintf("bulkem: %d multivariate datasets of %d variables, normal (%s covariance), ",
+                    length(datasets), length(variables), covariance),
+            sprintf("%s component(s), %d start(s) each, on the cpu engine",
+                    paste(args$num.components, collapse = ", "), args$random.inits))
+  }
+  settings <- core_settings("normal", args$num.components, args$max.iters, args$random.inits,
+                            args$epsilon, args$seed, control, "cpu")
+  settings$covariance <- covariance
+  checked <- proc.time()[["elapsed"]]
+  reporter <- progress_reporter()
+  res <- core_value(fit_mv_(unname(datasets), settings, reporter$update))
+  returned <- proc.time()[["elapsed"]]
+  reporter$finish()
+  fits <- lapply(res$fits, label_mv_fit, variables = variables)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data)
+  finished <- proc.time()[["elapsed"]]
+  elapsed <- finished - started
+  if (verbose) message(sprintf("bulkem: done in %.3f s (cpu engine, %d thread(s))", elapsed, res$threads))
+  warn_mv_status(fits)
+  new_bulkem(fits, engine = "cpu", threads = res$threads, elapsed = elapsed, seed = args$seed,
+             family = "normal", num.components = as.integer(args$num.components),
+             em_iterations = res$em_iterations, kernel_launches = 0, kernel_seconds = 0,
+             timings = c(check = checked - started, res$timings, after = finished - returned,
+                         total = elapsed),
+             na.action = input$na.action, groups = input$groups, response = input$response,
+             covariance = covariance, variables = variables)
+}
+
+# The variables' names on a fit's mu and sigma (and on every K's fit).
+label_mv_fit <- function(fit, variables) {
+  k <- fit$k
+  dimnames(fit$mu) <- list(NULL, variables)
+  dimnames(fit$sigma) <- list(variables, variables, NULL)
+  if (!is.null(fit$all_k)) fit$all_k <- lapply(fit$all_k, label_mv_fit, variables = variables)
+  fit
+}
+
+# One warning for the datasets whose fit did not converge or failed, as
+# the univariate fits warn (warn_convergence()).
+warn_mv_status <- function(fits) {
+  status <- vapply(fits, function(f) f$status, "", USE.NAMES = FALSE)
+  bad <- which(status != "converged")
+  if (length(bad) == 0) return(invisible(NULL))
+  counts <- table(status[bad])
+  warning(bulkem_condition("warning_convergence", paste0(
+    length(bad), " of ", length(fits), " multivariate fits did not converge or could not be fitted (",
+    paste(names(counts), counts, sep = ": ", collapse = ", "), "); see each fit's `status` and `message`",
+    ", e.g. dataset ", bad[1], ": ", fits[[bad[1]]]$message)))
+}

@@ -1,0 +1,177 @@
+//! `fit_mv_()`: a list of R matrices (one multivariate dataset each) in, the
+//! core's multivariate fits (bulkem_core::mv) on a worker thread while R's
+//! main thread watches for interrupts and draws progress (watch.rs), one R
+//! list per fit back.
+
+use std::sync::atomic::Ordering;
+
+use bulkem_core::{fit_mv, Counters, EngineKind, MvFit, MvJob, Status, Structure};
+use extendr_api::prelude::*;
+
+use crate::datasets::borrow_matrices;
+use crate::error::{or_condition, Stop};
+use crate::settings::{Call, Named};
+use crate::watch::{run_watched, timings};
+
+/// Fits every dataset of `datasets`, a list of double matrices with the same
+/// number of columns (observations in rows), checked by bulkem() in R and
+/// read in place. `settings` is core_settings()'s list with `covariance`
+/// added. Returns the fits (each a list, see ?bulkem) or the condition that
+/// stopped the call.
+/// @noRd
+#[extendr]
+fn fit_mv_(datasets: List, settings: List, report: Robj) -> Robj {
+    or_condition(fit(datasets, settings, report))
+}
+
+fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
+    let started = std::time::Instant::now();
+    let call = Call::from_r(&settings)?;
+    let named = Named::of(&settings);
+    let structure = named.text("covariance")?;
+    let structure = Structure::from_name(structure)
+        .ok_or_else(|| bulkem_core::Error::Internal(format!("unknown covariance \"{structure}\"")))?;
+    if call.engine != EngineKind::Cpu {
+        return Err(bulkem_core::Error::Argument {
+            arg: "control$engine",
+            message: format!("= \"{}\" does not fit multivariate data yet: use engine = \"cpu\"", call.engine.name()),
+        }
+        .into());
+    }
+    let job = MvJob { datasets: borrow_matrices(&datasets)?, settings: call.settings, structure };
+    let counters = Counters::default();
+    let report = Function::try_from(report).ok();
+    counters.lap("setup", started);
+    let threads = call.threads;
+    let choice = job.settings.components.len() > 1;
+    let fits =
+        run_watched(&counters, report.as_ref(), |cancel| fit_mv(&job, threads, cancel, &counters), || Ok(false))?;
+    let built = std::time::Instant::now();
+    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, structure, choice)).collect::<Result<_, _>>()?;
+    counters.lap("result", built);
+    let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
+    Ok(List::from_names_and_values(
+        ["fits", "threads", "em_iterations", "kernel_launches", "kernel_seconds", "timings"],
+        [
+            Robj::from(List::from_values(lists)),
+            Robj::from(threads as i32),
+            count(&counters.em_iterations),
+            Robj::from(0.0),
+            Robj::from(0.0),
+            timings(&counters)?,
+        ],
+    )?)
+}
+
+fn na(x: f64) -> f64 {
+    if x.is_nan() {
+        Rfloat::na().0
+    } else {
+        x
+    }
+}
+
+/// One fit's R list (class bulkem_mvfit, a bulkem_fit): mu K × d, sigma d × d × K.
+fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop> {
+    let (k, d) = (f.k, f.d);
+    let p = f.params.as_ref();
+    let mut alpha = Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.alpha.clone()));
+    let mu_values: Vec<f64> = match p {
+        // the core holds means component-major; R's K × d matrix is column-major
+        Some(p) => (0..d).flat_map(|j| (0..k).map(move |m| p.mu[m * d + j])).collect(),
+        None => vec![na(f64::NAN); k * d],
+    };
+    let mut mu = Robj::from(mu_values);
+    mu.set_attrib("dim", [k as i32, d as i32])?;
+    let mut sigma = Robj::from(p.map_or(vec![na(f64::NAN); k * d * d], |p| p.sigma.clone()));
+    sigma.set_attrib("dim", [d as i32, d as i32, k as i32])?;
+    if p.is_none() {
+        alpha = Robj::from(vec![na(f64::NAN); k]);
+    }
+    let (aic, bic) = f.information_criteria();
+    let int = |v: u32| Robj::from(i32::try_from(v).unwrap_or(i32::MAX));
+    let mut names = vec![
+        "mu",
+        "sigma",
+        "alpha",
+        "loglik",
+        "num_iterations",
+        "fit_success",
+        "family",
+        "covariance",
+        "n",
+        "d",
+        "k",
+        "converged",
+        "status",
+        "message",
+        "best_start",
+        "starts_ok",
+        "aic",
+        "bic",
+        "starts_at_best",
+        "spurious",
+        "spurious_starts",
+        "starts_run",
+        "df_model",
+    ];
+    let mut values = vec![
+        mu,
+        sigma,
+        alpha,
+        Robj::from(na(f.loglik)),
+        int(f.iterations),
+        Robj::from(p.is_some()),
+        Robj::from("normal"),
+        Robj::from(structure.name()),
+        Robj::from(i32::try_from(f.n).unwrap_or(i32::MAX)),
+        Robj::from(d as i32),
+        Robj::from(k as i32),
+        Robj::from(f.status == Status::Converged),
+        Robj::from(f.status.name()),
+        Robj::from(f.message.as_str()),
+        f.best_start.map_or(Robj::from(Rint::na()), |s| Robj::from(s as i32 + 1)),
+        int(f.starts_ok),
+        Robj::from(na(aic)),
+        Robj::from(na(bic)),
+        int(f.starts_at_best),
+        Robj::from(f.spurious),
+        int(f.spurious_starts),
+        int(f.starts_run),
+        Robj::from(f.free_parameters as i32),
+    ];
+    if choice {
+        let by_k = data_frame(f)?;
+        let all: Vec<Robj> =
+            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, structure, false)).collect::<Result<_, _>>()?;
+        names.extend(["num_components", "by_k", "all_k"]);
+        values.extend([Robj::from(k as i32), by_k, Robj::from(List::from_values(all))]);
+    }
+    let mut list = Robj::from(List::from_names_and_values(names, values)?);
+    list.set_class(["bulkem_mvfit", "bulkem_fit"])?;
+    Ok(list)
+}
+
+/// `by_k`: K, loglik, aic, bic, status for every K fitted, ascending K.
+fn data_frame(f: &MvFit) -> Result<Robj, Stop> {
+    let rows = f.by_k.len();
+    let col = |g: fn(&bulkem_core::KSummary) -> f64| Robj::from(f.by_k.iter().map(|s| na(g(s))).collect::<Vec<f64>>());
+    let mut frame = Robj::from(List::from_names_and_values(
+        ["K", "loglik", "aic", "bic", "status"],
+        [
+            Robj::from(f.by_k.iter().map(|s| s.k as i32).collect::<Vec<i32>>()),
+            col(|s| s.loglik),
+            col(|s| s.aic),
+            col(|s| s.bic),
+            Robj::from(f.by_k.iter().map(|s| s.status.name()).collect::<Vec<&str>>()),
+        ],
+    )?);
+    frame.set_class(["data.frame"])?;
+    frame.set_attrib("row.names", (1..=rows as i32).collect::<Vec<i32>>())?;
+    Ok(frame)
+}
+
+extendr_module! {
+    mod fit_mv;
+    fn fit_mv_;
+}

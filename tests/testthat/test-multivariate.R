@@ -1,0 +1,170 @@
+# Multivariate Normal mixtures (issue 33), end to end from bulkem(), checked
+# against independent references: mclust's fits of the same covariance
+# model, a log-likelihood computed here from the density's definition, and
+# mclust's parameter counts.
+
+# log Σ_k α_k N(x; μ_k, Σ_k), from det() and solve(), not from the
+# Cholesky path of the package
+mv_loglik <- function(x, fit) {
+  dens <- vapply(seq_len(fit$k), function(m) {
+    s <- fit$sigma[, , m]
+    xc <- sweep(x, 2, fit$mu[m, ])
+    q <- rowSums((xc %*% solve(s)) * xc)
+    fit$alpha[m] * exp(-0.5 * q) / sqrt(det(2 * pi * s))
+  }, numeric(nrow(x)))
+  sum(log(rowSums(dens)))
+}
+
+mclust_model <- c(full = "VVV", tied = "EEE", diagonal = "VVI", spherical = "VII")
+
+# mclust's fit of one model and K (Mclust(), whose helpers look each other
+# up on the search path: mclust is attached for the call only)
+mclust_fit <- function(x, k, model) {
+  if (!"package:mclust" %in% search()) {
+    suppressPackageStartupMessages(attachNamespace("mclust"))
+    on.exit(detach("package:mclust"), add = TRUE)
+  }
+  mclust::Mclust(x, G = k, modelNames = model, verbose = FALSE)
+}
+
+test_that("iris with K = 3 reaches mclust's optimum and its classes", {
+  skip_if_not_installed("mclust")
+  x <- as.matrix(iris[1:4])
+  fit <- bulkem(list(iris = x), num.components = 3, seed = 1,
+                control = list(threads = 2, keep.data = TRUE))$iris
+  m <- mclust_fit(x, 3, "VVV")
+  expect_equal(fit$status, "converged")
+  expect_gte(fit$loglik, m$loglik - 1e-6 * abs(m$loglik))
+  expect_equal(fit$loglik, mv_loglik(x, fit), tolerance = 1e-10)
+  # same optimum: the same MAP classes, up to the components' labels
+  tab <- table(predict(fit, type = "class"), m$classification)
+  expect_equal(sum(apply(tab, 1, max)), nrow(x))
+  expect_equal(dim(fit$mu), c(3L, 4L))
+  expect_equal(colnames(fit$mu), colnames(x))
+  expect_equal(dim(fit$sigma), c(4L, 4L, 3L))
+  # the canonical order: ascending first coordinate
+  expect_false(is.unsorted(fit$mu[, 1]))
+  # BIC with mclust's parameter count
+  p <- mclust::nMclustParams("VVV", d = 4, G = 3)
+  expect_equal(fit$bic, -2 * fit$loglik + p * log(150), tolerance = 1e-12)
+  expect_equal(as.numeric(BIC(fit)), fit$bic, tolerance = 1e-12)
+})
+
+test_that("faithful with K = 2 to 4 reaches mclust's log-likelihood under every covariance structure", {
+  skip_if_not_installed("mclust")
+  x <- as.matrix(faithful)
+  for (cv in names(mclust_model)) {
+    for (k in 2:4) {
+      fit <- bulkem(list(x), num.components = k, covariance = cv, seed = 2,
+                    control = list(threads = 2))[[1]]
+      m <- mclust_fit(x, k, mclust_model[[cv]])
+      label <- paste(cv, k)
+      expect_equal(fit$status, "converged", label = label)
+      expect_gte(fit$loglik, m$loglik - 1e-6 * abs(m$loglik))
+      expect_equal(fit$loglik, mv_loglik(x, fit), tolerance = 1e-10, label = label)
+      expect_equal(fit$df_model, mclust::nMclustParams(mclust_model[[cv]], d = 2, G = k), label = label)
+      s <- fit$sigma
+      switch(cv,
+             tied = for (m2 in 2:k) expect_equal(s[, , m2], s[, , 1], label = label),
+             diagonal = expect_true(all(s[1, 2, ] == 0 & s[2, 1, ] == 0), label = label),
+             spherical = {
+               expect_true(all(s[1, 2, ] == 0), label = label)
+               expect_equal(s[1, 1, ], s[2, 2, ], tolerance = 1e-12, label = label)
+             },
+             full = expect_true(all(s[1, 2, ] == s[2, 1, ]), label = label))
+    }
+  }
+})
+
+test_that("K is chosen by BIC over num.components, every K's fit kept", {
+  x <- as.matrix(faithful)
+  fit <- bulkem(list(f = x), num.components = 1:3, seed = 4, control = list(threads = 2))$f
+  expect_equal(fit$by_k$K, 1:3)
+  expect_equal(fit$k, fit$by_k$K[which.min(fit$by_k$bic)])
+  expect_equal(fit$num_components, fit$k)
+  ks <- vapply(fit$all_k, function(f) f$k, 0L)
+  expect_setequal(ks, 1:3)
+  # K = 1 is the sample mean and the ML covariance
+  one <- fit$all_k[[which(ks == 1)]]
+  expect_equal(one$mu[1, ], colMeans(x), tolerance = 1e-12)
+  expect_equal(one$sigma[, , 1], cov(x) * (nrow(x) - 1) / nrow(x), tolerance = 1e-10)
+  alone <- bulkem(list(f = x), num.components = 2, seed = 4, control = list(threads = 2))$f
+  expect_equal(fit$all_k[[which(ks == 2)]]$loglik, alone$loglik)
+})
+
+test_that("fits are reproducible and independent of threads and of the other datasets", {
+  set.seed(5)
+  sim <- function(n) rbind(matrix(rnorm(2 * n), n), matrix(rnorm(n, 3), n / 2))
+  data <- list(a = sim(100), b = sim(60), c = sim(200))
+  one <- bulkem(data, num.components = 2, seed = 9, control = list(threads = 1))
+  two <- bulkem(data, num.components = 2, seed = 9, control = list(threads = 2))
+  strip <- function(r) lapply(unclass(r), unclass)
+  expect_identical(strip(one), strip(two))
+  alone <- bulkem(data["b"], num.components = 2, seed = 9, control = list(threads = 2))
+  expect_identical(unclass(alone$b), unclass(one$b))
+  other <- bulkem(data, num.components = 2, seed = 10, control = list(threads = 2))
+  expect_false(identical(one$a$best_start, other$a$best_start) && identical(one$a$loglik, other$a$loglik) &&
+                 identical(one$c$loglik, other$c$loglik) && identical(one$b$loglik, other$b$loglik))
+})
+
+test_that("a dataset that cannot be fitted gets its status while the rest fit unchanged", {
+  x <- as.matrix(faithful)
+  bad <- list(ok = x, const = cbind(eruptions = rep(1, 50), waiting = seq_len(50)),
+              small = x[1:3, ], inf = rbind(x[1:30, ], c(Inf, 1)))
+  expect_warning(r <- bulkem(bad, num.components = 2, seed = 1, control = list(threads = 2)),
+                 class = "bulkem_warning_convergence")
+  expect_equal(vapply(r, function(f) f$status, ""), c(ok = "converged", const = "invalid",
+                                                       small = "invalid", inf = "invalid"))
+  expect_match(r$const$message, "constant")
+  expect_match(r$small$message, "too few")
+  expect_match(r$inf$message, "not finite")
+  expect_true(all(is.na(r$small$mu)))
+  ok <- bulkem(list(ok = x), num.components = 2, seed = 1, control = list(threads = 2))
+  expect_identical(unclass(r$ok), unclass(ok$ok))
+})
+
+test_that("predict() gives posteriors, classes, uncertainty and the density", {
+  x <- as.matrix(faithful)
+  fit <- bulkem(list(x), num.components = 2, seed = 3,
+                control = list(threads = 2, keep.data = TRUE))[[1]]
+  post <- predict(fit)
+  expect_equal(dim(post), c(nrow(x), 2L))
+  expect_equal(rowSums(post), rep(1, nrow(x)), tolerance = 1e-12)
+  expect_equal(predict(fit, type = "class"), max.col(post, ties.method = "first"))
+  expect_equal(predict(fit, type = "uncertainty"), 1 - apply(post, 1, max))
+  dens <- predict(fit, newdata = x[1:5, 2:1], type = "density")
+  expect_equal(sum(log(predict(fit, type = "density"))), fit$loglik, tolerance = 1e-10)
+  expect_equal(dens, predict(fit, type = "density")[1:5], tolerance = 1e-14)
+  expect_error(predict(fit, newdata = x[, 1, drop = FALSE]), class = "bulkem_error_argument")
+})
+
+test_that("the formula interface fits one multivariate dataset per group", {
+  df <- data.frame(g = rep(c("u", "v"), each = 75), iris[1:4])
+  r <- bulkem(cbind(Sepal.Length, Petal.Length) ~ g, data = df, num.components = 2, seed = 1,
+              control = list(threads = 2))
+  expect_s3_class(r, "bulkem_mv")
+  expect_equal(names(r), c("u", "v"))
+  expect_equal(colnames(r$u$mu), c("Sepal.Length", "Petal.Length"))
+  expect_equal(glance(r)$g, c("u", "v"))
+  direct <- bulkem(list(u = as.matrix(df[df$g == "u", c("Sepal.Length", "Petal.Length")])),
+                   num.components = 2, seed = 1, control = list(threads = 2))
+  expect_equal(r$u$loglik, direct$u$loglik)
+  td <- tidy(r)
+  expect_equal(nrow(td), 2 * 2 * (1 + 2 + 3))
+})
+
+test_that("what multivariate fits do not take is an argument error naming it", {
+  x <- list(as.matrix(faithful))
+  for (call in list(quote(bulkem(x, family = "invgauss")), quote(bulkem(x, noise = TRUE)),
+                    quote(bulkem(x, control = list(accelerate = FALSE))),
+                    quote(bulkem(x, control = list(engine = "cuda-batched"))),
+                    quote(bulkem(x, covariance = "banded")),
+                    quote(bulkem(list(rnorm(50)), covariance = "tied")))) {
+    expect_error(eval(call), class = "bulkem_error_argument")
+  }
+  fit <- bulkem(x, num.components = 2, seed = 1, control = list(threads = 1))
+  expect_error(vcov(fit[[1]]), class = "bulkem_error_argument")
+  expect_error(plot(fit), class = "bulkem_error_argument")
+  expect_error(bulkem_bootstrap(fit), class = "bulkem_error_argument")
+  expect_error(simulate(fit[[1]]), class = "bulkem_error_argument")
+})
