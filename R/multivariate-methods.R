@@ -16,9 +16,11 @@
 #' variable, ties broken by the next. `logLik()`, `AIC()`, `BIC()`,
 #' `nobs()`, `glance()` and `summary()` work as for univariate fits;
 #' `predict()` gives posteriors, classes, uncertainty and the mixture
-#' density of the rows of a matrix; `tidy()` lists every parameter. Standard
-#' errors, `vcov()`, `confint()`, `augment()`, `simulate()`, `quantile()`,
-#' `plot()` and [bulkem_bootstrap()] do not take multivariate fits yet: they
+#' density of the rows of a matrix; `tidy()` lists every parameter;
+#' [plot()][plot.bulkem_mvfit] draws a scatter-plot matrix with the
+#' components' ellipses. Standard
+#' errors, `vcov()`, `confint()`, `augment()`, `simulate()`, `quantile()`
+#' and [bulkem_bootstrap()] do not take multivariate fits yet: they
 #' say so with an error of class `bulkem_error_argument`.
 #'
 #' @param x,object A multivariate fit or result.
@@ -188,10 +190,94 @@ simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, ...) not_for_multi
 quantile.bulkem_mvfit <- function(x, ...) not_for_multivariate("quantile()")
 #' @export
 quantile.bulkem_mv <- function(x, ...) not_for_multivariate("quantile()")
+#' Plot a multivariate fit
+#'
+#' A scatter-plot matrix of the data (when the fit kept it, or given as
+#' `data`), each point coloured by its most probable component, with one
+#' ellipse per component in every panel (the component's `level` contour
+#' in those two variables) and, on the diagonal, each variable's histogram
+#' with the fitted marginal mixture density. Up to 6 variables.
+#'
+#' @param x A multivariate fit, or a multivariate result (with `which`).
+#' @param data The data to draw: by default the fit's kept data
+#'   (`control = list(keep.data = TRUE)`); without data, the ellipses and
+#'   densities alone.
+#' @param level The probability each ellipse holds of its component.
+#' @param which For a result: the dataset to draw (a number or a name).
+#' @param main The title.
+#' @param ... Not used.
+#' @returns `x`, invisibly.
+#' @examples
+#' fits <- bulkem(list(faithful = as.matrix(faithful)), num.components = 2,
+#'                control = list(threads = 1, keep.data = TRUE))
+#' plot(fits$faithful)
 #' @export
-plot.bulkem_mvfit <- function(x, ...) not_for_multivariate("plot()")
+plot.bulkem_mvfit <- function(x, data = x$data, level = 0.95, main = NULL, ...) {
+  check_dots_empty(...)
+  if (!has_fit(x)) stop_arg("the fit has no parameters to draw (status ", x$status, ")")
+  check_unit(level, "level")
+  d <- x$d
+  if (d > 6) stop_arg("plot() draws up to 6 variables; this fit has ", d)
+  vars <- colnames(x$mu)
+  if (!is.null(data)) data <- mv_newdata(x, data)
+  cols <- grDevices::hcl.colors(max(x$k, 2), "Dark 3")[seq_len(x$k)]
+  cls <- if (!is.null(data)) predict.bulkem_mvfit(x, newdata = data, type = "class")
+  sds <- sqrt(vapply(seq_len(d), function(j) x$sigma[j, j, ], numeric(x$k)))
+  sds <- matrix(sds, nrow = x$k)
+  lim <- lapply(seq_len(d), function(j) {
+    r <- range(x$mu[, j] - 3 * sds[, j], x$mu[, j] + 3 * sds[, j])
+    if (!is.null(data)) r <- range(r, data[, j])
+    r
+  })
+  old <- graphics::par(mfrow = c(d, d), mar = c(2, 2, 0.5, 0.5), oma = c(0, 0, 3, 0))
+  on.exit(graphics::par(old))
+  radius <- sqrt(stats::qchisq(level, 2))
+  circle <- rbind(cos(seq(0, 2 * pi, length.out = 100)), sin(seq(0, 2 * pi, length.out = 100)))
+  for (i in seq_len(d)) {
+    for (j in seq_len(d)) {
+      if (i == j) {
+        grid <- seq(lim[[j]][1], lim[[j]][2], length.out = 200)
+        dens <- rowSums(vapply(seq_len(x$k), function(m) {
+          x$alpha[m] * stats::dnorm(grid, x$mu[m, j], sds[m, j])
+        }, numeric(length(grid))))
+        h <- if (!is.null(data)) graphics::hist(data[, j], breaks = "FD", plot = FALSE)
+        top <- max(dens, if (!is.null(h)) h$density)
+        graphics::plot(NA, xlim = lim[[j]], ylim = c(0, top), xlab = "", ylab = "", yaxt = "n")
+        if (!is.null(h)) graphics::plot(h, freq = FALSE, add = TRUE, col = "grey90", border = "grey70")
+        graphics::lines(grid, dens, lwd = 2)
+        graphics::mtext(vars[j], side = 3, line = -1.2, cex = 0.8)
+      } else {
+        graphics::plot(NA, xlim = lim[[j]], ylim = lim[[i]], xlab = "", ylab = "")
+        if (!is.null(data)) graphics::points(data[, j], data[, i], col = cols[cls], pch = 20, cex = 0.5)
+        for (m in seq_len(x$k)) {
+          s <- x$sigma[c(j, i), c(j, i), m]
+          e <- t(chol(s)) %*% (radius * circle) + x$mu[m, c(j, i)]
+          graphics::lines(e[1, ], e[2, ], col = cols[m], lwd = 2)
+          graphics::points(x$mu[m, j], x$mu[m, i], pch = 3, col = cols[m], cex = 1.2)
+        }
+      }
+    }
+  }
+  if (is.null(main)) {
+    main <- sprintf("%d-component normal mixture (%s covariance), n = %d", x$k, x$covariance, x$n)
+  }
+  graphics::title(main, outer = TRUE)
+  invisible(x)
+}
+
+#' @rdname plot.bulkem_mvfit
 #' @export
-plot.bulkem_mv <- function(x, ...) not_for_multivariate("plot()")
+plot.bulkem_mv <- function(x, which = 1, main = NULL, ...) {
+  fits <- unclass(x)
+  ok <- (is.numeric(which) && length(which) == 1 && which >= 1 && which <= length(fits)) ||
+    (is.character(which) && length(which) == 1 && which %in% names(x))
+  if (!ok) stop_arg("`which` must name one dataset of the result (a number from 1 to ", length(fits), " or a name)")
+  fit <- fits[[which]]
+  if (is.null(main)) main <- paste0(if (is.character(which)) which else dataset_names(x)[which], ": ",
+                                    sprintf("%d-component normal mixture (%s covariance)", fit$k, fit$covariance))
+  plot.bulkem_mvfit(fit, main = main, ...)
+  invisible(x)
+}
 #' @export
 as.data.frame.bulkem_mv <- function(x, row.names = NULL, optional = FALSE, ...) {
   not_for_multivariate("as.data.frame() (use tidy() or glance())")

@@ -164,7 +164,23 @@ test_that("what multivariate fits do not take is an argument error naming it", {
   }
   fit <- bulkem(x, num.components = 2, seed = 1, control = list(threads = 1))
   expect_error(vcov(fit[[1]]), class = "bulkem_error_argument")
-  expect_error(plot(fit), class = "bulkem_error_argument")
   expect_error(bulkem_bootstrap(fit), class = "bulkem_error_argument")
   expect_error(simulate(fit[[1]]), class = "bulkem_error_argument")
+})
+
+test_that("plot() draws the scatter-plot matrix with the components' ellipses", {
+  x <- as.matrix(iris[1:4])
+  fits <- bulkem(list(iris = x), num.components = 3, seed = 1,
+                 control = list(threads = 2, keep.data = TRUE))
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_identical(plot(fits$iris), fits$iris)
+  expect_identical(plot(fits, which = "iris"), fits)
+  plain <- fits$iris
+  plain$data <- NULL
+  expect_silent(plot(plain))
+  expect_error(plot(fits, which = 2), class = "bulkem_error_argument")
+  expect_error(plot(fits$iris, level = 2), class = "bulkem_error_argument")
+  wide <- bulkem(list(matrix(rnorm(700), 100, 7)), num.components = 1, control = list(threads = 1))
+  expect_error(plot(wide[[1]]), class = "bulkem_error_argument")
 })
