@@ -155,7 +155,8 @@ test_that("rows with a missing value go through na.action; infinite values are k
   expect_s3_class(e, "bulkem_error_argument")
   expect_match(conditionMessage(e), "`na.action` stopped at `datasets[[2]]`", fixed = TRUE)
   # getOption("na.action") when not given, as model.frame() does
-  withr::local_options(na.action = "na.fail")
+  old <- options(na.action = "na.fail")
+  on.exit(options(old), add = TRUE)
   expect_error(make_input(list(a)), "getOption(\"na.action\") stopped at `datasets[[1]]`", fixed = TRUE,
                class = "bulkem_error_argument")
 })
