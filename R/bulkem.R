@@ -288,7 +288,9 @@
 #'   EEE), `"diagonal"` (each its own diagonal matrix, VVI) or
 #'   `"spherical"` (each its own multiple of the identity, VII). Multivariate
 #'   data are fitted with multivariate normal components (`family`
-#'   defaults to `"normal"` for them) by exact EM on the CPU engine, with
+#'   defaults to `"normal"` for them) by exact EM, on the CPU engine or on
+#'   GPUs (`cuda-batched`, chosen as for univariate data; `cuda-streams`
+#'   does not take them; at most 10 variables on a GPU), with
 #'   `random.inits` starts each seeded by D² weighting (k-means++) and the
 #'   spurious-solution screen applied to the covariances' eigenvalues (a
 #'   component flattened or squeezed far below the widest is spurious);
@@ -534,7 +536,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (multivariate) {
     return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
                                         random.inits = random.inits, epsilon = epsilon,
-                                        seed = seed),
+                                        seed = seed, use.gpu = use.gpu),
                             control, covariance, verbose, started))
   }
   if (control$future) {

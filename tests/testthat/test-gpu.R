@@ -630,3 +630,47 @@ test_that("both GPU engines fit Student's t as the CPU engine does", {
   expect_error(bulkem(x, 2, family = "t", seed = 1, control = list(engine = "cuda-batched", precision = "mixed")),
                class = "bulkem_error_argument", regexp = "Student's t")
 })
+
+test_that("cuda-batched fits multivariate data as the CPU engine does", {
+  skip_if_no_gpu()
+  set.seed(12)
+  sim <- function(n, d) {
+    k <- sample(2:3, 1)
+    pop <- sample.int(k, n, TRUE)
+    x <- matrix(rnorm(k * d, sd = 2), k)[pop, , drop = FALSE] + matrix(rnorm(n * d), n)
+    colnames(x) <- paste0("v", seq_len(d))
+    x
+  }
+  for (d in c(2, 4)) {
+    data <- replicate(40, sim(sample(c(50, 300, 1000), 1), d), simplify = FALSE)
+    data[[41]] <- data[[1]][1:5, ]                               # too few rows
+    data[[42]] <- cbind(v1 = rep(1, 100), sim(100, d)[, -1, drop = FALSE])  # a constant variable
+    colnames(data[[42]]) <- colnames(data[[1]])
+    for (cv in c("full", "tied", "diagonal", "spherical")) {
+      args <- list(data, num.components = 3, covariance = cv, seed = 7)
+      cpu <- suppressWarnings(do.call(bulkem, c(args, use.gpu = FALSE)))
+      gpu <- suppressWarnings(do.call(bulkem, c(args, control = list(list(engine = "cuda-batched")))))
+      label <- paste("d =", d, cv)
+      expect_equal(attr(gpu, "engine"), "cuda-batched")
+      st <- function(r) vapply(r, function(f) f$status, "")
+      expect_equal(st(gpu), st(cpu), label = label)
+      ok <- st(cpu) == "converged"
+      llc <- vapply(cpu[ok], function(f) f$loglik, 0)
+      llg <- vapply(gpu[ok], function(f) f$loglik, 0)
+      expect_true(all(abs(llg - llc) <= 1e-6 * (1 + abs(llc))), label = label)
+      same <- vapply(which(ok), function(i) identical(cpu[[i]]$best_start, gpu[[i]]$best_start), NA)
+      expect_gte(mean(same), 0.9)
+      for (i in which(ok)[same]) {
+        expect_equal(gpu[[i]]$mu, cpu[[i]]$mu, tolerance = 1e-5, label = paste(label, i))
+        expect_equal(gpu[[i]]$sigma, cpu[[i]]$sigma, tolerance = 1e-5, label = paste(label, i))
+      }
+    }
+  }
+  # several Ks and the restart rounds run on the GPU alike
+  f <- as.matrix(faithful)
+  cpu <- bulkem(list(f), num.components = 1:4, seed = 3, use.gpu = FALSE)
+  gpu <- bulkem(list(f), num.components = 1:4, seed = 3, control = list(engine = "cuda-batched"))
+  expect_equal(gpu[[1]]$by_k$K, cpu[[1]]$by_k$K)
+  expect_equal(gpu[[1]]$by_k$loglik, cpu[[1]]$by_k$loglik, tolerance = 1e-8)
+  expect_equal(gpu[[1]]$k, cpu[[1]]$k)
+})

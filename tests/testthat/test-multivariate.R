@@ -157,7 +157,7 @@ test_that("what multivariate fits do not take is an argument error naming it", {
   x <- list(as.matrix(faithful))
   for (call in list(quote(bulkem(x, family = "invgauss")), quote(bulkem(x, noise = TRUE)),
                     quote(bulkem(x, control = list(accelerate = FALSE))),
-                    quote(bulkem(x, control = list(engine = "cuda-batched"))),
+                    quote(bulkem(x, control = list(engine = "cuda-streams"))),
                     quote(bulkem(x, covariance = "banded")),
                     quote(bulkem(list(rnorm(50)), covariance = "tied")))) {
     expect_error(eval(call), class = "bulkem_error_argument")

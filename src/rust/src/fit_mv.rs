@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bulkem_core::{fit_mv, Counters, EngineKind, MvFit, MvJob, Status, Structure};
+use bulkem_core::{fit_mv, Counters, MvFit, MvJob, Status, Structure};
 use extendr_api::prelude::*;
 
 use crate::datasets::borrow_matrices;
@@ -15,7 +15,7 @@ use crate::watch::{run_watched, timings};
 
 /// Fits every dataset of `datasets`, a list of double matrices with the same
 /// number of columns (observations in rows), checked by bulkem() in R and
-/// read in place. `settings` is core_settings()'s list with `covariance`
+/// read in place, on the CPU engine or cuda-batched. `settings` is core_settings()'s list with `covariance`
 /// added. Returns the fits (each a list, see ?bulkem) or the condition that
 /// stopped the call.
 /// @noRd
@@ -31,14 +31,7 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let structure = named.text("covariance")?;
     let structure = Structure::from_name(structure)
         .ok_or_else(|| bulkem_core::Error::Internal(format!("unknown covariance \"{structure}\"")))?;
-    if call.engine != EngineKind::Cpu {
-        return Err(bulkem_core::Error::Argument {
-            arg: "control$engine",
-            message: format!("= \"{}\" does not fit multivariate data yet: use engine = \"cpu\"", call.engine.name()),
-        }
-        .into());
-    }
-    let job = MvJob { datasets: borrow_matrices(&datasets)?, settings: call.settings, structure };
+    let job = MvJob { datasets: borrow_matrices(&datasets)?, settings: call.settings, structure, engine: call.engine };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     counters.lap("setup", started);
@@ -56,8 +49,8 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
             Robj::from(List::from_values(lists)),
             Robj::from(threads as i32),
             count(&counters.em_iterations),
-            Robj::from(0.0),
-            Robj::from(0.0),
+            count(&counters.kernel_launches),
+            Robj::from(counters.kernel_seconds()),
             timings(&counters)?,
         ],
     )?)

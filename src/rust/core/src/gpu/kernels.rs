@@ -19,6 +19,11 @@ const STREAMS: &str = include_str!("../../kernels/em_streams.cu");
 /// Templates only: each (family, K) instance is compiled when first needed,
 /// since compiling all sixteen costs seconds.
 const BATCHED: &str = include_str!("../../kernels/em_batched.cu");
+/// Multivariate fits (mv/): a template per (K, d, covariance structure),
+/// compiled when first needed.
+const MV: &str = include_str!("../../kernels/em_mv.cu");
+/// Most variables em_mv is compiled for (its state grows with d²).
+pub const MV_MAX_VARIABLES: usize = 10;
 
 pub static COMPILATIONS: AtomicUsize = AtomicUsize::new(0);
 
@@ -40,6 +45,7 @@ pub struct Kernels {
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
     batched: Mutex<HashMap<BatchedKey, Batched>>,
+    mv: Mutex<HashMap<(usize, usize, i32), CudaFunction>>,
 }
 
 /// What an em_batched instance is compiled for: (family, K, mixed
@@ -83,7 +89,14 @@ impl Kernels {
         let (Some(obs_terms), Some(fused_sum)) = (f.next(), f.next()) else {
             return Err("kernels missing after compilation".into());
         };
-        Ok(Kernels { ctx: ctx.clone(), arch, obs_terms, fused_sum, batched: Mutex::new(HashMap::new()) })
+        Ok(Kernels {
+            ctx: ctx.clone(),
+            arch,
+            obs_terms,
+            fused_sum,
+            batched: Mutex::new(HashMap::new()),
+            mv: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The em_batched kernels for (family, k, mixed precision, SQUAREM, a
@@ -116,6 +129,22 @@ impl Kernels {
         let b = Batched { lane, group };
         cache.insert((family, k, mixed, accelerate, noise), b.clone());
         Ok(b)
+    }
+
+    /// em_mv for K components, d variables and covariance structure `s`
+    /// (mv::Structure::kernel_code), compiled on first use.
+    pub fn mv(&self, k: usize, d: usize, s: i32) -> Result<CudaFunction, String> {
+        let mut cache = self.mv.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = cache.get(&(k, d, s)) {
+            return Ok(f.clone());
+        }
+        let source = format!("{}{MV}\nEM_MV({k}, {d}, {s})\n", prelude());
+        let f = contained("compiling em_mv", || build(&self.ctx, &self.arch, source, &["em_mv"]))?
+            .into_iter()
+            .next()
+            .ok_or("em_mv missing after compilation")?;
+        cache.insert((k, d, s), f.clone());
+        Ok(f)
     }
 
     /// em_obs_terms over `starts` active starts of a dataset of `n` observations.
@@ -232,6 +261,31 @@ mod tests {
                         "K = {k}, family {fam}, mixed {mixed}, acc {acc}, noise {noise}"
                     );
                 }
+            }
+        }
+    }
+
+    /// em_mv for every K, every d up to MV_MAX_VARIABLES (in steps: each
+    /// takes a while) and every structure.
+    #[test]
+    fn every_mv_kernel_compiles() {
+        // SAFETY: only attempts dlopen of the candidate library names.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("skipped: NVRTC not found");
+            return;
+        }
+        let opts = || CompileOptions {
+            options: vec!["--gpu-architecture=compute_90".into(), "--std=c++17".into()],
+            ..Default::default()
+        };
+        for (k, d) in [(1, 2), (2, 2), (3, 4), (8, 3), (4, MV_MAX_VARIABLES), (MAX_COMPONENTS, MV_MAX_VARIABLES)] {
+            for s in 0..4 {
+                let source = format!("{}{MV}\nEM_MV({k}, {d}, {s})\n", prelude());
+                let r = compile_ptx_with_opts(source, opts()).map(|_| ()).map_err(|e| match e {
+                    CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+                    other => format!("{other:?}"),
+                });
+                assert_eq!(r, Ok(()), "K = {k}, d = {d}, structure {s}");
             }
         }
     }

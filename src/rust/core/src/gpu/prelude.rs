@@ -19,6 +19,8 @@ use crate::student::LN_PI;
 
 /// Threads per block of em_batched (its __launch_bounds__).
 pub const BATCHED_THREADS: u32 = 128;
+/// Threads per block of em_mv (its __launch_bounds__): a warp per fit.
+pub const MV_THREADS: u32 = 64;
 /// Threads per block of em_fused_sum (its shared-memory tree).
 pub const SUM_THREADS: u32 = 256;
 /// Values em_batched writes per fit to out_info: iterations, outcome code,
@@ -55,6 +57,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("EXP_FLOOR", real(EXP_FLOOR)),
         ("BATCHED_THREADS", BATCHED_THREADS.to_string()),
         ("SUM_THREADS", SUM_THREADS.to_string()),
+        ("MV_THREADS", MV_THREADS.to_string()),
         ("FIT_INFO", FIT_INFO.to_string()),
         ("FIT_SWITCHED", FIT_SWITCHED.to_string()),
         ("TERMS_PER_START", TERMS_PER_START.to_string()),
@@ -111,7 +114,8 @@ pub fn prelude() -> String {
 mod tests {
     use super::*;
 
-    const SOURCES: [(&str, &str); 3] = [
+    const SOURCES: [(&str, &str); 4] = [
+        ("em_mv.cu", include_str!("../../kernels/em_mv.cu")),
         ("em_common.cuh", include_str!("../../kernels/em_common.cuh")),
         ("em_streams.cu", include_str!("../../kernels/em_streams.cu")),
         ("em_batched.cu", include_str!("../../kernels/em_batched.cu")),

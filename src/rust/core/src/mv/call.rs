@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::data::MvData;
+use super::device::{Item, MvGpus};
 use super::em::{run_em, MvStartFit};
 use super::model::{MvParams, Structure};
 use super::screen::spurious;
 use super::starts::initial_params;
 use crate::engine::counters::Counters;
-use crate::engine::queue;
+use crate::engine::{queue, EngineKind};
 use crate::error::Error;
 use crate::job::{KSummary, Settings};
 use crate::limits::SAME_OPTIMUM;
@@ -32,12 +33,14 @@ pub struct Matrix<'a> {
 }
 
 /// A multivariate call: the datasets (every one of the same d), the
-/// settings the univariate calls take, and the covariance structure.
+/// settings the univariate calls take, the covariance structure, and the
+/// engine (the CPU's, or cuda-batched: device.rs).
 #[derive(Clone, Debug)]
 pub struct MvJob<'a> {
     pub datasets: Vec<Matrix<'a>>,
     pub settings: Settings,
     pub structure: Structure,
+    pub engine: EngineKind,
 }
 
 /// The best fit of one dataset, in the data's units, components in the
@@ -110,6 +113,12 @@ impl MvJob<'_> {
         if self.settings.family != Family::Normal {
             return bad("family", "multivariate data are fitted with family = \"normal\" only, so far".into());
         }
+        if self.engine == EngineKind::CudaStreams {
+            return bad(
+                "control$engine",
+                "= \"cuda-streams\" does not fit multivariate data: use \"cuda-batched\" or \"cpu\"".into(),
+            );
+        }
         if self.settings.noise {
             return bad("noise", "applies to univariate data only, so far".into());
         }
@@ -176,12 +185,17 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
     let prepared = queue::map(job.datasets.len(), threads, cancel, |i| {
         MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common)
     })?;
-    counters.lap("rescale", started);
+    let rescaled = counters.lap("rescale", started);
+    let gpus = match job.engine {
+        EngineKind::CudaBatched => Some(MvGpus::new(&s.devices, job.datasets.first().map_or(1, |m| m.d))?),
+        _ => None,
+    };
+    counters.lap("setup GPU", rescaled);
     let per_k: Vec<usize> = s.components.iter().map(|&k| if k == 1 { 1 } else { s.starts as usize }).collect();
     counters.total.fetch_add(per_k.iter().sum::<usize>() * prepared.len(), Ordering::Relaxed);
     let mut by_k: Vec<Vec<MvFit>> = Vec::with_capacity(s.components.len());
     for (&k, &starts) in s.components.iter().zip(&per_k) {
-        by_k.push(fit_k(job, &prepared, k, starts as u32, threads, cancel, counters)?);
+        by_k.push(fit_k(job, &prepared, k, starts as u32, gpus.as_ref(), threads, cancel, counters)?);
     }
     let engine_done = counters.lap("engine", started);
     let fits = choose_k(by_k);
@@ -190,11 +204,13 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
 }
 
 /// Every dataset's fit with `k` components.
+#[allow(clippy::too_many_arguments)]
 fn fit_k(
     job: &MvJob,
     prepared: &[Result<MvData, String>],
     k: usize,
     starts: u32,
+    gpus: Option<&MvGpus>,
     threads: usize,
     cancel: &AtomicBool,
     counters: &Counters,
@@ -210,19 +226,58 @@ fn fit_k(
             counters.total.fetch_add(todo.len() * starts as usize, Ordering::Relaxed);
         }
         let first = round * starts;
-        queue::for_each_index(todo.len() * starts as usize, threads, cancel, |item| {
-            let d = todo[item / starts as usize];
-            let start = first + (item % starts as usize) as u32;
+        let n_items = todo.len() * starts as usize;
+        let which = |item: usize| (todo[item / starts as usize], first + (item % starts as usize) as u32);
+        let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
             let Some(Ok(data)) = prepared.get(d) else { return };
-            let init = initial_params(data, k, job.structure, s.seed, start);
-            let fit = init.map(|p| run_em(data, p, job.structure, s.max_iters, s.epsilon, cancel));
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
             }
             let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.n));
             tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
-            counters.done.fetch_add(1, Ordering::Relaxed);
-        })?;
+        };
+        match gpus {
+            None => queue::for_each_index(n_items, threads, cancel, |item| {
+                let (d, start) = which(item);
+                let Some(Ok(data)) = prepared.get(d) else { return };
+                let init = initial_params(data, k, job.structure, s.seed, start);
+                record(d, start, init.map(|p| run_em(data, p, job.structure, s.max_iters, s.epsilon, cancel)));
+                counters.done.fetch_add(1, Ordering::Relaxed);
+            })?,
+            Some(gpus) => {
+                // the starts on the host (the same draws as the CPU engine's),
+                // the fits on the GPUs
+                let clock = std::time::Instant::now();
+                let inits = queue::map(n_items, threads, cancel, |item| {
+                    let (d, start) = which(item);
+                    prepared
+                        .get(d)
+                        .and_then(|p| p.as_ref().ok())
+                        .and_then(|data| initial_params(data, k, job.structure, s.seed, start))
+                })?;
+                let mut items = Vec::new();
+                let mut ran = Vec::new();
+                for (item, init) in inits.into_iter().enumerate() {
+                    let (d, start) = which(item);
+                    match init {
+                        Some(init) => {
+                            items.push(Item { dataset: d, init });
+                            ran.push((d, start));
+                        }
+                        None => {
+                            record(d, start, None);
+                            counters.done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                let clock = counters.lap("cuda-batched: starts", clock);
+                let fits = gpus.run(prepared, &items, k, job.structure, s.max_iters, s.epsilon, cancel, counters)?;
+                counters.lap_kernel("cuda-batched: kernels", clock);
+                for ((d, start), fit) in ran.into_iter().zip(fits) {
+                    record(d, start, Some(fit));
+                }
+            }
+        }
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }

@@ -4,10 +4,12 @@
 //! with the covariances held as Cholesky factors, many starts per dataset
 //! on every core. A layer of its own beside the univariate one: its data
 //! (`data`), parameters and structures (`model`), one start's EM (`em`),
-//! its starts (`starts`), its screen (`screen`), and the call (`call`).
+//! its starts (`starts`), its screen (`screen`), the GPU engine (`device`,
+//! kernels/em_mv.cu), and the call (`call`).
 
 mod call;
 mod data;
+mod device;
 mod em;
 mod model;
 mod screen;

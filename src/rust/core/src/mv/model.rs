@@ -33,6 +33,16 @@ impl Structure {
         }
     }
 
+    /// The structure's template argument S of kernels/em_mv.cu.
+    pub fn kernel_code(self) -> i32 {
+        match self {
+            Structure::Full => 0,
+            Structure::Tied => 1,
+            Structure::Diagonal => 2,
+            Structure::Spherical => 3,
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Structure> {
         Structure::ALL.into_iter().find(|s| s.name() == name)
     }

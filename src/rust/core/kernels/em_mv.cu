@@ -1,0 +1,292 @@
+// Multivariate normal mixtures on the device (bulkem_core::mv): one warp
+// runs one (dataset, start) fit's plain EM to its end, mirroring mv/em.rs
+// step for step: the E-step solves each observation against each
+// component's Cholesky factor and sums about the current means, the M-step
+// of the covariance structure S (0 full, 1 tied, 2 diagonal, 3 spherical:
+// mv::Structure::kernel_code), the stop rule of em.rs. The lanes share the
+// observations (lane l takes l, l + 32, ...: coalesced reads) and read the
+// parameters from shared memory; each keeps its sums in registers, a
+// butterfly of shuffles gives every lane the same totals, and lane 0 takes
+// the M-step. (A thread per fit, with the parameters and sums of each in
+// its own registers, spilled them: 9 s of kernel for workload M1 on an
+// H100, inst/bench/results-mv-gpu.md.) Starts come from the host
+// (mv/starts.rs); the winner is chosen on the host. The prelude
+// (gpu/prelude.rs) defines every constant used here.
+//
+// A dataset is D variables of n values each, variable-major, standardised.
+// A fit's row: alpha (K), mu (K x D, component-major), sigma (K x D x D,
+// column-major), as mv::MvParams lays them out.
+
+#define TRI(D) ((D) * ((D) + 1) / 2)
+
+template <int K, int D>
+struct MvState {
+    double alpha[K];
+    double mean[K][D];
+    double cov[K][TRI(D)];   // the M-step's covariance, packed lower triangle
+    double chol[K][TRI(D)];  // its Cholesky factor
+    double inv_diag[K][D];
+    double log_const[K];
+};
+
+__device__ __forceinline__ int tri(int j, int l) { return j * (j + 1) / 2 + l; }
+
+// The Cholesky factor of every component of f, its reciprocal pivots and
+// log alpha - D/2 log 2 pi - log |L|; false if a pivot is not positive or
+// is below MIN_RELATIVE_SD (a direction lost: the data are standardised),
+// or a weight is not positive: mv/model.rs's terms and mv/em.rs's check.
+template <int K, int D>
+__device__ bool factor(MvState<K, D>& f) {
+    #pragma unroll
+    for (int m = 0; m < K; m++) {
+        double log_det_half = 0.0;
+        #pragma unroll
+        for (int j = 0; j < D; j++) {
+            double left = f.cov[m][tri(j, j)];
+            #pragma unroll
+            for (int c = 0; c < j; c++) left -= f.chol[m][tri(j, c)] * f.chol[m][tri(j, c)];
+            if (!(left > 0.0) || !isfinite(left)) return false;
+            const double pivot = sqrt(left);
+            if (!(pivot >= MIN_RELATIVE_SD)) return false;
+            f.chol[m][tri(j, j)] = pivot;
+            f.inv_diag[m][j] = 1.0 / pivot;
+            log_det_half += log(pivot);
+            #pragma unroll
+            for (int i = j + 1; i < D; i++) {
+                double v = f.cov[m][tri(i, j)];
+                #pragma unroll
+                for (int c = 0; c < j; c++) v -= f.chol[m][tri(i, c)] * f.chol[m][tri(j, c)];
+                f.chol[m][tri(i, j)] = v / pivot;
+            }
+        }
+        if (!(f.alpha[m] > 0.0)) return false;
+        f.log_const[m] = log(f.alpha[m]) - 0.5 * D * LN_2PI - log_det_half;
+    }
+    return true;
+}
+
+#define FULL_MASK 0xffffffffu
+
+// The sum over the warp's lanes, the same bits in every lane (a + b = b + a
+// exactly at every step of the butterfly).
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(FULL_MASK, v, off);
+    return v;
+}
+
+// The M-step from the sums about f's means into g (mv/em.rs's m_step and
+// constrain, then the factor): the outcome code of a degenerate update, or
+// -1. Lane 0 only.
+template <int K, int D, int S>
+__device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, const double (&s0)[K], const double (&s1)[K][D],
+                      const double (&s2)[K][TRI(D)], long long n) {
+#pragma unroll
+    for (int m = 0; m < K; m++) {
+        const double nk = s0[m];
+        if (!(nk >= MIN_COMPONENT_OBS)) return isfinite(nk) ? OUTCOME_WEIGHT_COLLAPSED : OUTCOME_NOT_FINITE;
+        g.alpha[m] = nk / (double)n;
+        double shift[D];
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            shift[j] = s1[m][j] / nk;
+            g.mean[m][j] = f.mean[m][j] + shift[j];
+        }
+#pragma unroll
+        for (int j = 0; j < D; j++)
+#pragma unroll
+            for (int t = 0; t <= j; t++) g.cov[m][tri(j, t)] = s2[m][tri(j, t)] / nk - shift[j] * shift[t];
+    }
+    if (S == 1) {
+        double pooled[TRI(D)];
+#pragma unroll
+        for (int t = 0; t < TRI(D); t++) pooled[t] = 0.0;
+#pragma unroll
+        for (int m = 0; m < K; m++)
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) pooled[t] += g.alpha[m] * g.cov[m][t];
+#pragma unroll
+        for (int m = 0; m < K; m++)
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) g.cov[m][t] = pooled[t];
+    } else if (S == 2 || S == 3) {
+#pragma unroll
+        for (int m = 0; m < K; m++) {
+            double mean_var = 0.0;
+#pragma unroll
+            for (int j = 0; j < D; j++) mean_var += g.cov[m][tri(j, j)];
+            mean_var /= (double)D;
+#pragma unroll
+            for (int j = 0; j < D; j++) {
+#pragma unroll
+                for (int t = 0; t < j; t++) g.cov[m][tri(j, t)] = 0.0;
+                if (S == 3) g.cov[m][tri(j, j)] = mean_var;
+            }
+        }
+    }
+    return factor(g) ? -1 : OUTCOME_SPREAD_COLLAPSED;
+}
+
+// One fit on the calling warp; `a` and `b` are the warp's two states in
+// shared memory (the current parameters and the next).
+template <int K, int D, int S>
+__device__ void em_mv_fit(const double* __restrict__ z, long long n, const double* __restrict__ init,
+                          double* __restrict__ out, double* __restrict__ out_loglik, int* __restrict__ out_info,
+                          int max_iters, double epsilon, MvState<K, D>* a, MvState<K, D>* b, int* flag) {
+    const int lane = threadIdx.x & 31;
+    MvState<K, D>* f = a;
+    MvState<K, D>* g = b;
+    if (lane == 0) {
+#pragma unroll
+        for (int m = 0; m < K; m++) {
+            f->alpha[m] = init[m];
+#pragma unroll
+            for (int j = 0; j < D; j++) f->mean[m][j] = init[K + m * D + j];
+#pragma unroll
+            for (int j = 0; j < D; j++)
+#pragma unroll
+                for (int l = 0; l <= j; l++) f->cov[m][tri(j, l)] = init[K + K * D + m * D * D + j + D * l];
+        }
+        *flag = factor(*f) ? -1 : OUTCOME_SPREAD_COLLAPSED;
+    }
+    __syncwarp();
+    int outcome = *flag;
+    int iterations = 0;
+    double loglik = 0.0 / 0.0;
+    bool have_previous = false;
+    double previous = 0.0;
+    while (outcome < 0) {
+        double s0[K], s1[K][D], s2[K][TRI(D)];
+#pragma unroll
+        for (int m = 0; m < K; m++) {
+            s0[m] = 0.0;
+#pragma unroll
+            for (int j = 0; j < D; j++) s1[m][j] = 0.0;
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) s2[m][t] = 0.0;
+        }
+        double ll = 0.0;
+        for (long long i = lane; i < n; i += 32) {
+            double x[D];
+#pragma unroll
+            for (int j = 0; j < D; j++) x[j] = z[j * n + i];
+            double l[K];
+#pragma unroll
+            for (int m = 0; m < K; m++) {
+                double y[D];
+                double q = 0.0;
+#pragma unroll
+                for (int j = 0; j < D; j++) {
+                    double v = x[j] - f->mean[m][j];
+#pragma unroll
+                    for (int c = 0; c < j; c++) v -= f->chol[m][tri(j, c)] * y[c];
+                    y[j] = v * f->inv_diag[m][j];
+                    q += y[j] * y[j];
+                }
+                l[m] = f->log_const[m] - 0.5 * q;
+            }
+            double top = l[0];
+#pragma unroll
+            for (int m = 1; m < K; m++) top = fmax(top, l[m]);
+            double total = 0.0;
+#pragma unroll
+            for (int m = 0; m < K; m++) {
+                l[m] = exp(l[m] - top);
+                total += l[m];
+            }
+            ll += top + log(total);
+            const double inv = 1.0 / total;
+#pragma unroll
+            for (int m = 0; m < K; m++) {
+                const double r = l[m] * inv;
+                s0[m] += r;
+                double c[D];
+#pragma unroll
+                for (int j = 0; j < D; j++) {
+                    c[j] = x[j] - f->mean[m][j];
+                    const double rc = r * c[j];
+                    s1[m][j] += rc;
+#pragma unroll
+                    for (int t = 0; t <= j; t++) s2[m][tri(j, t)] += rc * c[t];
+                }
+            }
+        }
+        ll = warp_sum(ll);
+#pragma unroll
+        for (int m = 0; m < K; m++) {
+            s0[m] = warp_sum(s0[m]);
+#pragma unroll
+            for (int j = 0; j < D; j++) s1[m][j] = warp_sum(s1[m][j]);
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) s2[m][t] = warp_sum(s2[m][t]);
+        }
+        loglik = ll;
+        if (!isfinite(ll)) {
+            outcome = OUTCOME_NOT_FINITE;
+            break;
+        }
+        if (have_previous) {
+            if (ll < previous - FALL_TOLERANCE * (fabs(previous) + (double)n)) {
+                outcome = OUTCOME_LOGLIK_FELL;
+                break;
+            }
+            if (ll - previous < epsilon) {
+                outcome = OUTCOME_CONVERGED;
+                break;
+            }
+        }
+        if (iterations >= max_iters) {
+            outcome = OUTCOME_MAX_ITERS;
+            break;
+        }
+        // the M-step into the other state: a degenerate update leaves the
+        // parameters the last E-step was taken at, as mv/em.rs returns them
+        if (lane == 0) *flag = m_step<K, D, S>(*f, *g, s0, s1, s2, n);
+        __syncwarp();
+        outcome = *flag;
+        __syncwarp();
+        if (outcome >= 0) break;
+        MvState<K, D>* t = f;
+        f = g;
+        g = t;
+        iterations++;
+        previous = ll;
+        have_previous = true;
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int m = 0; m < K; m++) {
+            out[m] = f->alpha[m];
+#pragma unroll
+            for (int j = 0; j < D; j++) out[K + m * D + j] = f->mean[m][j];
+#pragma unroll
+            for (int j = 0; j < D; j++)
+#pragma unroll
+                for (int l = 0; l < D; l++)
+                    out[K + K * D + m * D * D + j + D * l] = j >= l ? f->cov[m][tri(j, l)] : f->cov[m][tri(l, j)];
+        }
+        *out_loglik = loglik;
+        out_info[0] = iterations;
+        out_info[1] = outcome;
+    }
+}
+
+// One warp per fit (MV_THREADS / 32 per block): fit i runs on dataset
+// fit_ds[i] (its offset and n), from init row i, into out row i; out_info
+// holds (iterations, outcome).
+#define EM_MV(K, D, S)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(MV_THREADS)                                              \
+        em_mv(const double* __restrict__ z, const long long* __restrict__ ds_offset,                      \
+              const long long* __restrict__ ds_n, const int* __restrict__ fit_ds,                         \
+              const double* __restrict__ init, double* __restrict__ out, double* __restrict__ out_loglik, \
+              int* __restrict__ out_info, int n_fits, int max_iters, double epsilon) {                    \
+        __shared__ MvState<K, D> states[MV_THREADS / 32][2];                                              \
+        __shared__ int flags[MV_THREADS / 32];                                                            \
+        const int w = threadIdx.x / 32;                                                                   \
+        const long long i = (long long)blockIdx.x * (MV_THREADS / 32) + w;                                \
+        if (i >= n_fits) return;                                                                          \
+        const long long row = K + K * D + K * D * D;                                                      \
+        const int ds = fit_ds[i];                                                                         \
+        em_mv_fit<K, D, S>(z + ds_offset[ds], ds_n[ds], init + i * row, out + i * row, out_loglik + i,    \
+                           out_info + 2 * i, max_iters, epsilon, &states[w][0], &states[w][1], &flags[w]); \
+    }

@@ -1,0 +1,262 @@
+//! Multivariate fits on GPUs (control$engine = "cuda-batched"): every
+//! (dataset, start) fit of a round runs whole on the device, a warp each
+//! (kernels/em_mv.cu, which mirrors em.rs), from the starts the host draws
+//! (starts.rs). Datasets go up in chunks of at most CHUNK_VALUES values,
+//! the starts of a dataset side by side (the warps of a block read the
+//! same observations); with several GPUs each takes every other chunk. The
+//! fits' ends come back as `MvStartFit`s and are recorded on the host as
+//! the CPU engine's are.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig, PushKernelArg};
+
+use super::data::MvData;
+use super::em::MvStartFit;
+use super::model::{MvParams, Structure};
+use crate::engine::counters::Counters;
+use crate::error::Error;
+use crate::gpu::kernels::{as_int, MV_MAX_VARIABLES};
+use crate::gpu::prelude::MV_THREADS;
+use crate::gpu::{contained, gpu_devices, Gpu};
+use crate::outcome::Outcome;
+
+/// Values of data one launch takes at most (512 MiB).
+const CHUNK_VALUES: usize = 1 << 26;
+/// Fits one launch takes at most.
+const CHUNK_FITS: usize = 1 << 20;
+
+/// The GPUs multivariate fits run on.
+pub struct MvGpus {
+    gpus: Vec<Arc<Gpu>>,
+}
+
+/// One fit to run: its dataset (an index into the prepared datasets), its
+/// start's initial parameters.
+pub struct Item {
+    pub dataset: usize,
+    pub init: MvParams,
+}
+
+fn fail(what: &'static str) -> impl Fn(DriverError) -> String {
+    move |err| format!("{what}: {err:?}")
+}
+
+impl MvGpus {
+    /// The GPUs of `devices` (every GPU when empty), set up.
+    pub fn new(devices: &[usize], d: usize) -> Result<MvGpus, Error> {
+        if d > MV_MAX_VARIABLES {
+            return Err(Error::Argument {
+                arg: "control$engine",
+                message: format!(
+                    "= \"cuda-batched\" fits at most {MV_MAX_VARIABLES} variables; these data have {d}: use engine = \"cpu\""
+                ),
+            });
+        }
+        let gpus = gpu_devices(devices).map_err(Error::GpuUnavailable)?;
+        Ok(MvGpus { gpus })
+    }
+
+    /// Runs every item's fit on the GPUs; the fits in the items' order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        prepared: &[Result<MvData, String>],
+        items: &[Item],
+        k: usize,
+        structure: Structure,
+        max_iters: u32,
+        epsilon: f64,
+        cancel: &AtomicBool,
+        counters: &Counters,
+    ) -> Result<Vec<MvStartFit>, Error> {
+        let chunks = chunks(prepared, items);
+        let mut out: Vec<Option<MvStartFit>> = (0..items.len()).map(|_| None).collect();
+        let results: Vec<Result<Vec<(usize, MvStartFit)>, Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .gpus
+                .iter()
+                .enumerate()
+                .map(|(g, gpu)| {
+                    let mine: Vec<&std::ops::Range<usize>> = chunks.iter().skip(g).step_by(self.gpus.len()).collect();
+                    scope.spawn(move || {
+                        let mut done = Vec::new();
+                        for range in mine {
+                            if cancel.load(Ordering::Relaxed) {
+                                return Err(Error::Cancelled);
+                            }
+                            let fits =
+                                run_chunk(gpu, prepared, &items[range.clone()], k, structure, max_iters, epsilon)
+                                    .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+                            counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
+                            counters.done.fetch_add(fits.len(), Ordering::Relaxed);
+                            done.extend(fits.into_iter().enumerate().map(|(i, f)| (range.start + i, f)));
+                        }
+                        Ok(done)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a GPU worker panicked".into()))))
+                .collect()
+        });
+        for r in results {
+            for (i, f) in r? {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(f);
+                }
+            }
+        }
+        out.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| Error::Internal("a fit came back from no GPU".into()))
+    }
+}
+
+/// The items cut into launches: consecutive items (a dataset's starts are
+/// consecutive) until a launch holds CHUNK_VALUES values or CHUNK_FITS fits.
+fn chunks(prepared: &[Result<MvData, String>], items: &[Item]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut values, mut last) = (0, 0usize, usize::MAX);
+    for (i, item) in items.iter().enumerate() {
+        let size = prepared.get(item.dataset).and_then(|p| p.as_ref().ok()).map_or(0, |m| m.z.len());
+        let new_dataset = item.dataset != last;
+        if i > start && ((new_dataset && values + size > CHUNK_VALUES) || i - start >= CHUNK_FITS) {
+            out.push(start..i);
+            start = i;
+            values = 0;
+            last = usize::MAX;
+        }
+        if item.dataset != last {
+            values += size;
+            last = item.dataset;
+        }
+    }
+    if start < items.len() {
+        out.push(start..items.len());
+    }
+    out
+}
+
+/// One launch: the chunk's datasets and starts up, em_mv, the fits down.
+fn run_chunk(
+    gpu: &Gpu,
+    prepared: &[Result<MvData, String>],
+    items: &[Item],
+    k: usize,
+    structure: Structure,
+    max_iters: u32,
+    epsilon: f64,
+) -> Result<Vec<MvStartFit>, String> {
+    let d = items.first().map_or(1, |i| i.init.d);
+    let width = k + k * d + k * d * d;
+    // the chunk's datasets, each once, in the items' order
+    let mut z: Vec<f64> = Vec::new();
+    let (mut offset, mut ns, mut fit_ds) = (Vec::new(), Vec::new(), Vec::with_capacity(items.len()));
+    let mut init = Vec::with_capacity(items.len() * width);
+    let mut last = usize::MAX;
+    for item in items {
+        if item.dataset != last {
+            let data =
+                prepared.get(item.dataset).and_then(|p| p.as_ref().ok()).ok_or("a fit of an unfitted dataset")?;
+            offset.push(z.len() as i64);
+            ns.push(data.n as i64);
+            z.extend_from_slice(&data.z);
+            last = item.dataset;
+        }
+        fit_ds.push(as_int(offset.len() - 1, "datasets in one launch")?);
+        if item.init.alpha.len() != k || item.init.mu.len() != k * d || item.init.sigma.len() != k * d * d {
+            return Err("a start of the wrong shape".into());
+        }
+        init.extend_from_slice(&item.init.alpha);
+        init.extend_from_slice(&item.init.mu);
+        init.extend_from_slice(&item.init.sigma);
+    }
+    let n_fits = as_int(items.len(), "fits in one launch")?;
+    let max_iters = as_int(max_iters as usize, "max.iters")?;
+    let kernel = gpu.kernels.mv(k, d, structure.kernel_code())?;
+    contained("running em_mv", || {
+        let stream = gpu.ctx.default_stream();
+        let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
+        let z_dev = up(if z.is_empty() { &[0.0] } else { &z })?;
+        let init_dev = up(&init)?;
+        let offset_dev = stream.clone_htod(&offset).map_err(fail("uploading a chunk"))?;
+        let n_dev = stream.clone_htod(&ns).map_err(fail("uploading a chunk"))?;
+        let fit_ds_dev = stream.clone_htod(&fit_ds).map_err(fail("uploading a chunk"))?;
+        let mut out_dev: CudaSlice<f64> = stream.alloc_zeros(init.len()).map_err(fail("allocating GPU memory"))?;
+        let mut ll_dev: CudaSlice<f64> = stream.alloc_zeros(items.len()).map_err(fail("allocating GPU memory"))?;
+        let mut info_dev: CudaSlice<i32> =
+            stream.alloc_zeros(2 * items.len()).map_err(fail("allocating GPU memory"))?;
+        let blocks = (items.len() as u32).div_ceil(MV_THREADS / 32);
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (MV_THREADS, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the arguments are em_mv's (z, ds_offset, ds_n, fit_ds,
+        // init, out, out_loglik, out_info, n_fits, max_iters, epsilon) in
+        // order and type; z holds every dataset of the chunk (d x n values
+        // from its offset), ds_offset and ds_n one value per dataset,
+        // fit_ds n_fits indices below the dataset count, init and out
+        // `width` values per fit (the kernel's row for its K and D),
+        // out_loglik one and out_info two per fit. All stay alive until the
+        // synchronize below.
+        unsafe {
+            stream
+                .launch_builder(&kernel)
+                .arg(&z_dev)
+                .arg(&offset_dev)
+                .arg(&n_dev)
+                .arg(&fit_ds_dev)
+                .arg(&init_dev)
+                .arg(&mut out_dev)
+                .arg(&mut ll_dev)
+                .arg(&mut info_dev)
+                .arg(&n_fits)
+                .arg(&max_iters)
+                .arg(&epsilon)
+                .launch(cfg)
+        }
+        .map_err(fail("launching em_mv"))?;
+        let params = stream.clone_dtoh(&out_dev).map_err(fail("downloading the fits"))?;
+        let logliks = stream.clone_dtoh(&ll_dev).map_err(fail("downloading the fits"))?;
+        let info = stream.clone_dtoh(&info_dev).map_err(fail("downloading the fits"))?;
+        stream.synchronize().map_err(fail("running em_mv"))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let row = params.get(i * width..(i + 1) * width).ok_or("a fit's row missing")?;
+                let (iterations, code) = (info.get(2 * i).copied(), info.get(2 * i + 1).copied());
+                let outcome = code.and_then(Outcome::from_code).ok_or("a fit without an outcome")?;
+                Ok(MvStartFit {
+                    params: MvParams {
+                        k,
+                        d,
+                        alpha: row[..k].to_vec(),
+                        mu: row[k..k + k * d].to_vec(),
+                        sigma: row[k + k * d..].to_vec(),
+                    },
+                    loglik: logliks.get(i).copied().unwrap_or(f64::NAN),
+                    iterations: iterations.map_or(0, |v| v.max(0) as u32),
+                    outcome,
+                })
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize) -> Result<MvData, String> {
+        let x: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.618).fract()).collect();
+        MvData::prepare(&x, n, 2, false)
+    }
+
+    #[test]
+    fn chunks_keep_a_datasets_starts_together() {
+        let prepared = vec![data(10), data(20), data(30)];
+        let p = MvParams { k: 1, d: 2, alpha: vec![1.0], mu: vec![0.0; 2], sigma: vec![1.0, 0.0, 0.0, 1.0] };
+        let items: Vec<Item> = [0, 0, 1, 1, 2, 2].iter().map(|&dataset| Item { dataset, init: p.clone() }).collect();
+        assert_eq!(chunks(&prepared, &items), vec![0..6]);
+        assert!(chunks(&prepared, &[]).is_empty());
+    }
+}
