@@ -16,11 +16,13 @@
 #' variable, ties broken by the next. `logLik()`, `AIC()`, `BIC()`,
 #' `nobs()`, `glance()` and `summary()` work as for univariate fits;
 #' `predict()` gives posteriors, classes, uncertainty and the mixture
-#' density of the rows of a matrix; `tidy()` lists every parameter;
+#' density of the rows of a matrix; `tidy()` lists every parameter,
+#' `augment()` adds each observation's component, posteriors and
+#' uncertainty to the data, `simulate()` draws samples from the mixture;
 #' [plot()][plot.bulkem_mvfit] draws a scatter-plot matrix with the
 #' components' ellipses. Standard
-#' errors, `vcov()`, `confint()`, `augment()`, `simulate()`, `quantile()`
-#' and [bulkem_bootstrap()] do not take multivariate fits yet: they
+#' errors, `vcov()`, `confint()`, `quantile()` and [bulkem_bootstrap()] do
+#' not take multivariate fits yet: they
 #' say so with an error of class `bulkem_error_argument`.
 #'
 #' @param x,object A multivariate fit or result.
@@ -35,7 +37,12 @@
 #' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
 #'   row per parameter: `component`, `term` (`"alpha"`, `"mu"` or
 #'   `"sigma"`), `variable` and `variable2` (the covariance's row and
-#'   column; NA where they do not apply) and `estimate`.
+#'   column; NA where they do not apply) and `estimate`. `augment()`: the
+#'   observations with `.component`, `.posterior_1` .. `.posterior_K` and
+#'   `.uncertainty` (for a result, stacked, with `dataset` first).
+#'   `simulate()`: a list of `nsim` matrices (`sim_1`, ...), each of `n`
+#'   rows, with the attribute `"seed"` as [stats::simulate()] gives it (for
+#'   a result, such a list per dataset, NULL where a dataset has no fit).
 #' @examples
 #' fits <- bulkem(list(faithful = as.matrix(faithful)), num.components = 2,
 #'                control = list(threads = 1, keep.data = TRUE))
@@ -178,14 +185,91 @@ vcov.bulkem_mv <- function(object, ...) not_for_multivariate("vcov()")
 confint.bulkem_mvfit <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
 #' @export
 confint.bulkem_mv <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
+#' @rdname bulkem-multivariate
+#' @param data For `augment()`: the observations (a matrix or data frame of
+#'   the fit's variables); by default the kept data.
 #' @export
-augment.bulkem_mvfit <- function(x, ...) not_for_multivariate("augment()")
+augment.bulkem_mvfit <- function(x, data = NULL, ...) {
+  check_dots_empty(...)
+  obs <- mv_newdata(x, data)
+  post <- predict.bulkem_mvfit(x, newdata = obs, type = "posterior")
+  out <- as.data.frame(obs)
+  out$.component <- max.col(post, ties.method = "first")
+  for (m in seq_len(ncol(post))) out[[paste0(".posterior_", m)]] <- post[, m]
+  out$.uncertainty <- 1 - apply(post, 1, max)
+  out
+}
+
+#' @rdname bulkem-multivariate
 #' @export
-augment.bulkem_mv <- function(x, ...) not_for_multivariate("augment()")
+augment.bulkem_mv <- function(x, ...) {
+  check_dots_empty(...)
+  parts <- Map(function(f, name) {
+    if (!has_fit(f) || is.null(f$data)) return(NULL)
+    cbind(dataset = name, augment.bulkem_mvfit(f), stringsAsFactors = FALSE)
+  }, unclass(x), dataset_names(x))
+  if (all(vapply(unclass(x), function(f) is.null(f$data), NA))) {
+    stop_arg("augment() of a multivariate result needs the data: fit with control = list(keep.data = TRUE)")
+  }
+  kmax <- max(vapply(unclass(x), function(f) f$k, 0L))
+  parts <- lapply(Filter(Negate(is.null), parts), function(p) {
+    for (m in seq_len(kmax)) if (is.null(p[[paste0(".posterior_", m)]])) p[[paste0(".posterior_", m)]] <- NA_real_
+    p[c(setdiff(names(p), ".uncertainty"), ".uncertainty")]
+  })
+  out <- do.call(rbind, parts)
+  row.names(out) <- NULL
+  out
+}
+
+#' @rdname bulkem-multivariate
+#' @param nsim,seed,n As for [simulate.bulkem_fit()]: samples, the seed, and
+#'   observations per sample (the fit's own n by default).
 #' @export
-simulate.bulkem_mvfit <- function(object, nsim = 1, seed = NULL, ...) not_for_multivariate("simulate()")
+simulate.bulkem_mvfit <- function(object, nsim = 1, seed = NULL, n = object$n, ...) {
+  check_dots_empty(...)
+  if (!has_fit(object)) stop_arg("`object` has no fit (status \"", object$status, "\") to simulate from")
+  nsim <- check_count(nsim, "nsim")
+  n <- check_count(n, "n")
+  rng <- simulation_seed(seed)
+  if (!is.null(rng$restore)) on.exit(rng$restore())
+  out <- lapply(seq_len(nsim), function(i) mv_draws(object, n))
+  names(out) <- paste0("sim_", seq_len(nsim))
+  attr(out, "seed") <- rng$state
+  out
+}
+
+#' @rdname bulkem-multivariate
 #' @export
-simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, ...) not_for_multivariate("simulate()")
+simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, n = NULL, ...) {
+  check_dots_empty(...)
+  nsim <- check_count(nsim, "nsim")
+  if (!is.null(n)) n <- check_count(n, "n")
+  rng <- simulation_seed(seed)
+  if (!is.null(rng$restore)) on.exit(rng$restore())
+  out <- lapply(unclass(object), function(f) {
+    if (!has_fit(f)) return(NULL)
+    draws <- lapply(seq_len(nsim), function(i) mv_draws(f, if (is.null(n)) f$n else n))
+    names(draws) <- paste0("sim_", seq_len(nsim))
+    draws
+  })
+  names(out) <- dataset_names(object)
+  attr(out, "seed") <- rng$state
+  out
+}
+
+# n draws from the fitted mixture: a component by alpha, then its normal by
+# its Cholesky factor. A matrix of n rows with the fit's variables.
+mv_draws <- function(fit, n) {
+  comp <- if (fit$k == 1) rep(1L, n) else sample.int(fit$k, n, replace = TRUE, prob = fit$alpha)
+  out <- matrix(0, n, fit$d, dimnames = list(NULL, colnames(fit$mu)))
+  for (m in seq_len(fit$k)) {
+    idx <- which(comp == m)
+    if (length(idx) == 0) next
+    z <- matrix(stats::rnorm(length(idx) * fit$d), ncol = fit$d)
+    out[idx, ] <- sweep(z %*% chol(fit$sigma[, , m]), 2, fit$mu[m, ], "+")
+  }
+  out
+}
 #' @export
 quantile.bulkem_mvfit <- function(x, ...) not_for_multivariate("quantile()")
 #' @export

@@ -165,7 +165,7 @@ test_that("what multivariate fits do not take is an argument error naming it", {
   fit <- bulkem(x, num.components = 2, seed = 1, control = list(threads = 1))
   expect_error(vcov(fit[[1]]), class = "bulkem_error_argument")
   expect_error(bulkem_bootstrap(fit), class = "bulkem_error_argument")
-  expect_error(simulate(fit[[1]]), class = "bulkem_error_argument")
+  expect_error(quantile(fit[[1]]), class = "bulkem_error_argument")
 })
 
 test_that("plot() draws the scatter-plot matrix with the components' ellipses", {
@@ -183,4 +183,36 @@ test_that("plot() draws the scatter-plot matrix with the components' ellipses", 
   expect_error(plot(fits$iris, level = 2), class = "bulkem_error_argument")
   wide <- bulkem(list(matrix(rnorm(700), 100, 7)), num.components = 1, control = list(threads = 1))
   expect_error(plot(wide[[1]]), class = "bulkem_error_argument")
+})
+
+test_that("simulate() draws from the fitted mixture, and augment() adds the posteriors", {
+  x <- as.matrix(faithful)
+  fits <- bulkem(list(f = x), num.components = 2, seed = 2,
+                 control = list(threads = 2, keep.data = TRUE))
+  fit <- fits$f
+  s <- simulate(fit, nsim = 2, seed = 1, n = 20000)
+  expect_named(s, c("sim_1", "sim_2"))
+  expect_equal(dim(s$sim_1), c(20000L, 2L))
+  expect_equal(colnames(s$sim_1), colnames(x))
+  expect_identical(s, simulate(fit, nsim = 2, seed = 1, n = 20000))
+  # the mixture's mean and covariance, from its parameters
+  m <- colSums(fit$alpha * fit$mu)
+  v <- Reduce(`+`, lapply(1:2, function(k) fit$alpha[k] * (fit$sigma[, , k] + tcrossprod(fit$mu[k, ])))) -
+    tcrossprod(m)
+  both <- rbind(s$sim_1, s$sim_2)
+  se <- sqrt(diag(v) / nrow(both))
+  expect_true(all(abs(colMeans(both) - m) < 4 * se))
+  expect_equal(cov(both), v, tolerance = 0.03)
+  all <- simulate(fits, n = 5, seed = 3)
+  expect_equal(dim(all$f$sim_1), c(5L, 2L))
+
+  a <- augment(fit)
+  expect_equal(nrow(a), nrow(x))
+  expect_equal(a$.component, predict(fit, type = "class"))
+  expect_equal(a$.posterior_1 + a$.posterior_2, rep(1, nrow(x)), tolerance = 1e-12)
+  expect_equal(a$.uncertainty, predict(fit, type = "uncertainty"))
+  ar <- augment(fits)
+  expect_equal(ar$dataset, rep("f", nrow(x)))
+  expect_error(augment(bulkem(list(x), 2, seed = 1, control = list(threads = 1))),
+               class = "bulkem_error_argument")
 })

@@ -33,10 +33,11 @@ fn d2_seeds(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<Vec<us
     let n = data.n;
     let mut seeds = vec![rng.random_range(0..n)];
     let mut nearest = vec![f64::INFINITY; n];
+    let mut dist = vec![0.0; n];
     while seeds.len() < k {
-        let last = *seeds.last()?;
-        for (i, best) in nearest.iter_mut().enumerate() {
-            *best = best.min(squared_distance(data, i, last));
+        squared_distances(data, *seeds.last()?, &mut dist);
+        for (best, &d) in nearest.iter_mut().zip(&dist) {
+            *best = best.min(d);
         }
         let total: f64 = nearest.iter().sum();
         if !(total > 0.0 && total.is_finite()) {
@@ -55,8 +56,18 @@ fn d2_seeds(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<Vec<us
     Some(seeds)
 }
 
-fn squared_distance(data: &MvData, a: usize, b: usize) -> f64 {
-    (0..data.d).map(|j| (data.at(a, j) - data.at(b, j)).powi(2)).sum()
+/// Every observation's squared distance from observation `from`, into
+/// `out`: a pass over each variable's contiguous values (the variables
+/// summed in order, from 0).
+fn squared_distances(data: &MvData, from: usize, out: &mut [f64]) {
+    out.iter_mut().for_each(|v| *v = 0.0);
+    for j in 0..data.d {
+        let col = &data.z[j * data.n..(j + 1) * data.n];
+        let s = data.at(from, j);
+        for (o, &x) in out.iter_mut().zip(col) {
+            *o += (x - s) * (x - s);
+        }
+    }
 }
 
 /// The M-step of the partition that gives each observation to its nearest
@@ -65,17 +76,31 @@ fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Opt
     let (n, d, k) = (data.n, data.d, seeds.len());
     let centre: Vec<f64> = seeds.iter().flat_map(|&s| (0..d).map(move |j| data.at(s, j))).collect();
     let mut st = MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre, loglik: 0.0 };
-    for i in 0..n {
-        let m = (0..k)
-            .map(|m| (m, squared_distance(data, i, seeds[m])))
-            .fold((0, f64::INFINITY), |best, c| if c.1 < best.1 { c } else { best })
-            .0;
+    let mut block = vec![0usize; n];
+    let mut best = vec![f64::INFINITY; n];
+    let mut dist = vec![0.0; n];
+    for (m, &seed) in seeds.iter().enumerate() {
+        squared_distances(data, seed, &mut dist);
+        for i in 0..n {
+            if dist[i] < best[i] {
+                best[i] = dist[i];
+                block[i] = m;
+            }
+        }
+    }
+    for &m in &block {
         st.s0[m] += 1.0;
-        for j in 0..d {
-            let cj = data.at(i, j) - st.centre[m * d + j];
-            st.s1[m * d + j] += cj;
-            for l in 0..=j {
-                st.s2[m * d * d + j + d * l] += cj * (data.at(i, l) - st.centre[m * d + l]);
+    }
+    // each sum over the observations in order, variable by variable
+    for j in 0..d {
+        let zj = &data.z[j * n..(j + 1) * n];
+        for (i, &m) in block.iter().enumerate() {
+            st.s1[m * d + j] += zj[i] - st.centre[m * d + j];
+        }
+        for l in 0..=j {
+            let zl = &data.z[l * n..(l + 1) * n];
+            for (i, &m) in block.iter().enumerate() {
+                st.s2[m * d * d + j + d * l] += (zj[i] - st.centre[m * d + j]) * (zl[i] - st.centre[m * d + l]);
             }
         }
     }
