@@ -32,8 +32,8 @@ for (r in seq_len(rounds)) {
   gpu <- bulkem(data, num.components = 3, seed = 1, control = list(engine = "cuda-batched"))
   s <- proc.time()[["elapsed"]] - t0
   tm <- attr(gpu, "timings")
-  cat(sprintf("round %d: cuda-batched, %d datasets: %.3f s wall (engine %.3f, starts %.3f, kernels %.3f, passes %s, launches %d)\n",
-              r, n_sets, s, tm[["engine"]], tm[["cuda-batched: starts"]], tm[["cuda-batched: kernels"]], format(attr(gpu, "em_iterations")), attr(gpu, "kernel_launches")))
+  cat(sprintf("round %d: cuda-batched, %d datasets: %.3f s wall (engine %.3f, starts %.3f, kernels %.3f, record %.3f, R after %.3f, passes %s, launches %d)\n",
+              r, n_sets, s, tm[["engine"]], tm[["cuda-batched: starts"]], tm[["cuda-batched: kernels"]], tm[["cuda-batched: record"]], tm[["after"]], format(attr(gpu, "em_iterations")), attr(gpu, "kernel_launches")))
 }
 t0 <- proc.time()[["elapsed"]]
 cpu <- bulkem(data[seq_len(n_cpu)], num.components = 3, seed = 1, use.gpu = FALSE)
