@@ -295,8 +295,9 @@
 #'   spurious-solution screen applied to the covariances' eigenvalues (a
 #'   component flattened or squeezed far below the widest is spurious);
 #'   each fit has `mu` (K x d), `sigma` (d x d x K), `alpha`, `covariance`
-#'   and the univariate fits' summary fields. Univariate data take no
-#'   `covariance`.
+#'   and the univariate fits' summary fields; `noise = TRUE` adds a uniform
+#'   component over each dataset's bounding box (CPU engine). Univariate
+#'   data take no `covariance`.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -536,7 +537,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (multivariate) {
     return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
                                         random.inits = random.inits, epsilon = epsilon,
-                                        seed = seed, use.gpu = use.gpu),
+                                        seed = seed, use.gpu = use.gpu, noise = noise),
                             control, covariance, verbose, started))
   }
   if (control$future) {

@@ -34,6 +34,12 @@
 #'   largest posterior, as mclust reports it) or `"density"` (the mixture
 #'   density at each row).
 #' @param ... Not used.
+#' With `noise = TRUE` a fit also has `noise` (the weight of a uniform
+#' component over the dataset's bounding box) and `noise_support` (that
+#' box: a d x 2 matrix of lower and upper bounds); its posterior is the
+#' last column of `predict()`'s, `"noise"`, class 0, `augment()`'s
+#' `.noise`, and `tidy()` has a `noise` row. (cuda-batched does not fit
+#' it yet: with a noise component the default engine is the CPU's.)
 #' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
 #'   row per parameter: `component`, `term` (`"alpha"`, `"mu"` or
 #'   `"sigma"`), `variable` and `variable2` (the covariance's row and
@@ -92,11 +98,20 @@ predict.bulkem_mvfit <- function(object, newdata = NULL,
   if (type == "density") return(exp(top + log(rowSums(exp(logd - top)))))
   post <- exp(logd - top)
   post <- post / rowSums(post)
-  colnames(post) <- paste0("comp", seq_len(ncol(post)))
+  colnames(post) <- c(paste0("comp", seq_len(object$k)), if (mv_has_noise(object)) "noise")
   switch(type,
          posterior = post,
-         class = max.col(post, ties.method = "first"),
+         class = mv_class(post, object$k),
          uncertainty = 1 - apply(post, 1, max))
+}
+
+mv_has_noise <- function(fit) !is.null(fit$noise_support)
+
+# The most probable component, 0 for the noise.
+mv_class <- function(post, k) {
+  cl <- max.col(post, ties.method = "first")
+  cl[cl > k] <- 0L
+  cl
 }
 
 # The rows to predict for: `newdata`, or the kept data, as a double matrix
@@ -125,14 +140,22 @@ mv_newdata <- function(fit, newdata) {
 }
 
 # log(alpha_k) + log N(x_i; mu_k, Sigma_k): an n x K matrix, by the Cholesky
-# factor of each covariance.
+# factor of each covariance; with a noise component, a last column
+# log(noise) - log(volume of its box) inside the box (-Inf outside).
 mv_log_components <- function(fit, x) {
   d <- fit$d
-  vapply(seq_len(fit$k), function(m) {
+  out <- vapply(seq_len(fit$k), function(m) {
     r <- chol(fit$sigma[, , m])
     z <- backsolve(r, t(x) - fit$mu[m, ], transpose = TRUE)
     log(fit$alpha[m]) - 0.5 * d * log(2 * pi) - sum(log(diag(r))) - 0.5 * colSums(z^2)
   }, numeric(nrow(x)))
+  out <- matrix(out, nrow = nrow(x))
+  if (mv_has_noise(fit)) {
+    box <- fit$noise_support
+    inside <- rowSums(sweep(x, 2, box[, 1], ">=") & sweep(x, 2, box[, 2], "<=")) == d
+    out <- cbind(out, ifelse(inside, log(fit$noise) - sum(log(box[, 2] - box[, 1])), -Inf))
+  }
+  out
 }
 
 #' @rdname bulkem-multivariate
@@ -169,7 +192,12 @@ tidy_mv <- function(f) {
                estimate = c(f$alpha[m], f$mu[m, ], f$sigma[, , m][low]),
                stringsAsFactors = FALSE)
   })
-  do.call(rbind, rows)
+  out <- do.call(rbind, rows)
+  if (mv_has_noise(f)) {
+    out <- rbind(out, data.frame(component = NA_integer_, term = "noise", variable = NA, variable2 = NA,
+                                 estimate = f$noise, stringsAsFactors = FALSE))
+  }
+  out
 }
 
 # The methods multivariate fits do not have yet.
@@ -194,8 +222,9 @@ augment.bulkem_mvfit <- function(x, data = NULL, ...) {
   obs <- mv_newdata(x, data)
   post <- predict.bulkem_mvfit(x, newdata = obs, type = "posterior")
   out <- as.data.frame(obs)
-  out$.component <- max.col(post, ties.method = "first")
-  for (m in seq_len(ncol(post))) out[[paste0(".posterior_", m)]] <- post[, m]
+  out$.component <- mv_class(post, x$k)
+  for (m in seq_len(x$k)) out[[paste0(".posterior_", m)]] <- post[, m]
+  if (mv_has_noise(x)) out$.noise <- post[, x$k + 1]
   out$.uncertainty <- 1 - apply(post, 1, max)
   out
 }
@@ -214,6 +243,7 @@ augment.bulkem_mv <- function(x, ...) {
   kmax <- max(vapply(unclass(x), function(f) f$k, 0L))
   parts <- lapply(Filter(Negate(is.null), parts), function(p) {
     for (m in seq_len(kmax)) if (is.null(p[[paste0(".posterior_", m)]])) p[[paste0(".posterior_", m)]] <- NA_real_
+    if (any(vapply(unclass(x), mv_has_noise, NA)) && is.null(p$.noise)) p$.noise <- NA_real_
     p[c(setdiff(names(p), ".uncertainty"), ".uncertainty")]
   })
   out <- do.call(rbind, parts)
@@ -260,8 +290,19 @@ simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, n = NULL, ...) {
 # n draws from the fitted mixture: a component by alpha, then its normal by
 # its Cholesky factor. A matrix of n rows with the fit's variables.
 mv_draws <- function(fit, n) {
-  comp <- if (fit$k == 1) rep(1L, n) else sample.int(fit$k, n, replace = TRUE, prob = fit$alpha)
+  noise <- mv_has_noise(fit)
+  comp <- if (fit$k == 1 && !noise) {
+    rep(1L, n)
+  } else {
+    sample.int(fit$k + noise, n, replace = TRUE, prob = c(fit$alpha, if (noise) fit$noise))
+  }
   out <- matrix(0, n, fit$d, dimnames = list(NULL, colnames(fit$mu)))
+  out_noise <- which(comp > fit$k)
+  if (length(out_noise) > 0) {
+    box <- fit$noise_support
+    out[out_noise, ] <- vapply(seq_len(fit$d), function(j) stats::runif(length(out_noise), box[j, 1], box[j, 2]),
+                               numeric(length(out_noise)))
+  }
   for (m in seq_len(fit$k)) {
     idx <- which(comp == m)
     if (length(idx) == 0) next
@@ -332,7 +373,9 @@ plot.bulkem_mvfit <- function(x, data = x$data, level = 0.95, main = NULL, ...) 
         graphics::mtext(vars[j], side = 3, line = -1.2, cex = 0.8)
       } else {
         graphics::plot(NA, xlim = lim[[j]], ylim = lim[[i]], xlab = "", ylab = "")
-        if (!is.null(data)) graphics::points(data[, j], data[, i], col = cols[cls], pch = 20, cex = 0.5)
+        if (!is.null(data)) {
+          graphics::points(data[, j], data[, i], col = c("grey60", cols)[cls + 1], pch = 20, cex = 0.5)
+        }
         for (m in seq_len(x$k)) {
           s <- x$sigma[c(j, i), c(j, i), m]
           e <- t(chol(s)) %*% (radius * circle) + x$mu[m, c(j, i)]

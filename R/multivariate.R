@@ -19,8 +19,9 @@ check_multivariate_args <- function(family, family_given, noise, noise.support, 
     stop_arg("`family = \"", family, "\"`: multivariate data are fitted with family = \"normal\" ",
              "(multivariate normal components) so far")
   }
-  if (isTRUE(noise) || !is.null(noise.support)) {
-    stop_arg("`noise` applies to univariate data only, so far")
+  if (!is.null(noise.support)) {
+    stop_arg("`noise.support` applies to univariate data only, so far: a multivariate noise ",
+             "component is uniform over each dataset's bounding box")
   }
   if (!is.null(df)) stop_arg("`df` applies to family = \"t\", which multivariate data do not take yet")
   given <- intersect(attr(control, "given"), univariate_only_control)
@@ -40,7 +41,7 @@ check_multivariate_args <- function(family, family_given, noise, noise.support, 
 fit_multivariate <- function(input, args, control, covariance, verbose, started) {
   datasets <- input$datasets
   variables <- input$variables
-  engine <- mv_engine(args$use.gpu, control$engine)
+  engine <- mv_engine(args$use.gpu, control$engine, args$noise)
   if (verbose) {
     message(sprintf("bulkem: %d multivariate datasets of %d variables, normal (%s covariance), ",
                     length(datasets), length(variables), covariance),
@@ -49,7 +50,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   }
   run <- function(engine) {
     settings <- core_settings("normal", args$num.components, args$max.iters, args$random.inits,
-                              args$epsilon, args$seed, control, engine)
+                              args$epsilon, args$seed, control, engine, noise = args$noise)
     settings$covariance <- covariance
     fit_mv_(unname(datasets), settings, reporter$update)
   }
@@ -79,13 +80,18 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
 # where a GPU is usable (it agrees with the CPU engine and is 30 times the
 # 16 CPU cores of the GPU machine on M1's shape: inst/bench/results-mv-gpu.md),
 # else the CPU engine.
-mv_engine <- function(use.gpu, engine) choose_engine(use.gpu, engine)
+# A noise component is fitted on the CPU engine only, so far.
+mv_engine <- function(use.gpu, engine, noise = FALSE) {
+  if (noise && engine == "auto" && !isTRUE(use.gpu)) return("cpu")
+  choose_engine(use.gpu, engine)
+}
 
 # The variables' names on a fit's mu and sigma (and on every K's fit).
 label_mv_fit <- function(fit, variables) {
   k <- fit$k
   dimnames(fit$mu) <- list(NULL, variables)
   dimnames(fit$sigma) <- list(variables, variables, NULL)
+  if (!is.null(fit$noise_support)) dimnames(fit$noise_support) <- list(variables, c("lower", "upper"))
   if (!is.null(fit$all_k)) fit$all_k <- lapply(fit$all_k, label_mv_fit, variables = variables)
   fit
 }

@@ -673,4 +673,8 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
   expect_equal(gpu[[1]]$by_k$K, cpu[[1]]$by_k$K)
   expect_equal(gpu[[1]]$by_k$loglik, cpu[[1]]$by_k$loglik, tolerance = 1e-8)
   expect_equal(gpu[[1]]$k, cpu[[1]]$k)
+  # a noise component: the CPU engine by default, refused by name on the GPU
+  expect_equal(attr(bulkem(list(f), 2, noise = TRUE, seed = 1), "engine"), "cpu")
+  expect_error(bulkem(list(f), 2, noise = TRUE, control = list(engine = "cuda-batched")),
+               class = "bulkem_error_argument")
 })

@@ -12,6 +12,10 @@ mv_loglik <- function(x, fit) {
     q <- rowSums((xc %*% solve(s)) * xc)
     fit$alpha[m] * exp(-0.5 * q) / sqrt(det(2 * pi * s))
   }, numeric(nrow(x)))
+  if (!is.null(fit$noise_support)) {
+    box <- fit$noise_support
+    dens <- cbind(dens, fit$noise / prod(box[, 2] - box[, 1]))
+  }
   sum(log(rowSums(dens)))
 }
 
@@ -155,7 +159,8 @@ test_that("the formula interface fits one multivariate dataset per group", {
 
 test_that("what multivariate fits do not take is an argument error naming it", {
   x <- list(as.matrix(faithful))
-  for (call in list(quote(bulkem(x, family = "invgauss")), quote(bulkem(x, noise = TRUE)),
+  for (call in list(quote(bulkem(x, family = "invgauss")),
+                    quote(bulkem(x, noise = TRUE, noise.support = c(0, 1))),
                     quote(bulkem(x, control = list(accelerate = FALSE))),
                     quote(bulkem(x, control = list(engine = "cuda-streams"))),
                     quote(bulkem(x, covariance = "banded")),
@@ -215,4 +220,45 @@ test_that("simulate() draws from the fitted mixture, and augment() adds the post
   expect_equal(ar$dataset, rep("f", nrow(x)))
   expect_error(augment(bulkem(list(x), 2, seed = 1, control = list(threads = 1))),
                class = "bulkem_error_argument")
+})
+
+test_that("a noise component takes the outliers, and its density is the uniform over the data's box", {
+  set.seed(21)
+  n <- 600
+  core <- rbind(matrix(rnorm(n, sd = 0.5), n / 2), matrix(rnorm(n, 3, 0.5), n / 2))
+  outliers <- cbind(runif(30, -15, 15), runif(30, -15, 15))
+  x <- rbind(core, outliers)
+  colnames(x) <- c("a", "b")
+  fits <- bulkem(list(x), num.components = 2, noise = TRUE, seed = 4,
+                 control = list(threads = 2, keep.data = TRUE))
+  fit <- fits[[1]]
+  expect_equal(attr(fits, "engine"), "cpu")
+  expect_equal(fit$status, "converged")
+  expect_equal(unname(fit$noise_support), unname(t(apply(x, 2, range))))
+  expect_equal(rownames(fit$noise_support), c("a", "b"))
+  expect_equal(fit$loglik, mv_loglik(x, fit), tolerance = 1e-10)
+  expect_equal(sum(fit$alpha) + fit$noise, 1, tolerance = 1e-12)
+  # about 30 of 630 are noise (a few outliers fall near the clusters)
+  expect_gt(fit$noise * nrow(x), 20)
+  expect_lt(fit$noise * nrow(x), 40)
+  expect_equal(fit$df_model, mclust::nMclustParams("VVV", d = 2, G = 2) + 1)
+  # the clusters' means are recovered despite the outliers
+  expect_equal(unname(fit$mu), rbind(c(0, 0), c(3, 3)), tolerance = 0.15)
+  post <- predict(fit)
+  expect_equal(colnames(post), c("comp1", "comp2", "noise"))
+  expect_equal(rowSums(post), rep(1, nrow(x)), tolerance = 1e-12)
+  far <- abs(x[, 1]) > 8 | abs(x[, 2]) > 8
+  expect_true(all(predict(fit, type = "class")[far] == 0))
+  expect_true(all(augment(fit)$.noise[far] > 0.99))
+  expect_true("noise" %in% tidy(fit)$term)
+  s <- simulate(fit, n = 50000, seed = 2)$sim_1
+  inside <- abs(s[, 1] - 1.5) > 6
+  expect_equal(mean(inside), fit$noise * mean(abs(runif(1e5, fit$noise_support[1, 1], fit$noise_support[1, 2]) - 1.5) > 6),
+               tolerance = 0.15)
+  # without the noise component the outliers stretch the components
+  plain <- bulkem(list(x), num.components = 2, seed = 4, control = list(threads = 2))[[1]]
+  expect_gt(max(plain$sigma), 3 * max(fit$sigma))
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_identical(plot(fit), fit)
 })

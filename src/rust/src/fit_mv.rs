@@ -107,6 +107,8 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
         "spurious_starts",
         "starts_run",
         "df_model",
+        "noise",
+        "noise_support",
     ];
     let mut values = vec![
         mu,
@@ -132,6 +134,8 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
         int(f.spurious_starts),
         int(f.starts_run),
         Robj::from(f.free_parameters as i32),
+        Robj::from(na(p.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))),
+        noise_support(f)?,
     ];
     if choice {
         let by_k = data_frame(f)?;
@@ -143,6 +147,16 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
     let mut list = Robj::from(List::from_names_and_values(names, values)?);
     list.set_class(["bulkem_mvfit", "bulkem_fit"])?;
     Ok(list)
+}
+
+/// A noise component's box: a d x 2 matrix (lower, upper per variable), or
+/// NULL without one.
+fn noise_support(f: &MvFit) -> Result<Robj, Stop> {
+    let Some(support) = &f.noise_support else { return Ok(Robj::default()) };
+    let values: Vec<f64> = support.iter().map(|b| b.0).chain(support.iter().map(|b| b.1)).collect();
+    let mut m = Robj::from(values);
+    m.set_attrib("dim", [support.len() as i32, 2])?;
+    Ok(m)
 }
 
 /// `by_k`: K, loglik, aic, bic, status for every K fitted, ascending K.

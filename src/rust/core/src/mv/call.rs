@@ -63,6 +63,9 @@ pub struct MvFit {
     pub spurious: bool,
     pub spurious_starts: u32,
     pub free_parameters: usize,
+    /// With a noise component: the bounding box it is uniform over, in the
+    /// data's units, (lower, upper) per variable; its weight is params.noise.
+    pub noise_support: Option<Vec<(f64, f64)>>,
     pub by_k: Vec<KSummary>,
     pub other_k: Vec<MvFit>,
 }
@@ -99,6 +102,7 @@ impl MvFit {
             spurious: false,
             spurious_starts: 0,
             free_parameters: 0,
+            noise_support: None,
             by_k: Vec::new(),
             other_k: Vec::new(),
         }
@@ -119,8 +123,11 @@ impl MvJob<'_> {
                 "= \"cuda-streams\" does not fit multivariate data: use \"cuda-batched\" or \"cpu\"".into(),
             );
         }
-        if self.settings.noise {
-            return bad("noise", "applies to univariate data only, so far".into());
+        if self.settings.noise && self.engine != EngineKind::Cpu {
+            return bad(
+                "control$engine",
+                "cuda-batched does not fit a multivariate noise component yet: use engine = \"cpu\"".into(),
+            );
         }
         let d = self.datasets.first().map_or(0, |m| m.d);
         if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
@@ -183,7 +190,7 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
     let started = std::time::Instant::now();
     let common = job.structure == Structure::Spherical;
     let prepared = queue::map(job.datasets.len(), threads, cancel, |i| {
-        MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common)
+        MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common, s.noise)
     })?;
     let rescaled = counters.lap("rescale", started);
     let gpus = match job.engine {
@@ -355,7 +362,8 @@ fn finish(data: &MvData, k: usize, structure: Structure, tally: Tally) -> MvFit 
         starts_at_best: at_best,
         spurious: !admissible,
         spurious_starts,
-        free_parameters: structure.free_parameters(k, data.d),
+        free_parameters: structure.free_parameters(k, data.d) + usize::from(data.log_noise.is_some()),
+        noise_support: data.log_noise.map(|_| data.support.clone()),
         by_k: Vec::new(),
         other_k: Vec::new(),
     }

@@ -17,6 +17,11 @@ pub struct MvData {
     /// The hash of the original values (starts.rs's generators use it, so a
     /// dataset's starts depend on its values alone).
     pub hash: u64,
+    /// With a noise component: the log-density of the uniform over the
+    /// data's bounding box, in the standardised units.
+    pub log_noise: Option<f64>,
+    /// The bounding box in the data's units, (lower, upper) per variable.
+    pub support: Vec<(f64, f64)>,
 }
 
 /// x = center + scale · z, variable by variable.
@@ -40,7 +45,7 @@ impl MvData {
     /// keeps a spherical covariance spherical. Why the data cannot be
     /// fitted, if it cannot: a non-finite value, or a variable without
     /// spread.
-    pub fn prepare(x: &[f64], n: usize, d: usize, common_scale: bool) -> Result<MvData, String> {
+    pub fn prepare(x: &[f64], n: usize, d: usize, common_scale: bool, noise: bool) -> Result<MvData, String> {
         if x.len() != n.saturating_mul(d) || d == 0 {
             return Err(format!("{} values do not make {n} observations of {d} variables", x.len()));
         }
@@ -71,7 +76,13 @@ impl MvData {
         for (j, col) in x.chunks_exact(n).enumerate() {
             z.extend(col.iter().map(|v| (v - center[j]) / scale[j]));
         }
-        Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash: hash_values(x) })
+        let support: Vec<(f64, f64)> = x
+            .chunks_exact(n)
+            .map(|col| col.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v))))
+            .collect();
+        let log_noise =
+            noise.then(|| -support.iter().zip(&scale).map(|(&(lo, hi), s)| ((hi - lo) / s).ln()).sum::<f64>());
+        Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash: hash_values(x), log_noise, support })
     }
 
     /// Observation i's value of variable j.
@@ -88,21 +99,26 @@ mod tests {
     #[test]
     fn standardises_each_variable() {
         let x = [1.0, 2.0, 3.0, 4.0, 10.0, 10.0, 20.0, 20.0];
-        let m = MvData::prepare(&x, 4, 2, false).unwrap();
+        let m = MvData::prepare(&x, 4, 2, false, false).unwrap();
         assert_eq!(m.scaling.center, vec![2.5, 15.0]);
         assert!((m.scaling.scale[1] - 5.0).abs() < 1e-15);
         assert_eq!(m.at(0, 1), -1.0);
         let mean: f64 = m.z[..4].iter().sum();
         assert!(mean.abs() < 1e-15);
-        let common = MvData::prepare(&x, 4, 2, true).unwrap();
+        let common = MvData::prepare(&x, 4, 2, true, false).unwrap();
         assert_eq!(common.scaling.scale[0], common.scaling.scale[1]);
+        // the box [1, 4] x [10, 20], of volume 30 in the data's units
+        let noisy = MvData::prepare(&x, 4, 2, false, true).unwrap();
+        assert_eq!(noisy.support, vec![(1.0, 4.0), (10.0, 20.0)]);
+        let in_data_units = noisy.log_noise.unwrap() - noisy.scaling.scale.iter().map(|s| s.ln()).sum::<f64>();
+        assert!((in_data_units + 30f64.ln()).abs() < 1e-14);
     }
 
     #[test]
     fn refuses_what_cannot_be_fitted() {
-        assert!(MvData::prepare(&[1.0, 2.0, f64::NAN, 4.0], 2, 2, false).unwrap_err().contains("variable 2"));
-        assert!(MvData::prepare(&[1.0, 2.0, 3.0, 3.0, 3.0, 3.0], 3, 2, false).unwrap_err().contains("constant"));
-        assert!(MvData::prepare(&[1.0, 2.0, 3.0], 2, 2, false).is_err());
-        assert!(MvData::prepare(&[1.0, 2.0], 1, 2, false).is_err());
+        assert!(MvData::prepare(&[1.0, 2.0, f64::NAN, 4.0], 2, 2, false, false).unwrap_err().contains("variable 2"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0, 3.0, 3.0, 3.0], 3, 2, false, false).unwrap_err().contains("constant"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0], 2, 2, false, false).is_err());
+        assert!(MvData::prepare(&[1.0, 2.0], 1, 2, false, false).is_err());
     }
 }

@@ -234,6 +234,7 @@ fn run_chunk(
                         alpha: row[..k].to_vec(),
                         mu: row[k..k + k * d].to_vec(),
                         sigma: row[k + k * d..].to_vec(),
+                        noise: 0.0,
                     },
                     loglik: logliks.get(i).copied().unwrap_or(f64::NAN),
                     iterations: iterations.map_or(0, |v| v.max(0) as u32),
@@ -250,13 +251,14 @@ mod tests {
 
     fn data(n: usize) -> Result<MvData, String> {
         let x: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.618).fract()).collect();
-        MvData::prepare(&x, n, 2, false)
+        MvData::prepare(&x, n, 2, false, false)
     }
 
     #[test]
     fn chunks_keep_a_datasets_starts_together() {
         let prepared = vec![data(10), data(20), data(30)];
-        let p = MvParams { k: 1, d: 2, alpha: vec![1.0], mu: vec![0.0; 2], sigma: vec![1.0, 0.0, 0.0, 1.0] };
+        let p =
+            MvParams { k: 1, d: 2, alpha: vec![1.0], mu: vec![0.0; 2], sigma: vec![1.0, 0.0, 0.0, 1.0], noise: 0.0 };
         let items: Vec<Item> = [0, 0, 1, 1, 2, 2].iter().map(|&dataset| Item { dataset, init: p.clone() }).collect();
         assert_eq!(chunks(&prepared, &items), vec![0..6]);
         assert!(chunks(&prepared, &[]).is_empty());

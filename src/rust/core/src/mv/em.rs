@@ -25,6 +25,8 @@ pub struct MvStats {
     pub s1: Vec<f64>,
     pub s2: Vec<f64>,
     pub centre: Vec<f64>,
+    /// Σ of the noise component's responsibilities (0 without one).
+    pub s_noise: f64,
     pub loglik: f64,
 }
 
@@ -33,8 +35,16 @@ pub struct MvStats {
 pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
     let (n, d, k) = (data.n, data.d, p.k);
     let terms = terms(p)?;
-    let mut st =
-        MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre: p.mu.clone(), loglik: 0.0 };
+    let mut st = MvStats {
+        s0: vec![0.0; k],
+        s1: vec![0.0; k * d],
+        s2: vec![0.0; k * d * d],
+        centre: p.mu.clone(),
+        s_noise: 0.0,
+        loglik: 0.0,
+    };
+    // the noise component's log(weight · density), where it has weight
+    let noise = data.log_noise.filter(|_| p.noise > 0.0).map(|l| p.noise.ln() + l);
     // per component: the centred values (d × BLOCK) and the log-densities
     let mut centred = vec![0.0; k * d * BLOCK];
     let mut ll = vec![0.0; k * BLOCK];
@@ -54,17 +64,27 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
             q.iter_mut().for_each(|v| *v = t.log_const - 0.5 * *v);
         }
         for i in 0..b {
-            let top = (0..k).map(|m| ll[m * BLOCK + i]).fold(f64::NEG_INFINITY, f64::max);
+            let mut top = (0..k).map(|m| ll[m * BLOCK + i]).fold(f64::NEG_INFINITY, f64::max);
+            if let Some(t) = noise {
+                top = top.max(t);
+            }
             let mut total = 0.0;
             for m in 0..k {
                 let e = (ll[m * BLOCK + i] - top).exp();
                 ll[m * BLOCK + i] = e;
                 total += e;
             }
+            let e_noise = noise.map(|t| (t - top).exp());
+            if let Some(e) = e_noise {
+                total += e;
+            }
             st.loglik += top + total.ln();
             let inv = 1.0 / total;
             for m in 0..k {
                 ll[m * BLOCK + i] *= inv;
+            }
+            if let Some(e) = e_noise {
+                st.s_noise += e * inv;
             }
         }
         for m in 0..k {
@@ -116,7 +136,14 @@ fn component_block(data: &MvData, t: &Term, start: usize, b: usize, centred: &mu
 /// observations, or a covariance that lost a direction).
 pub fn m_step(st: &MvStats, n: usize, d: usize, structure: Structure) -> Result<MvParams, Degenerate> {
     let k = st.s0.len();
-    let mut p = MvParams { k, d, alpha: vec![0.0; k], mu: vec![0.0; k * d], sigma: vec![0.0; k * d * d] };
+    let mut p = MvParams {
+        k,
+        d,
+        alpha: vec![0.0; k],
+        mu: vec![0.0; k * d],
+        sigma: vec![0.0; k * d * d],
+        noise: st.s_noise / n as f64,
+    };
     for m in 0..k {
         let nk = st.s0[m];
         if !(nk >= MIN_COMPONENT_OBS) {
@@ -159,6 +186,11 @@ fn constrain(p: &mut MvParams, structure: Structure) {
                 for (s, c) in pooled.iter_mut().zip(p.cov(m)) {
                     *s += p.alpha[m] * c;
                 }
+            }
+            // the components' share of the data, without the noise's
+            if p.noise > 0.0 {
+                let share: f64 = p.alpha.iter().sum();
+                pooled.iter_mut().for_each(|s| *s /= share);
             }
             for m in 0..k {
                 p.sigma[m * d * d..(m + 1) * d * d].copy_from_slice(&pooled);
@@ -270,7 +302,7 @@ mod tests {
             x[i] = c + t + 0.3 * u;
             x[n + i] = c + 0.5 * t - u;
         }
-        MvData::prepare(&x, n, 2, false).unwrap()
+        MvData::prepare(&x, n, 2, false, false).unwrap()
     }
 
     fn start() -> MvParams {
@@ -280,6 +312,7 @@ mod tests {
             alpha: vec![0.5, 0.5],
             mu: vec![-0.5, -0.5, 1.0, 1.0],
             sigma: vec![0.5, 0.1, 0.1, 0.5, 0.4, 0.0, 0.0, 0.4],
+            noise: 0.0,
         }
     }
 
@@ -291,6 +324,42 @@ mod tests {
         let brute = brute_loglik(&data, &p);
         assert!((st.loglik - brute).abs() < 1e-10 * brute.abs(), "{} {}", st.loglik, brute);
         assert!((st.s0.iter().sum::<f64>() - 150.0).abs() < 1e-10);
+    }
+
+    #[test]
+    fn a_noise_component_adds_its_uniform_density() {
+        let n = 150;
+        // a dataset in known units (two_clusters' standardised values)
+        let x = two_clusters(n).z;
+        let data = MvData::prepare(&x, n, 2, false, true).unwrap();
+        let mut p = start();
+        p.alpha = vec![0.45, 0.45];
+        p.noise = 0.1;
+        let st = e_step(&data, &p).unwrap();
+        // the mixture density in x's units: the parameters mapped back, the
+        // uniform over x's bounding box
+        let volume: f64 = data.support.iter().map(|(lo, hi)| hi - lo).product();
+        let q = p.to_data_units(&data.scaling);
+        let brute: f64 = (0..n)
+            .map(|i| {
+                let comps: f64 = (0..2)
+                    .map(|m| {
+                        let s = q.cov(m);
+                        let det = s[0] * s[3] - s[1] * s[2];
+                        let (a, b) = (x[i] - q.mean(m)[0], x[n + i] - q.mean(m)[1]);
+                        let qq = (s[3] * a * a - 2.0 * s[1] * a * b + s[0] * b * b) / det;
+                        q.alpha[m] * (-0.5 * qq).exp() / (2.0 * std::f64::consts::PI * det.sqrt())
+                    })
+                    .sum();
+                (comps + p.noise / volume).ln()
+            })
+            .sum();
+        let in_x_units = st.loglik - data.scaling.log_jacobian(n);
+        assert!((in_x_units - brute).abs() < 1e-9 * brute.abs(), "{in_x_units} {brute}");
+        let sum_r: f64 = st.s0.iter().sum::<f64>() + st.s_noise;
+        assert!((sum_r - n as f64).abs() < 1e-9);
+        let next = m_step(&st, n, 2, Structure::Full).unwrap();
+        assert!((next.alpha.iter().sum::<f64>() + next.noise - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub struct MvParams {
     pub alpha: Vec<f64>,
     pub mu: Vec<f64>,
     pub sigma: Vec<f64>,
+    /// The noise component's weight (0 without one): the components'
+    /// weights sum to 1 minus it.
+    pub noise: f64,
 }
 
 impl MvParams {
@@ -200,6 +203,7 @@ mod tests {
             alpha: vec![0.3, 0.7],
             mu: vec![5.0, 0.0, 1.0, 2.0],
             sigma: vec![1.0, 0.0, 0.0, 1.0, 2.0, 0.5, 0.5, 2.0],
+            noise: 0.0,
         };
         let c = p.canonical();
         assert_eq!(c.alpha, vec![0.7, 0.3]);

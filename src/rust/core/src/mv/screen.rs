@@ -40,6 +40,7 @@ mod tests {
             alpha: vec![1.0 - alpha, alpha],
             mu: vec![0.0; 4],
             sigma: vec![1.0, 0.0, 0.0, 1.0, 0.04, 0.0, 0.0, flat],
+            noise: 0.0,
         }
     }
 

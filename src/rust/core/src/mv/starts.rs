@@ -11,6 +11,7 @@ use rand::RngExt;
 use super::data::MvData;
 use super::em::{m_step, MvStats};
 use super::model::{MvParams, Structure};
+use crate::limits::NOISE_START;
 use crate::starts::start_rng;
 
 /// Draws a start makes before it gives up (each a fresh set of seeds); a
@@ -75,7 +76,8 @@ fn squared_distances(data: &MvData, from: usize, out: &mut [f64]) {
 fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Option<MvParams> {
     let (n, d, k) = (data.n, data.d, seeds.len());
     let centre: Vec<f64> = seeds.iter().flat_map(|&s| (0..d).map(move |j| data.at(s, j))).collect();
-    let mut st = MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre, loglik: 0.0 };
+    let mut st =
+        MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre, s_noise: 0.0, loglik: 0.0 };
     let mut block = vec![0usize; n];
     let mut best = vec![f64::INFINITY; n];
     let mut dist = vec![0.0; n];
@@ -108,7 +110,14 @@ fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Opt
     if st.s0.iter().any(|&c| c < (d + 1) as f64) && structure != Structure::Tied {
         return None;
     }
-    m_step(&st, n, d, structure).ok()
+    let mut p = m_step(&st, n, d, structure).ok()?;
+    // a noise component starts small, the components where the partition
+    // put them (as univariate starts, limits::NOISE_START)
+    if data.log_noise.is_some() {
+        p.alpha.iter_mut().for_each(|a| *a *= 1.0 - NOISE_START);
+        p.noise = NOISE_START;
+    }
+    Some(p)
 }
 
 #[cfg(test)]
@@ -123,7 +132,7 @@ mod tests {
             x[i] = c + t;
             x[n + i] = c + (i as f64 * 0.414_213_562_37).fract();
         }
-        MvData::prepare(&x, n, 2, false).unwrap()
+        MvData::prepare(&x, n, 2, false, false).unwrap()
     }
 
     #[test]
@@ -150,7 +159,7 @@ mod tests {
     #[test]
     fn too_few_distinct_points_give_no_start() {
         let x = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0];
-        let d = MvData::prepare(&x, 4, 2, false).unwrap();
+        let d = MvData::prepare(&x, 4, 2, false, false).unwrap();
         assert!(initial_params(&d, 3, Structure::Full, 1, 0).is_none());
     }
 }
