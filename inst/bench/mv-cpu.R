@@ -10,6 +10,8 @@ suppressPackageStartupMessages({
   library(bulkem)
   library(mclust)
 })
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
 arg <- function(name, default) {
   a <- grep(paste0("^", name, "="), commandArgs(TRUE), value = TRUE)
   if (length(a)) as.integer(sub(".*=", "", a[1])) else default
@@ -18,23 +20,8 @@ threads <- arg("threads", 2L)
 n_sets <- arg("datasets", 200L)
 n_mclust <- min(arg("mclust", 50L), n_sets)
 
-# M1's shape: three components in 4 dimensions, weights 0.5/0.3/0.2, means
-# 3 sds apart along random directions, random correlations
 set.seed(33)
-m1_dataset <- function(n = 1000, d = 4, k = 3) {
-  w <- c(0.5, 0.3, 0.2)
-  comp <- sample.int(k, n, TRUE, w)
-  mus <- matrix(rnorm(k * d, sd = 2), k, d)
-  out <- matrix(0, n, d)
-  for (m in seq_len(k)) {
-    a <- matrix(rnorm(d * d, sd = 0.5), d) + diag(d)
-    idx <- comp == m
-    out[idx, ] <- sweep(matrix(rnorm(sum(idx) * d), ncol = d) %*% a, 2, mus[m, ], "+")
-  }
-  colnames(out) <- paste0("x", seq_len(d))
-  out
-}
-data <- replicate(n_sets, m1_dataset(), simplify = FALSE)
+data <- m1_datasets(n_sets)
 
 t0 <- proc.time()[["elapsed"]]
 fits <- bulkem(data, num.components = 3, seed = 1, use.gpu = FALSE, control = list(threads = threads))

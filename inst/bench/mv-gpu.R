@@ -4,6 +4,8 @@
 # on a sample of the same datasets, and the agreement of the two engines.
 #   Rscript inst/bench/mv-gpu.R [datasets=10000] [cpu=200] [rounds=2]
 suppressPackageStartupMessages(library(bulkem))
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
 arg <- function(name, default) {
   a <- grep(paste0("^", name, "="), commandArgs(TRUE), value = TRUE)
   if (length(a)) as.integer(sub(".*=", "", a[1])) else default
@@ -12,19 +14,7 @@ n_sets <- arg("datasets", 10000L)
 n_cpu <- min(arg("cpu", 200L), n_sets)
 rounds <- arg("rounds", 2L)
 set.seed(33)
-m1_dataset <- function(n = 1000, d = 4, k = 3) {
-  comp <- sample.int(k, n, TRUE, c(0.5, 0.3, 0.2))
-  mus <- matrix(rnorm(k * d, sd = 2), k, d)
-  out <- matrix(0, n, d)
-  for (m in seq_len(k)) {
-    a <- matrix(rnorm(d * d, sd = 0.5), d) + diag(d)
-    idx <- comp == m
-    out[idx, ] <- sweep(matrix(rnorm(sum(idx) * d), ncol = d) %*% a, 2, mus[m, ], "+")
-  }
-  colnames(out) <- paste0("x", seq_len(d))
-  out
-}
-data <- replicate(n_sets, m1_dataset(), simplify = FALSE)
+data <- m1_datasets(n_sets)
 info <- bulkem_gpu_info()
 cat(sprintf("GPU: %s; %d CPU threads\n", paste(info$devices$name, collapse = ", "), parallel::detectCores()))
 for (r in seq_len(rounds)) {

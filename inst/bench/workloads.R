@@ -68,3 +68,23 @@ workload <- function(name, fraction = 1, seed = 2015) {
        args = list(num.components = length(spec$alpha), max.iters = 100,
                    random.inits = spec$starts, epsilon = 1e-6, family = spec$family))
 }
+
+# Workload M1 of issue 33: `n_sets` multivariate datasets of `n`
+# observations of d = 4 variables, three normal components of weights
+# 0.5/0.3/0.2 with random means (sd 2) and random correlations; the
+# matrices' columns are x1..x4. Depends only on R's random state.
+m1_datasets <- function(n_sets, n = 1000, d = 4, k = 3) {
+  one <- function() {
+    comp <- sample.int(k, n, TRUE, c(0.5, 0.3, 0.2))
+    mus <- matrix(stats::rnorm(k * d, sd = 2), k, d)
+    out <- matrix(0, n, d)
+    for (m in seq_len(k)) {
+      a <- matrix(stats::rnorm(d * d, sd = 0.5), d) + diag(d)
+      idx <- comp == m
+      out[idx, ] <- sweep(matrix(stats::rnorm(sum(idx) * d), ncol = d) %*% a, 2, mus[m, ], "+")
+    }
+    colnames(out) <- paste0("x", seq_len(d))
+    out
+  }
+  replicate(n_sets, one(), simplify = FALSE)
+}
