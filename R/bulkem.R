@@ -296,7 +296,7 @@
 #'   component flattened or squeezed far below the widest is spurious);
 #'   each fit has `mu` (K x d), `sigma` (d x d x K), `alpha`, `covariance`
 #'   and the univariate fits' summary fields; `noise = TRUE` adds a uniform
-#'   component over each dataset's bounding box (CPU engine). Univariate
+#'   component over each dataset's bounding box. Univariate
 #'   data take no `covariance`.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where

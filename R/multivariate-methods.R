@@ -38,8 +38,7 @@
 #' component over the dataset's bounding box) and `noise_support` (that
 #' box: a d x 2 matrix of lower and upper bounds); its posterior is the
 #' last column of `predict()`'s, `"noise"`, class 0, `augment()`'s
-#' `.noise`, and `tidy()` has a `noise` row. (cuda-batched does not fit
-#' it yet: with a noise component the default engine is the CPU's.)
+#' `.noise`, and `tidy()` has a `noise` row.
 #' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
 #'   row per parameter: `component`, `term` (`"alpha"`, `"mu"` or
 #'   `"sigma"`), `variable` and `variable2` (the covariance's row and

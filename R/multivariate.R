@@ -41,7 +41,7 @@ check_multivariate_args <- function(family, family_given, noise, noise.support, 
 fit_multivariate <- function(input, args, control, covariance, verbose, started) {
   datasets <- input$datasets
   variables <- input$variables
-  engine <- mv_engine(args$use.gpu, control$engine, args$noise)
+  engine <- mv_engine(args$use.gpu, control$engine)
   if (verbose) {
     message(sprintf("bulkem: %d multivariate datasets of %d variables, normal (%s covariance), ",
                     length(datasets), length(variables), covariance),
@@ -80,11 +80,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
 # where a GPU is usable (it agrees with the CPU engine and is 30 times the
 # 16 CPU cores of the GPU machine on M1's shape: inst/bench/results-mv-gpu.md),
 # else the CPU engine.
-# A noise component is fitted on the CPU engine only, so far.
-mv_engine <- function(use.gpu, engine, noise = FALSE) {
-  if (noise && engine == "auto" && !isTRUE(use.gpu)) return("cpu")
-  choose_engine(use.gpu, engine)
-}
+mv_engine <- function(use.gpu, engine) choose_engine(use.gpu, engine)
 
 # The variables' names on a fit's mu and sigma (and on every K's fit).
 label_mv_fit <- function(fit, variables) {

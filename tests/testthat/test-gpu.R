@@ -673,8 +673,27 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
   expect_equal(gpu[[1]]$by_k$K, cpu[[1]]$by_k$K)
   expect_equal(gpu[[1]]$by_k$loglik, cpu[[1]]$by_k$loglik, tolerance = 1e-8)
   expect_equal(gpu[[1]]$k, cpu[[1]]$k)
-  # a noise component: the CPU engine by default, refused by name on the GPU
-  expect_equal(attr(bulkem(list(f), 2, noise = TRUE, seed = 1), "engine"), "cpu")
-  expect_error(bulkem(list(f), 2, noise = TRUE, control = list(engine = "cuda-batched")),
-               class = "bulkem_error_argument")
+  # a noise component, on data with outliers, under every structure
+  set.seed(13)
+  dirty <- lapply(1:20, function(i) {
+    x <- rbind(sim(400, 3), matrix(runif(24, -12, 12), 8))
+    colnames(x) <- paste0("v", 1:3)
+    x
+  })
+  for (cv in c("full", "tied", "diagonal", "spherical")) {
+    cpu <- bulkem(dirty, 2, noise = TRUE, covariance = cv, seed = 5, use.gpu = FALSE)
+    gpu <- bulkem(dirty, 2, noise = TRUE, covariance = cv, seed = 5, control = list(engine = "cuda-batched"))
+    expect_equal(attr(gpu, "engine"), "cuda-batched")
+    st <- function(r) vapply(r, function(f) f$status, "")
+    expect_equal(st(gpu), st(cpu), label = cv)
+    ok <- st(cpu) == "converged"
+    llc <- vapply(cpu[ok], function(f) f$loglik, 0)
+    llg <- vapply(gpu[ok], function(f) f$loglik, 0)
+    expect_true(all(abs(llg - llc) <= 1e-6 * (1 + abs(llc))), label = cv)
+    same <- vapply(which(ok), function(i) identical(cpu[[i]]$best_start, gpu[[i]]$best_start), NA)
+    for (i in which(ok)[same]) {
+      expect_equal(gpu[[i]]$noise, cpu[[i]]$noise, tolerance = 1e-5, label = paste(cv, i))
+      expect_equal(gpu[[i]]$mu, cpu[[i]]$mu, tolerance = 1e-5, label = paste(cv, i))
+    }
+  }
 })

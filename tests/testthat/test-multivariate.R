@@ -232,7 +232,6 @@ test_that("a noise component takes the outliers, and its density is the uniform 
   fits <- bulkem(list(x), num.components = 2, noise = TRUE, seed = 4,
                  control = list(threads = 2, keep.data = TRUE))
   fit <- fits[[1]]
-  expect_equal(attr(fits, "engine"), "cpu")
   expect_equal(fit$status, "converged")
   expect_equal(unname(fit$noise_support), unname(t(apply(x, 2, range))))
   expect_equal(rownames(fit$noise_support), c("a", "b"))

@@ -15,12 +15,16 @@
 //
 // A dataset is D variables of n values each, variable-major, standardised.
 // A fit's row: alpha (K), mu (K x D, component-major), sigma (K x D x D,
-// column-major), as mv::MvParams lays them out.
+// column-major), as mv::MvParams lays them out, then with N = 1 the noise
+// component's weight (a uniform over the dataset's box, whose log-density
+// in the standardised units, mv::MvData::log_noise, comes per dataset).
 
 #define TRI(D) ((D) * ((D) + 1) / 2)
 
 template <int K, int D>
 struct MvState {
+    double noise;       // the noise component's weight (0 without one)
+    double noise_term;  // its log(weight x density), the E-step's
     double alpha[K];
     double mean[K][D];
     double cov[K][TRI(D)];   // the M-step's covariance, packed lower triangle
@@ -78,9 +82,10 @@ __device__ __forceinline__ double warp_sum(double v) {
 // The M-step from the sums about f's means into g (mv/em.rs's m_step and
 // constrain, then the factor): the outcome code of a degenerate update, or
 // -1. Lane 0 only.
-template <int K, int D, int S>
+template <int K, int D, int S, int N>
 __device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, const double (&s0)[K], const double (&s1)[K][D],
-                      const double (&s2)[K][TRI(D)], long long n) {
+                      const double (&s2)[K][TRI(D)], double s_noise, double log_noise, long long n) {
+    g.noise = N ? s_noise / (double)n : 0.0;
 #pragma unroll
     for (int m = 0; m < K; m++) {
         const double nk = s0[m];
@@ -105,6 +110,14 @@ __device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, 
         for (int m = 0; m < K; m++)
 #pragma unroll
             for (int t = 0; t < TRI(D); t++) pooled[t] += g.alpha[m] * g.cov[m][t];
+        // the components' share of the data, without the noise's
+        if (N && g.noise > 0.0) {
+            double share = 0.0;
+#pragma unroll
+            for (int m = 0; m < K; m++) share += g.alpha[m];
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) pooled[t] /= share;
+        }
 #pragma unroll
         for (int m = 0; m < K; m++)
 #pragma unroll
@@ -124,13 +137,15 @@ __device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, 
             }
         }
     }
-    return factor(g) ? -1 : OUTCOME_SPREAD_COLLAPSED;
+    if (!factor(g)) return OUTCOME_SPREAD_COLLAPSED;
+    g.noise_term = N ? log(g.noise) + log_noise : 0.0;
+    return -1;
 }
 
 // One fit on the calling warp; `a` and `b` are the warp's two states in
 // shared memory (the current parameters and the next).
-template <int K, int D, int S>
-__device__ void em_mv_fit(const double* __restrict__ z, long long n, const double* __restrict__ init,
+template <int K, int D, int S, int N>
+__device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_noise, const double* __restrict__ init,
                           double* __restrict__ out, double* __restrict__ out_loglik, int* __restrict__ out_info,
                           int max_iters, double epsilon, MvState<K, D>* a, MvState<K, D>* b, int* flag) {
     const int lane = threadIdx.x & 31;
@@ -147,6 +162,8 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
 #pragma unroll
                 for (int l = 0; l <= j; l++) f->cov[m][tri(j, l)] = init[K + K * D + m * D * D + j + D * l];
         }
+        f->noise = N ? init[K + K * D + K * D * D] : 0.0;
+        f->noise_term = N ? log(f->noise) + log_noise : 0.0;
         *flag = factor(*f) ? -1 : OUTCOME_SPREAD_COLLAPSED;
     }
     __syncwarp();
@@ -166,6 +183,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
             for (int t = 0; t < TRI(D); t++) s2[m][t] = 0.0;
         }
         double ll = 0.0;
+        double s_noise = 0.0;
         for (long long i = lane; i < n; i += 32) {
             double x[D];
 #pragma unroll
@@ -188,14 +206,18 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
             double top = l[0];
 #pragma unroll
             for (int m = 1; m < K; m++) top = fmax(top, l[m]);
+            if (N) top = fmax(top, f->noise_term);
             double total = 0.0;
 #pragma unroll
             for (int m = 0; m < K; m++) {
                 l[m] = exp(l[m] - top);
                 total += l[m];
             }
+            const double e_noise = N ? exp(f->noise_term - top) : 0.0;
+            if (N) total += e_noise;
             ll += top + log(total);
             const double inv = 1.0 / total;
+            if (N) s_noise += e_noise * inv;
 #pragma unroll
             for (int m = 0; m < K; m++) {
                 const double r = l[m] * inv;
@@ -212,6 +234,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
             }
         }
         ll = warp_sum(ll);
+        if (N) s_noise = warp_sum(s_noise);
 #pragma unroll
         for (int m = 0; m < K; m++) {
             s0[m] = warp_sum(s0[m]);
@@ -241,7 +264,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
         }
         // the M-step into the other state: a degenerate update leaves the
         // parameters the last E-step was taken at, as mv/em.rs returns them
-        if (lane == 0) *flag = m_step<K, D, S>(*f, *g, s0, s1, s2, n);
+        if (lane == 0) *flag = m_step<K, D, S, N>(*f, *g, s0, s1, s2, s_noise, log_noise, n);
         __syncwarp();
         outcome = *flag;
         __syncwarp();
@@ -265,6 +288,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
                 for (int l = 0; l < D; l++)
                     out[K + K * D + m * D * D + j + D * l] = j >= l ? f->cov[m][tri(j, l)] : f->cov[m][tri(l, j)];
         }
+        if (N) out[K + K * D + K * D * D] = f->noise;
         *out_loglik = loglik;
         out_info[0] = iterations;
         out_info[1] = outcome;
@@ -272,12 +296,13 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
 }
 
 // One warp per fit (MV_THREADS / 32 per block): fit i runs on dataset
-// fit_ds[i] (its offset and n), from init row i, into out row i; out_info
-// holds (iterations, outcome).
-#define EM_MV(K, D, S)                                                                                    \
+// fit_ds[i] (its offset, n and noise log-density), from init row i, into
+// out row i; out_info holds (iterations, outcome).
+#define EM_MV(K, D, S, N)                                                                                 \
     extern "C" __global__ void __launch_bounds__(MV_THREADS)                                              \
         em_mv(const double* __restrict__ z, const long long* __restrict__ ds_offset,                      \
-              const long long* __restrict__ ds_n, const int* __restrict__ fit_ds,                         \
+              const long long* __restrict__ ds_n, const double* __restrict__ ds_log_noise,                \
+              const int* __restrict__ fit_ds,                                                             \
               const double* __restrict__ init, double* __restrict__ out, double* __restrict__ out_loglik, \
               int* __restrict__ out_info, int n_fits, int max_iters, double epsilon) {                    \
         __shared__ MvState<K, D> states[MV_THREADS / 32][2];                                              \
@@ -285,8 +310,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, const doubl
         const int w = threadIdx.x / 32;                                                                   \
         const long long i = (long long)blockIdx.x * (MV_THREADS / 32) + w;                                \
         if (i >= n_fits) return;                                                                          \
-        const long long row = K + K * D + K * D * D;                                                      \
+        const long long row = K + K * D + K * D * D + N;                                                  \
         const int ds = fit_ds[i];                                                                         \
-        em_mv_fit<K, D, S>(z + ds_offset[ds], ds_n[ds], init + i * row, out + i * row, out_loglik + i,    \
-                           out_info + 2 * i, max_iters, epsilon, &states[w][0], &states[w][1], &flags[w]); \
+        em_mv_fit<K, D, S, N>(z + ds_offset[ds], ds_n[ds], ds_log_noise[ds], init + i * row, out + i * row, \
+                              out_loglik + i, out_info + 2 * i, max_iters, epsilon, &states[w][0],        \
+                              &states[w][1], &flags[w]);                                                  \
     }

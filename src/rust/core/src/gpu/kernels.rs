@@ -45,7 +45,7 @@ pub struct Kernels {
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
     batched: Mutex<HashMap<BatchedKey, Batched>>,
-    mv: Mutex<HashMap<(usize, usize, i32), CudaFunction>>,
+    mv: Mutex<HashMap<(usize, usize, i32, bool), CudaFunction>>,
 }
 
 /// What an em_batched instance is compiled for: (family, K, mixed
@@ -131,19 +131,20 @@ impl Kernels {
         Ok(b)
     }
 
-    /// em_mv for K components, d variables and covariance structure `s`
-    /// (mv::Structure::kernel_code), compiled on first use.
-    pub fn mv(&self, k: usize, d: usize, s: i32) -> Result<CudaFunction, String> {
+    /// em_mv for K components, d variables, covariance structure `s`
+    /// (mv::Structure::kernel_code) and a noise component or not, compiled
+    /// on first use.
+    pub fn mv(&self, k: usize, d: usize, s: i32, noise: bool) -> Result<CudaFunction, String> {
         let mut cache = self.mv.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(k, d, s)) {
+        if let Some(f) = cache.get(&(k, d, s, noise)) {
             return Ok(f.clone());
         }
-        let source = format!("{}{MV}\nEM_MV({k}, {d}, {s})\n", prelude());
+        let source = format!("{}{MV}\nEM_MV({k}, {d}, {s}, {})\n", prelude(), noise as i32);
         let f = contained("compiling em_mv", || build(&self.ctx, &self.arch, source, &["em_mv"]))?
             .into_iter()
             .next()
             .ok_or("em_mv missing after compilation")?;
-        cache.insert((k, d, s), f.clone());
+        cache.insert((k, d, s, noise), f.clone());
         Ok(f)
     }
 
@@ -279,13 +280,13 @@ mod tests {
             ..Default::default()
         };
         for (k, d) in [(1, 2), (2, 2), (3, 4), (8, 3), (4, MV_MAX_VARIABLES), (MAX_COMPONENTS, MV_MAX_VARIABLES)] {
-            for s in 0..4 {
-                let source = format!("{}{MV}\nEM_MV({k}, {d}, {s})\n", prelude());
+            for (s, noise) in [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)] {
+                let source = format!("{}{MV}\nEM_MV({k}, {d}, {s}, {noise})\n", prelude());
                 let r = compile_ptx_with_opts(source, opts()).map(|_| ()).map_err(|e| match e {
                     CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
                     other => format!("{other:?}"),
                 });
-                assert_eq!(r, Ok(()), "K = {k}, d = {d}, structure {s}");
+                assert_eq!(r, Ok(()), "K = {k}, d = {d}, structure {s}, noise {noise}");
             }
         }
     }

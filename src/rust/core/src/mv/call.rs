@@ -123,12 +123,7 @@ impl MvJob<'_> {
                 "= \"cuda-streams\" does not fit multivariate data: use \"cuda-batched\" or \"cpu\"".into(),
             );
         }
-        if self.settings.noise && self.engine != EngineKind::Cpu {
-            return bad(
-                "control$engine",
-                "cuda-batched does not fit a multivariate noise component yet: use engine = \"cpu\"".into(),
-            );
-        }
+
         let d = self.datasets.first().map_or(0, |m| m.d);
         if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
             return bad("datasets", format!("dataset {} is not a matrix of {d} variables", i + 1));

@@ -151,10 +151,16 @@ fn run_chunk(
     epsilon: f64,
 ) -> Result<Vec<MvStartFit>, String> {
     let d = items.first().map_or(1, |i| i.init.d);
-    let width = k + k * d + k * d * d;
+    let noise = items
+        .first()
+        .and_then(|i| prepared.get(i.dataset))
+        .and_then(|p| p.as_ref().ok())
+        .is_some_and(|m| m.log_noise.is_some());
+    let width = k + k * d + k * d * d + usize::from(noise);
     // the chunk's datasets, each once, in the items' order
     let mut z: Vec<f64> = Vec::new();
     let (mut offset, mut ns, mut fit_ds) = (Vec::new(), Vec::new(), Vec::with_capacity(items.len()));
+    let mut log_noise = Vec::new();
     let mut init = Vec::with_capacity(items.len() * width);
     let mut last = usize::MAX;
     for item in items {
@@ -163,6 +169,7 @@ fn run_chunk(
                 prepared.get(item.dataset).and_then(|p| p.as_ref().ok()).ok_or("a fit of an unfitted dataset")?;
             offset.push(z.len() as i64);
             ns.push(data.n as i64);
+            log_noise.push(data.log_noise.unwrap_or(0.0));
             z.extend_from_slice(&data.z);
             last = item.dataset;
         }
@@ -173,10 +180,13 @@ fn run_chunk(
         init.extend_from_slice(&item.init.alpha);
         init.extend_from_slice(&item.init.mu);
         init.extend_from_slice(&item.init.sigma);
+        if noise {
+            init.push(item.init.noise);
+        }
     }
     let n_fits = as_int(items.len(), "fits in one launch")?;
     let max_iters = as_int(max_iters as usize, "max.iters")?;
-    let kernel = gpu.kernels.mv(k, d, structure.kernel_code())?;
+    let kernel = gpu.kernels.mv(k, d, structure.kernel_code(), noise)?;
     contained("running em_mv", || {
         let stream = gpu.ctx.default_stream();
         let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
@@ -184,6 +194,7 @@ fn run_chunk(
         let init_dev = up(&init)?;
         let offset_dev = stream.clone_htod(&offset).map_err(fail("uploading a chunk"))?;
         let n_dev = stream.clone_htod(&ns).map_err(fail("uploading a chunk"))?;
+        let log_noise_dev = up(&log_noise)?;
         let fit_ds_dev = stream.clone_htod(&fit_ds).map_err(fail("uploading a chunk"))?;
         let mut out_dev: CudaSlice<f64> = stream.alloc_zeros(init.len()).map_err(fail("allocating GPU memory"))?;
         let mut ll_dev: CudaSlice<f64> = stream.alloc_zeros(items.len()).map_err(fail("allocating GPU memory"))?;
@@ -191,12 +202,13 @@ fn run_chunk(
             stream.alloc_zeros(2 * items.len()).map_err(fail("allocating GPU memory"))?;
         let blocks = (items.len() as u32).div_ceil(MV_THREADS / 32);
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (MV_THREADS, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the arguments are em_mv's (z, ds_offset, ds_n, fit_ds,
-        // init, out, out_loglik, out_info, n_fits, max_iters, epsilon) in
-        // order and type; z holds every dataset of the chunk (d x n values
-        // from its offset), ds_offset and ds_n one value per dataset,
+        // SAFETY: the arguments are em_mv's (z, ds_offset, ds_n,
+        // ds_log_noise, fit_ds, init, out, out_loglik, out_info, n_fits,
+        // max_iters, epsilon) in order and type; z holds every dataset of the
+        // chunk (d x n values from its offset), ds_offset, ds_n and
+        // ds_log_noise one value per dataset,
         // fit_ds n_fits indices below the dataset count, init and out
-        // `width` values per fit (the kernel's row for its K and D),
+        // `width` values per fit (the kernel's row for its K, D and N),
         // out_loglik one and out_info two per fit. All stay alive until the
         // synchronize below.
         unsafe {
@@ -205,6 +217,7 @@ fn run_chunk(
                 .arg(&z_dev)
                 .arg(&offset_dev)
                 .arg(&n_dev)
+                .arg(&log_noise_dev)
                 .arg(&fit_ds_dev)
                 .arg(&init_dev)
                 .arg(&mut out_dev)
@@ -233,8 +246,8 @@ fn run_chunk(
                         d,
                         alpha: row[..k].to_vec(),
                         mu: row[k..k + k * d].to_vec(),
-                        sigma: row[k + k * d..].to_vec(),
-                        noise: 0.0,
+                        sigma: row[k + k * d..k + k * d + k * d * d].to_vec(),
+                        noise: if noise { row[width - 1] } else { 0.0 },
                     },
                     loglik: logliks.get(i).copied().unwrap_or(f64::NAN),
                     iterations: iterations.map_or(0, |v| v.max(0) as u32),
