@@ -41,7 +41,10 @@ check_multivariate_args <- function(family, family_given, noise, noise.support, 
 fit_multivariate <- function(input, args, control, covariance, verbose, started) {
   datasets <- input$datasets
   variables <- input$variables
-  engine <- mv_engine(args$use.gpu, control$engine)
+  # chosen as for univariate data: cuda-batched where a GPU is usable (it
+  # agrees with the CPU engine and is about 30 times the GPU machine's 16
+  # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU
+  engine <- choose_engine(args$use.gpu, control$engine)
   if (verbose) {
     message(sprintf("bulkem: %d multivariate datasets of %d variables, normal (%s covariance), ",
                     length(datasets), length(variables), covariance),
@@ -76,15 +79,8 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
              covariance = covariance, variables = variables)
 }
 
-# The engine of a multivariate call: as for univariate data, cuda-batched
-# where a GPU is usable (it agrees with the CPU engine and is 30 times the
-# 16 CPU cores of the GPU machine on M1's shape: inst/bench/results-mv-gpu.md),
-# else the CPU engine.
-mv_engine <- function(use.gpu, engine) choose_engine(use.gpu, engine)
-
 # The variables' names on a fit's mu and sigma (and on every K's fit).
 label_mv_fit <- function(fit, variables) {
-  k <- fit$k
   dimnames(fit$mu) <- list(NULL, variables)
   dimnames(fit$sigma) <- list(variables, variables, NULL)
   if (!is.null(fit$noise_support)) dimnames(fit$noise_support) <- list(variables, c("lower", "upper"))

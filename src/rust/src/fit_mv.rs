@@ -68,7 +68,7 @@ fn na(x: f64) -> f64 {
 fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop> {
     let (k, d) = (f.k, f.d);
     let p = f.params.as_ref();
-    let mut alpha = Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.alpha.clone()));
+    let alpha = Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.alpha.clone()));
     let mu_values: Vec<f64> = match p {
         // the core holds means component-major; R's K × d matrix is column-major
         Some(p) => (0..d).flat_map(|j| (0..k).map(move |m| p.mu[m * d + j])).collect(),
@@ -78,9 +78,6 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
     mu.set_attrib("dim", [k as i32, d as i32])?;
     let mut sigma = Robj::from(p.map_or(vec![na(f64::NAN); k * d * d], |p| p.sigma.clone()));
     sigma.set_attrib("dim", [d as i32, d as i32, k as i32])?;
-    if p.is_none() {
-        alpha = Robj::from(vec![na(f64::NAN); k]);
-    }
     let (aic, bic) = f.information_criteria();
     let int = |v: u32| Robj::from(i32::try_from(v).unwrap_or(i32::MAX));
     let mut names = vec![

@@ -49,6 +49,7 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
     let mut centred = vec![0.0; k * d * BLOCK];
     let mut ll = vec![0.0; k * BLOCK];
     let mut y = vec![0.0; d * BLOCK];
+    let mut rc = vec![0.0; BLOCK];
     let mut start = 0;
     while start < n {
         let b = BLOCK.min(n - start);
@@ -93,7 +94,10 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
             st.s0[m] += r.iter().sum::<f64>();
             for j in 0..d {
                 let cj = &c[j * BLOCK..j * BLOCK + b];
-                let rc: Vec<f64> = r.iter().zip(cj).map(|(r, c)| r * c).collect();
+                let rc = &mut rc[..b];
+                for ((v, r), c) in rc.iter_mut().zip(r).zip(cj) {
+                    *v = r * c;
+                }
                 st.s1[m * d + j] += rc.iter().sum::<f64>();
                 for l in 0..=j {
                     let cl = &c[l * BLOCK..l * BLOCK + b];
