@@ -288,7 +288,10 @@
 #'   EEE), `"diagonal"` (each its own diagonal matrix, VVI) or
 #'   `"spherical"` (each its own multiple of the identity, VII). Multivariate
 #'   data are fitted with multivariate normal components (`family`
-#'   defaults to `"normal"` for them) by exact EM, on the CPU engine or on
+#'   defaults to `"normal"` for them) or, with `family = "t"`, multivariate
+#'   Student's t components (location `mu`, scale matrix `sigma` of the
+#'   structure, degrees of freedom `df` per component, estimated by ECM or
+#'   all fixed by one number `df`) by exact EM, on the CPU engine or on
 #'   GPUs (`cuda-batched`, chosen as for univariate data; `cuda-streams`
 #'   does not take them; at most 10 variables on a GPU), with
 #'   `random.inits` starts each seeded by D² weighting (k-means++) and the
@@ -537,7 +540,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (multivariate) {
     return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
                                         random.inits = random.inits, epsilon = epsilon,
-                                        seed = seed, use.gpu = use.gpu, noise = noise),
+                                        seed = seed, use.gpu = use.gpu, noise = noise,
+                                        family = family, df = df),
                             control, covariance, verbose, started))
   }
   if (control$future) {

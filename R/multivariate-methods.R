@@ -13,7 +13,13 @@
 #' d x K array of covariance matrices (whatever the `covariance`
 #' structure), `alpha` the K weights, and `covariance` the structure fitted.
 #' Components come in the canonical order: ascending mean of the first
-#' variable, ties broken by the next. `logLik()`, `AIC()`, `BIC()`,
+#' variable, ties broken by the next. A multivariate t fit (`family = "t"`)
+#' has `sigma` the components' scale matrices (a t component's covariance
+#' is `sigma * df / (df - 2)` where `df > 2`) and `df` their degrees of
+#' freedom; `predict(type = "weight")` gives each observation's expected
+#' precision weight, `(df + d) / (df + delta)` averaged over the components
+#' by the posterior (`delta` the squared Mahalanobis distance), small for an
+#' outlier, and `augment()` adds it as `.weight`. `logLik()`, `AIC()`, `BIC()`,
 #' `nobs()`, `glance()` and `summary()` work as for univariate fits;
 #' `predict()` gives posteriors, classes, uncertainty and the mixture
 #' density of the rows of a matrix; `tidy()` lists every parameter,
@@ -31,8 +37,9 @@
 #'   data when the fit kept it (`control = list(keep.data = TRUE)`).
 #' @param type `"posterior"` (an n x K matrix of membership probabilities),
 #'   `"class"` (the most probable component), `"uncertainty"` (1 minus the
-#'   largest posterior, as mclust reports it) or `"density"` (the mixture
-#'   density at each row).
+#'   largest posterior, as mclust reports it), `"density"` (the mixture
+#'   density at each row) or, for t fits, `"weight"` (each row's expected
+#'   precision weight).
 #' @param ... Not used.
 #' With `noise = TRUE` a fit also has `noise` (the weight of a uniform
 #' component over the dataset's bounding box) and `noise_support` (that
@@ -40,8 +47,8 @@
 #' last column of `predict()`'s, `"noise"`, class 0, `augment()`'s
 #' `.noise`, and `tidy()` has a `noise` row.
 #' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
-#'   row per parameter: `component`, `term` (`"alpha"`, `"mu"` or
-#'   `"sigma"`), `variable` and `variable2` (the covariance's row and
+#'   row per parameter: `component`, `term` (`"alpha"`, `"mu"`,
+#'   `"sigma"`, or for t fits `"df"`), `variable` and `variable2` (the covariance's row and
 #'   column; NA where they do not apply) and `estimate`. `augment()`: the
 #'   observations with `.component`, `.posterior_1` .. `.posterior_K` and
 #'   `.uncertainty` (for a result, stacked, with `dataset` first).
@@ -61,8 +68,9 @@ NULL
 #' @rdname bulkem-multivariate
 #' @export
 print.bulkem_mvfit <- function(x, ...) {
-  cat(sprintf("bulkem fit: multivariate normal mixture of %d component%s (%s covariance), ",
-              x$k, if (x$k == 1) "" else "s", x$covariance),
+  cat(sprintf("bulkem fit: multivariate %s mixture of %d component%s (%s %s), ",
+              mv_family_name(x), x$k, if (x$k == 1) "" else "s", x$covariance,
+              if (mv_is_t(x)) "scale" else "covariance"),
       sprintf("%d variables, n = %d, status %s\n", x$d, x$n, x$status), sep = "")
   if (nzchar(x$message)) cat(x$message, "\n")
   if (isTRUE(x$fit_success)) {
@@ -76,8 +84,8 @@ print.bulkem_mvfit <- function(x, ...) {
 #' @rdname bulkem-multivariate
 #' @export
 coef.bulkem_mvfit <- function(object, ...) {
-  m <- cbind(alpha = object$alpha, object$mu)
-  colnames(m) <- c("alpha", paste0("mu.", colnames(object$mu)))
+  m <- cbind(alpha = object$alpha, object$mu, if (mv_is_t(object)) object$df)
+  colnames(m) <- c("alpha", paste0("mu.", colnames(object$mu)), if (mv_is_t(object)) "df")
   rownames(m) <- paste0("comp", seq_len(nrow(m)))
   m
 }
@@ -85,12 +93,17 @@ coef.bulkem_mvfit <- function(object, ...) {
 #' @rdname bulkem-multivariate
 #' @export
 predict.bulkem_mvfit <- function(object, newdata = NULL,
-                                 type = c("posterior", "class", "uncertainty", "density"), ...) {
+                                 type = c("posterior", "class", "uncertainty", "density", "weight"),
+                                 ...) {
   check_dots_empty(...)
-  type <- match_choice(type, c("posterior", "class", "uncertainty", "density"), "type")
+  type <- match_choice(type, c("posterior", "class", "uncertainty", "density", "weight"), "type")
   x <- mv_newdata(object, newdata)
   if (!has_fit(object)) {
     raise(bulkem_condition("argument", paste0("the fit has no parameters (status ", object$status, ")")))
+  }
+  if (type == "weight" && !mv_is_t(object)) {
+    stop_arg("`type = \"weight\"` is the t's precision weight: this fit's family is \"",
+             object$family, "\"")
   }
   logd <- mv_log_components(object, x)
   top <- apply(logd, 1, max)
@@ -101,10 +114,30 @@ predict.bulkem_mvfit <- function(object, newdata = NULL,
   switch(type,
          posterior = post,
          class = mv_class(post, object$k),
-         uncertainty = 1 - apply(post, 1, max))
+         uncertainty = 1 - apply(post, 1, max),
+         weight = rowSums(post[, seq_len(object$k), drop = FALSE] * mv_t_weights(object, x)))
 }
 
 mv_has_noise <- function(fit) !is.null(fit$noise_support)
+
+mv_is_t <- function(fit) identical(fit$family, "t")
+
+mv_family_name <- function(fit) if (mv_is_t(fit)) "t" else "normal"
+
+# Each row's squared Mahalanobis distance from each component (n x K).
+mv_mahalanobis <- function(fit, x) {
+  matrix(vapply(seq_len(fit$k), function(m) {
+    r <- chol(fit$sigma[, , m])
+    colSums(backsolve(r, t(x) - fit$mu[m, ], transpose = TRUE)^2)
+  }, numeric(nrow(x))), nrow = nrow(x))
+}
+
+# t: each row's expected precision weight per component, (df + d) / (df +
+# delta) (n x K).
+mv_t_weights <- function(fit, x) {
+  delta <- mv_mahalanobis(fit, x)
+  sweep(1 / sweep(delta, 2, fit$df, "+"), 2, fit$df + fit$d, "*")
+}
 
 # The most probable component, 0 for the noise.
 mv_class <- function(post, k) {
@@ -138,15 +171,23 @@ mv_newdata <- function(fit, newdata) {
   newdata
 }
 
-# log(alpha_k) + log N(x_i; mu_k, Sigma_k): an n x K matrix, by the Cholesky
-# factor of each covariance; with a noise component, a last column
-# log(noise) - log(volume of its box) inside the box (-Inf outside).
+# log(alpha_k) + log p_k(x_i): an n x K matrix, by the Cholesky factor of
+# each covariance (Normal) or scale matrix (t: log Gamma((df + d)/2) -
+# log Gamma(df/2) - d/2 log(df pi) - log|Sigma|/2 - (df + d)/2 log(1 +
+# delta/df)); with a noise component, a last column log(noise) - log(volume
+# of its box) inside the box (-Inf outside).
 mv_log_components <- function(fit, x) {
   d <- fit$d
+  delta <- mv_mahalanobis(fit, x)
   out <- vapply(seq_len(fit$k), function(m) {
-    r <- chol(fit$sigma[, , m])
-    z <- backsolve(r, t(x) - fit$mu[m, ], transpose = TRUE)
-    log(fit$alpha[m]) - 0.5 * d * log(2 * pi) - sum(log(diag(r))) - 0.5 * colSums(z^2)
+    half_log_det <- sum(log(diag(chol(fit$sigma[, , m]))))
+    if (mv_is_t(fit)) {
+      nu <- fit$df[m]
+      log(fit$alpha[m]) + lgamma((nu + d) / 2) - lgamma(nu / 2) - 0.5 * d * log(nu * pi) - half_log_det -
+        (nu + d) / 2 * log1p(delta[, m] / nu)
+    } else {
+      log(fit$alpha[m]) - 0.5 * d * log(2 * pi) - half_log_det - 0.5 * delta[, m]
+    }
   }, numeric(nrow(x)))
   out <- matrix(out, nrow = nrow(x))
   if (mv_has_noise(fit)) {
@@ -191,6 +232,12 @@ tidy_mv <- function(f) {
                estimate = c(f$alpha[m], f$mu[m, ], f$sigma[, , m][low]),
                stringsAsFactors = FALSE)
   })
+  if (mv_is_t(f)) {
+    rows <- Map(function(r, m) {
+      rbind(r, data.frame(component = m, term = "df", variable = NA, variable2 = NA, estimate = f$df[m],
+                          stringsAsFactors = FALSE))
+    }, rows, seq_len(k))
+  }
   out <- do.call(rbind, rows)
   if (mv_has_noise(f)) {
     out <- rbind(out, data.frame(component = NA_integer_, term = "noise", variable = NA, variable2 = NA,
@@ -224,6 +271,7 @@ augment.bulkem_mvfit <- function(x, data = NULL, ...) {
   out$.component <- mv_class(post, x$k)
   for (m in seq_len(x$k)) out[[paste0(".posterior_", m)]] <- post[, m]
   if (mv_has_noise(x)) out$.noise <- post[, x$k + 1]
+  if (mv_is_t(x)) out$.weight <- rowSums(post[, seq_len(x$k), drop = FALSE] * mv_t_weights(x, obs))
   out$.uncertainty <- 1 - apply(post, 1, max)
   out
 }
@@ -287,7 +335,8 @@ simulate.bulkem_mv <- function(object, nsim = 1, seed = NULL, n = NULL, ...) {
 }
 
 # n draws from the fitted mixture: a component by alpha, then its normal by
-# its Cholesky factor. A matrix of n rows with the fit's variables.
+# its Cholesky factor, for t divided by the square root of a Gamma(df/2,
+# rate df/2) weight. A matrix of n rows with the fit's variables.
 mv_draws <- function(fit, n) {
   noise <- mv_has_noise(fit)
   comp <- if (fit$k == 1 && !noise) {
@@ -306,6 +355,7 @@ mv_draws <- function(fit, n) {
     idx <- which(comp == m)
     if (length(idx) == 0) next
     z <- matrix(stats::rnorm(length(idx) * fit$d), ncol = fit$d)
+    if (mv_is_t(fit)) z <- z / sqrt(stats::rgamma(length(idx), fit$df[m] / 2, rate = fit$df[m] / 2))
     out[idx, ] <- sweep(z %*% chol(fit$sigma[, , m]), 2, fit$mu[m, ], "+")
   }
   out
@@ -320,7 +370,9 @@ quantile.bulkem_mv <- function(x, ...) not_for_multivariate("quantile()")
 #' `data`), each point coloured by its most probable component, with one
 #' ellipse per component in every panel (the component's `level` contour
 #' in those two variables) and, on the diagonal, each variable's histogram
-#' with the fitted marginal mixture density. Up to 6 variables.
+#' with the fitted marginal mixture density. Up to 6 variables. For a t
+#' fit the ellipses are the t's own contours (wider than a Normal's of the
+#' same scale) and the marginal densities t densities.
 #'
 #' @param x A multivariate fit, or a multivariate result (with `which`).
 #' @param data The data to draw: by default the fit's kept data
@@ -355,14 +407,22 @@ plot.bulkem_mvfit <- function(x, data = x$data, level = 0.95, main = NULL, ...) 
   })
   old <- graphics::par(mfrow = c(d, d), mar = c(2, 2, 0.5, 0.5), oma = c(0, 0, 3, 0))
   on.exit(graphics::par(old))
-  radius <- sqrt(stats::qchisq(level, 2))
+  # the level contour of two variables: delta ~ chi-squared(2) for a
+  # Normal, 2 F(2, df) for a t
+  radius <- vapply(seq_len(x$k), function(m) {
+    if (mv_is_t(x)) sqrt(2 * stats::qf(level, 2, x$df[m])) else sqrt(stats::qchisq(level, 2))
+  }, 0)
   circle <- rbind(cos(seq(0, 2 * pi, length.out = 100)), sin(seq(0, 2 * pi, length.out = 100)))
   for (i in seq_len(d)) {
     for (j in seq_len(d)) {
       if (i == j) {
         grid <- seq(lim[[j]][1], lim[[j]][2], length.out = 200)
         dens <- rowSums(vapply(seq_len(x$k), function(m) {
-          x$alpha[m] * stats::dnorm(grid, x$mu[m, j], sds[m, j])
+          if (mv_is_t(x)) {
+            x$alpha[m] * stats::dt((grid - x$mu[m, j]) / sds[m, j], x$df[m]) / sds[m, j]
+          } else {
+            x$alpha[m] * stats::dnorm(grid, x$mu[m, j], sds[m, j])
+          }
         }, numeric(length(grid))))
         h <- if (!is.null(data)) graphics::hist(data[, j], breaks = "FD", plot = FALSE)
         top <- max(dens, if (!is.null(h)) h$density)
@@ -377,7 +437,7 @@ plot.bulkem_mvfit <- function(x, data = x$data, level = 0.95, main = NULL, ...) 
         }
         for (m in seq_len(x$k)) {
           s <- x$sigma[c(j, i), c(j, i), m]
-          e <- t(chol(s)) %*% (radius * circle) + x$mu[m, c(j, i)]
+          e <- t(chol(s)) %*% (radius[m] * circle) + x$mu[m, c(j, i)]
           graphics::lines(e[1, ], e[2, ], col = cols[m], lwd = 2)
           graphics::points(x$mu[m, j], x$mu[m, i], pch = 3, col = cols[m], cex = 1.2)
         }
@@ -385,7 +445,7 @@ plot.bulkem_mvfit <- function(x, data = x$data, level = 0.95, main = NULL, ...) 
     }
   }
   if (is.null(main)) {
-    main <- sprintf("%d-component normal mixture (%s covariance), n = %d", x$k, x$covariance, x$n)
+    main <- sprintf("%d-component %s mixture (%s covariance), n = %d", x$k, mv_family_name(x), x$covariance, x$n)
   }
   graphics::title(main, outer = TRUE)
   invisible(x)
@@ -400,7 +460,8 @@ plot.bulkem_mv <- function(x, which = 1, main = NULL, ...) {
   if (!ok) stop_arg("`which` must name one dataset of the result (a number from 1 to ", length(fits), " or a name)")
   fit <- fits[[which]]
   if (is.null(main)) main <- paste0(if (is.character(which)) which else dataset_names(x)[which], ": ",
-                                    sprintf("%d-component normal mixture (%s covariance)", fit$k, fit$covariance))
+                                    sprintf("%d-component %s mixture (%s covariance)", fit$k, mv_family_name(fit),
+                                            fit$covariance))
   plot.bulkem_mvfit(fit, main = main, ...)
   invisible(x)
 }

@@ -15,15 +15,18 @@ univariate_only_control <- c("precision", "accelerate", "keep.starts", "refine",
 check_multivariate_args <- function(family, family_given, noise, noise.support, df, control,
                                     use.gpu) {
   family <- if (family_given) check_choice(family, "family", families) else "normal"
-  if (family != "normal") {
+  if (!family %in% c("normal", "t")) {
     stop_arg("`family = \"", family, "\"`: multivariate data are fitted with family = \"normal\" ",
-             "(multivariate normal components) so far")
+             "(multivariate normal components) or \"t\" (multivariate Student's t)")
   }
   if (!is.null(noise.support)) {
     stop_arg("`noise.support` applies to univariate data only, so far: a multivariate noise ",
              "component is uniform over each dataset's bounding box")
   }
-  if (!is.null(df)) stop_arg("`df` applies to family = \"t\", which multivariate data do not take yet")
+  # a multivariate start's components have no order to give K values by
+  if (family == "t" && length(df) > 1) {
+    stop_arg("`df` for multivariate data is one number, every component's (", length(df), " given)")
+  }
   given <- intersect(attr(control, "given"), univariate_only_control)
   if (length(given) > 0) {
     stop_arg("`control$", given[1], "` applies to univariate data only, so far: ",
@@ -46,14 +49,15 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU
   engine <- choose_engine(args$use.gpu, control$engine)
   if (verbose) {
-    message(sprintf("bulkem: %d multivariate datasets of %d variables, normal (%s covariance), ",
-                    length(datasets), length(variables), covariance),
+    message(sprintf("bulkem: %d multivariate datasets of %d variables, %s (%s covariance), ",
+                    length(datasets), length(variables), args$family, covariance),
             sprintf("%s component(s), %d start(s) each, on the %s engine",
                     paste(args$num.components, collapse = ", "), args$random.inits, engine))
   }
   run <- function(engine) {
-    settings <- core_settings("normal", args$num.components, args$max.iters, args$random.inits,
-                              args$epsilon, args$seed, control, engine, noise = args$noise)
+    settings <- core_settings(args$family, args$num.components, args$max.iters, args$random.inits,
+                              args$epsilon, args$seed, control, engine, noise = args$noise,
+                              df = args$df)
     settings$covariance <- covariance
     fit_mv_(unname(datasets), settings, reporter$update)
   }
@@ -70,7 +74,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   if (verbose) message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
   warn_mv_status(fits)
   new_bulkem(fits, engine = engine, threads = res$threads, elapsed = elapsed, seed = args$seed,
-             family = "normal", num.components = as.integer(args$num.components),
+             family = args$family, num.components = as.integer(args$num.components),
              em_iterations = res$em_iterations, kernel_launches = res$kernel_launches,
              kernel_seconds = res$kernel_seconds,
              timings = c(check = checked - started, res$timings, after = finished - returned,

@@ -696,4 +696,27 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
       expect_equal(gpu[[i]]$mu, cpu[[i]]$mu, tolerance = 1e-5, label = paste(cv, i))
     }
   }
+  # multivariate t: df estimated under every structure (with the noise
+  # component for one), and df fixed
+  heavy <- lapply(dirty, function(x) x + matrix(rt(length(x), 3), nrow(x)))
+  for (args in list(list(covariance = "full"), list(covariance = "tied"), list(covariance = "diagonal"),
+                    list(covariance = "spherical", noise = TRUE), list(covariance = "full", df = 4))) {
+    label <- paste("t", deparse(args))
+    cpu <- do.call(bulkem, c(list(heavy, 2, family = "t", seed = 5, use.gpu = FALSE), args))
+    gpu <- do.call(bulkem, c(list(heavy, 2, family = "t", seed = 5, control = list(list(engine = "cuda-batched"))),
+                             args))
+    expect_equal(attr(gpu, "engine"), "cuda-batched")
+    st <- function(r) vapply(r, function(f) f$status, "")
+    expect_equal(st(gpu), st(cpu), label = label)
+    ok <- st(cpu) == "converged"
+    llc <- vapply(cpu[ok], function(f) f$loglik, 0)
+    llg <- vapply(gpu[ok], function(f) f$loglik, 0)
+    expect_true(all(abs(llg - llc) <= 1e-6 * (1 + abs(llc))), label = label)
+    same <- vapply(which(ok), function(i) identical(cpu[[i]]$best_start, gpu[[i]]$best_start), NA)
+    expect_gte(mean(same), 0.9)
+    for (i in which(ok)[same]) {
+      expect_equal(gpu[[i]]$df, cpu[[i]]$df, tolerance = 1e-4, label = paste(label, i))
+      expect_equal(gpu[[i]]$sigma, cpu[[i]]$sigma, tolerance = 1e-5, label = paste(label, i))
+    }
+  }
 })

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bulkem_core::{fit_mv, Counters, MvFit, MvJob, Status, Structure};
+use bulkem_core::{fit_mv, Counters, Model, MvFit, MvJob, Status, Structure};
 use extendr_api::prelude::*;
 
 use crate::datasets::borrow_matrices;
@@ -40,7 +40,8 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let fits =
         run_watched(&counters, report.as_ref(), |cancel| fit_mv(&job, threads, cancel, &counters), || Ok(false))?;
     let built = std::time::Instant::now();
-    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, structure, choice)).collect::<Result<_, _>>()?;
+    let model = job.model();
+    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, model, choice)).collect::<Result<_, _>>()?;
     counters.lap("result", built);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
@@ -64,8 +65,9 @@ fn na(x: f64) -> f64 {
     }
 }
 
-/// One fit's R list (class bulkem_mvfit, a bulkem_fit): mu K × d, sigma d × d × K.
-fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop> {
+/// One fit's R list (class bulkem_mvfit, a bulkem_fit): mu K × d, sigma d × d × K,
+/// and for t df (K values).
+fn fit_to_r(f: &MvFit, model: Model, choice: bool) -> Result<Robj, Stop> {
     let (k, d) = (f.k, f.d);
     let p = f.params.as_ref();
     let alpha = Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.alpha.clone()));
@@ -114,8 +116,8 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
         Robj::from(na(f.loglik)),
         int(f.iterations),
         Robj::from(p.is_some()),
-        Robj::from("normal"),
-        Robj::from(structure.name()),
+        Robj::from(model.family().name()),
+        Robj::from(model.structure.name()),
         Robj::from(i32::try_from(f.n).unwrap_or(i32::MAX)),
         Robj::from(d as i32),
         Robj::from(k as i32),
@@ -134,10 +136,14 @@ fn fit_to_r(f: &MvFit, structure: Structure, choice: bool) -> Result<Robj, Stop>
         Robj::from(na(p.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))),
         noise_support(f)?,
     ];
+    if model.t {
+        names.push("df");
+        values.push(Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.df.clone())));
+    }
     if choice {
         let by_k = data_frame(f)?;
         let all: Vec<Robj> =
-            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, structure, false)).collect::<Result<_, _>>()?;
+            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, model, false)).collect::<Result<_, _>>()?;
         names.extend(["num_components", "by_k", "all_k"]);
         values.extend([Robj::from(k as i32), by_k, Robj::from(List::from_values(all))]);
     }

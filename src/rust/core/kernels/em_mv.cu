@@ -1,4 +1,4 @@
-// Multivariate normal mixtures on the device (bulkem_core::mv): one warp
+// Multivariate Normal and t mixtures on the device (bulkem_core::mv): one warp
 // runs one (dataset, start) fit's plain EM to its end, mirroring mv/em.rs
 // step for step: the E-step solves each observation against each
 // component's Cholesky factor and sums about the current means, the M-step
@@ -11,17 +11,25 @@
 // its own registers, spilled them: 9 s of kernel for workload M1 on an
 // H100, inst/bench/results-mv-gpu.md.) Starts come from the host
 // (mv/starts.rs); the winner is chosen on the host. The prelude
-// (gpu/prelude.rs) defines every constant used here.
+// (gpu/prelude.rs) defines every constant used here, special.cuh the
+// special functions.
+//
+// T is the components' family (mv::Model::kernel_family): 0 Normal, 1
+// Student's t with nu estimated, 2 t with nu fixed. A t component weighs
+// each observation by u = (nu + D)/(nu + delta) in S1 and S2 and sums
+// Su = sum r u and sum r (log u - u) for nu's root (mv/em.rs).
 //
 // A dataset is D variables of n values each, variable-major, standardised.
 // A fit's row: alpha (K), mu (K x D, component-major), sigma (K x D x D,
-// column-major), as mv::MvParams lays them out, then with N = 1 the noise
+// column-major), as mv::MvParams lays them out, for t nu (K), then with N = 1 the noise
 // component's weight (a uniform over the dataset's box, whose log-density
 // in the standardised units, mv::MvData::log_noise, comes per dataset).
 
 #define TRI(D) ((D) * ((D) + 1) / 2)
+// t's per-component arrays: K of them for t, one unused for Normal
+#define TK(T, K) ((T) ? (K) : 1)
 
-template <int K, int D>
+template <int K, int D, int T>
 struct MvState {
     double noise;       // the noise component's weight (0 without one)
     double noise_term;  // its log(weight x density), the E-step's
@@ -31,16 +39,20 @@ struct MvState {
     double chol[K][TRI(D)];  // its Cholesky factor
     double inv_diag[K][D];
     double log_const[K];
+    // t (mv/model.rs's TTerm): nu, (nu + D)/2, 1/nu, (nu + D)/nu, its log
+    double df[TK(T, K)], half[TK(T, K)], inv_df[TK(T, K)], u0[TK(T, K)], log_u0[TK(T, K)];
 };
 
 __device__ __forceinline__ int tri(int j, int l) { return j * (j + 1) / 2 + l; }
 
 // The Cholesky factor of every component of f, its reciprocal pivots and
-// log alpha - D/2 log 2 pi - log |L|; false if a pivot is not positive or
-// is below MIN_RELATIVE_SD (a direction lost: the data are standardised),
-// or a weight is not positive: mv/model.rs's terms and mv/em.rs's check.
-template <int K, int D>
-__device__ bool factor(MvState<K, D>& f) {
+// log alpha - D/2 log 2 pi - log |L| (t: log alpha + log Gamma((nu + D)/2)
+// - log Gamma(nu/2) - D/2 log(nu pi) - log |L|); false if a pivot is not
+// positive or is below MIN_RELATIVE_SD (a direction lost: the data are
+// standardised), or a weight is not positive: mv/model.rs's terms and
+// mv/em.rs's check.
+template <int K, int D, int T>
+__device__ bool factor(MvState<K, D, T>& f) {
     #pragma unroll
     for (int m = 0; m < K; m++) {
         double log_det_half = 0.0;
@@ -64,7 +76,18 @@ __device__ bool factor(MvState<K, D>& f) {
             }
         }
         if (!(f.alpha[m] > 0.0)) return false;
-        f.log_const[m] = log(f.alpha[m]) - 0.5 * D * LN_2PI - log_det_half;
+        if (T) {
+            const double df = f.df[m];
+            if (!(df >= DF_MIN && df <= DF_MAX)) return false;
+            f.half[m] = (df + D) / 2.0;
+            f.inv_df[m] = 1.0 / df;
+            f.u0[m] = (df + D) / df;
+            f.log_u0[m] = log(f.u0[m]);
+            f.log_const[m] = log(f.alpha[m]) + ln_gamma(f.half[m]) - ln_gamma(df / 2.0) - 0.5 * D * (log(df) + LN_PI)
+                             - log_det_half;
+        } else {
+            f.log_const[m] = log(f.alpha[m]) - 0.5 * D * LN_2PI - log_det_half;
+        }
     }
     return true;
 }
@@ -82,25 +105,44 @@ __device__ __forceinline__ double warp_sum(double v) {
 // The M-step from the sums about f's means into g (mv/em.rs's m_step and
 // constrain, then the factor): the outcome code of a degenerate update, or
 // -1. Lane 0 only.
-template <int K, int D, int S, int N>
-__device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, const double (&s0)[K], const double (&s1)[K][D],
-                      const double (&s2)[K][TRI(D)], double s_noise, double log_noise, long long n) {
+template <int K, int D, int S, int N, int T>
+__device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T>& g, const double (&s0)[K],
+                                      const double (&s1)[K][D], const double (&s2)[K][TRI(D)],
+                                      const double (&su)[TK(T, K)], const double (&sl)[TK(T, K)], double s_noise,
+                                      double log_noise, long long n) {
     g.noise = N ? s_noise / (double)n : 0.0;
 #pragma unroll
     for (int m = 0; m < K; m++) {
         const double nk = s0[m];
         if (!(nk >= MIN_COMPONENT_OBS)) return isfinite(nk) ? OUTCOME_WEIGHT_COLLAPSED : OUTCOME_NOT_FINITE;
         g.alpha[m] = nk / (double)n;
+        const double sw = T ? su[T ? m : 0] : nk;  // the weights' sum: Su, or S0
         double shift[D];
 #pragma unroll
         for (int j = 0; j < D; j++) {
-            shift[j] = s1[m][j] / nk;
+            shift[j] = s1[m][j] / sw;
             g.mean[m][j] = f.mean[m][j] + shift[j];
         }
 #pragma unroll
         for (int j = 0; j < D; j++)
 #pragma unroll
-            for (int t = 0; t <= j; t++) g.cov[m][tri(j, t)] = s2[m][tri(j, t)] / nk - shift[j] * shift[t];
+            for (int t = 0; t <= j; t++)
+                g.cov[m][tri(j, t)] =
+                    T ? s2[m][tri(j, t)] / nk - shift[j] * shift[t] * (sw / nk) : s2[m][tri(j, t)] / nk - shift[j] * shift[t];
+        if (T) {
+            const int mt = T ? m : 0;
+            double new_df = f.df[mt];
+            if (T == 1) {
+                // mv/em.rs's nu step: the pass's statistic, then its root
+                const double half = (f.df[mt] + D) / 2.0;
+                double di, tri_unused;
+                digammas(half, di, tri_unused);
+                const double s_df = sl[mt] + nk * (di - log(half));
+                new_df = df_root(-1.0 - s_df / nk);
+                if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
+            }
+            g.df[mt] = new_df;
+        }
     }
     if (S == 1) {
         double pooled[TRI(D)];
@@ -144,13 +186,16 @@ __device__ __forceinline__ int m_step(const MvState<K, D>& f, MvState<K, D>& g, 
 
 // One fit on the calling warp; `a` and `b` are the warp's two states in
 // shared memory (the current parameters and the next).
-template <int K, int D, int S, int N>
+template <int K, int D, int S, int N, int T>
 __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_noise, const double* __restrict__ init,
                           double* __restrict__ out, double* __restrict__ out_loglik, int* __restrict__ out_info,
-                          int max_iters, double epsilon, MvState<K, D>* a, MvState<K, D>* b, int* flag) {
+                          int max_iters, double epsilon, MvState<K, D, T>* a, MvState<K, D, T>* b, int* flag) {
     const int lane = threadIdx.x & 31;
-    MvState<K, D>* f = a;
-    MvState<K, D>* g = b;
+    // where a row's t and noise entries sit
+    const int at_df = K + K * D + K * D * D;
+    const int at_noise = at_df + (T ? K : 0);
+    MvState<K, D, T>* f = a;
+    MvState<K, D, T>* g = b;
     if (lane == 0) {
 #pragma unroll
         for (int m = 0; m < K; m++) {
@@ -161,8 +206,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             for (int j = 0; j < D; j++)
 #pragma unroll
                 for (int l = 0; l <= j; l++) f->cov[m][tri(j, l)] = init[K + K * D + m * D * D + j + D * l];
+            if (T) f->df[T ? m : 0] = init[at_df + m];
         }
-        f->noise = N ? init[K + K * D + K * D * D] : 0.0;
+        f->noise = N ? init[at_noise] : 0.0;
         f->noise_term = N ? log(f->noise) + log_noise : 0.0;
         *flag = factor(*f) ? -1 : OUTCOME_SPREAD_COLLAPSED;
     }
@@ -173,7 +219,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
     bool have_previous = false;
     double previous = 0.0;
     while (outcome < 0) {
-        double s0[K], s1[K][D], s2[K][TRI(D)];
+        double s0[K], s1[K][D], s2[K][TRI(D)], su[TK(T, K)], sl[TK(T, K)];
+#pragma unroll
+        for (int m = 0; m < TK(T, K); m++) su[m] = sl[m] = 0.0;
 #pragma unroll
         for (int m = 0; m < K; m++) {
             s0[m] = 0.0;
@@ -188,7 +236,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             double x[D];
 #pragma unroll
             for (int j = 0; j < D; j++) x[j] = z[j * n + i];
-            double l[K];
+            double l[K], u[TK(T, K)], log_u[TK(T, K)];
 #pragma unroll
             for (int m = 0; m < K; m++) {
                 double y[D];
@@ -201,7 +249,16 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
                     y[j] = v * f->inv_diag[m][j];
                     q += y[j] * y[j];
                 }
-                l[m] = f->log_const[m] - 0.5 * q;
+                if (T) {
+                    const int mt = T ? m : 0;
+                    const double zq = q * f->inv_df[mt];
+                    const double l1 = log1p(zq);
+                    u[mt] = f->u0[mt] / (1.0 + zq);
+                    log_u[mt] = f->log_u0[mt] - l1;
+                    l[m] = f->log_const[m] - f->half[mt] * l1;
+                } else {
+                    l[m] = f->log_const[m] - 0.5 * q;
+                }
             }
             double top = l[0];
 #pragma unroll
@@ -222,11 +279,19 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             for (int m = 0; m < K; m++) {
                 const double r = l[m] * inv;
                 s0[m] += r;
+                // the weight of S1 and S2: r, or for t r u
+                double w = r;
+                if (T) {
+                    const int mt = T ? m : 0;
+                    w = r * u[mt];
+                    su[mt] += w;
+                    sl[mt] += r * (log_u[mt] - u[mt]);
+                }
                 double c[D];
 #pragma unroll
                 for (int j = 0; j < D; j++) {
                     c[j] = x[j] - f->mean[m][j];
-                    const double rc = r * c[j];
+                    const double rc = w * c[j];
                     s1[m][j] += rc;
 #pragma unroll
                     for (int t = 0; t <= j; t++) s2[m][tri(j, t)] += rc * c[t];
@@ -242,6 +307,13 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             for (int j = 0; j < D; j++) s1[m][j] = warp_sum(s1[m][j]);
 #pragma unroll
             for (int t = 0; t < TRI(D); t++) s2[m][t] = warp_sum(s2[m][t]);
+        }
+        if (T) {
+#pragma unroll
+            for (int m = 0; m < TK(T, K); m++) {
+                su[m] = warp_sum(su[m]);
+                sl[m] = warp_sum(sl[m]);
+            }
         }
         loglik = ll;
         if (!isfinite(ll)) {
@@ -264,12 +336,12 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
         }
         // the M-step into the other state: a degenerate update leaves the
         // parameters the last E-step was taken at, as mv/em.rs returns them
-        if (lane == 0) *flag = m_step<K, D, S, N>(*f, *g, s0, s1, s2, s_noise, log_noise, n);
+        if (lane == 0) *flag = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sl, s_noise, log_noise, n);
         __syncwarp();
         outcome = *flag;
         __syncwarp();
         if (outcome >= 0) break;
-        MvState<K, D>* t = f;
+        MvState<K, D, T>* t = f;
         f = g;
         g = t;
         iterations++;
@@ -287,8 +359,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
 #pragma unroll
                 for (int l = 0; l < D; l++)
                     out[K + K * D + m * D * D + j + D * l] = j >= l ? f->cov[m][tri(j, l)] : f->cov[m][tri(l, j)];
+            if (T) out[at_df + m] = f->df[T ? m : 0];
         }
-        if (N) out[K + K * D + K * D * D] = f->noise;
+        if (N) out[at_noise] = f->noise;
         *out_loglik = loglik;
         out_info[0] = iterations;
         out_info[1] = outcome;
@@ -298,21 +371,21 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
 // One warp per fit (MV_THREADS / 32 per block): fit i runs on dataset
 // fit_ds[i] (its offset, n and noise log-density), from init row i, into
 // out row i; out_info holds (iterations, outcome).
-#define EM_MV(K, D, S, N)                                                                                 \
+#define EM_MV(K, D, S, N, T)                                                                               \
     extern "C" __global__ void __launch_bounds__(MV_THREADS)                                              \
         em_mv(const double* __restrict__ z, const long long* __restrict__ ds_offset,                      \
               const long long* __restrict__ ds_n, const double* __restrict__ ds_log_noise,                \
               const int* __restrict__ fit_ds,                                                             \
               const double* __restrict__ init, double* __restrict__ out, double* __restrict__ out_loglik, \
               int* __restrict__ out_info, int n_fits, int max_iters, double epsilon) {                    \
-        __shared__ MvState<K, D> states[MV_THREADS / 32][2];                                              \
+        __shared__ MvState<K, D, T> states[MV_THREADS / 32][2];                                              \
         __shared__ int flags[MV_THREADS / 32];                                                            \
         const int w = threadIdx.x / 32;                                                                   \
         const long long i = (long long)blockIdx.x * (MV_THREADS / 32) + w;                                \
         if (i >= n_fits) return;                                                                          \
-        const long long row = K + K * D + K * D * D + N;                                                  \
+        const long long row = K + K * D + K * D * D + (T ? K : 0) + N;                                               \
         const int ds = fit_ds[i];                                                                         \
-        em_mv_fit<K, D, S, N>(z + ds_offset[ds], ds_n[ds], ds_log_noise[ds], init + i * row, out + i * row, \
+        em_mv_fit<K, D, S, N, T>(z + ds_offset[ds], ds_n[ds], ds_log_noise[ds], init + i * row, out + i * row, \
                               out_loglik + i, out_info + 2 * i, max_iters, epsilon, &states[w][0],        \
                               &states[w][1], &flags[w]);                                                  \
     }

@@ -77,7 +77,7 @@ pub use error::{Error, Unavailable};
 pub use finals::Finals;
 pub use job::{Fit, Job, KSummary, Settings, ShortRuns};
 pub use limits::MAX_COMPONENTS;
-pub use mv::{fit_mv, Matrix, MvFit, MvJob, MvParams, Structure};
+pub use mv::{fit_mv, Matrix, Model, MvFit, MvJob, MvParams, Structure};
 pub use noise::Support;
 pub use outcome::{Outcome, StartRecord, Status};
 pub use params::{free_parameter_names, parameter_names, Covariance, Family, Params, Singular, StartScheme};

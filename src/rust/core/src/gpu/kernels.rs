@@ -16,6 +16,9 @@ use crate::params::Family;
 /// Concatenated so NVRTC needs no include path.
 const COMMON: &str = include_str!("../../kernels/em_common.cuh");
 const STREAMS: &str = include_str!("../../kernels/em_streams.cu");
+/// The special functions (log Γ, digamma, the gamma's shape, t's ν root)
+/// em_batched and em_mv share.
+const SPECIAL: &str = include_str!("../../kernels/special.cuh");
 /// Templates only: each (family, K) instance is compiled when first needed,
 /// since compiling all sixteen costs seconds.
 const BATCHED: &str = include_str!("../../kernels/em_batched.cu");
@@ -45,8 +48,12 @@ pub struct Kernels {
     obs_terms: CudaFunction,
     fused_sum: CudaFunction,
     batched: Mutex<HashMap<BatchedKey, Batched>>,
-    mv: Mutex<HashMap<(usize, usize, i32, bool), CudaFunction>>,
+    mv: Mutex<HashMap<MvKey, CudaFunction>>,
 }
+
+/// What an em_mv instance is compiled for: (K, d, covariance structure, a
+/// noise component, the components' family).
+type MvKey = (usize, usize, i32, bool, i32);
 
 /// What an em_batched instance is compiled for: (family, K, mixed
 /// precision, SQUAREM, a noise component).
@@ -115,7 +122,7 @@ impl Kernels {
         }
         let code = family.kernel_code();
         let source = format!(
-            "{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {}, {})\n",
+            "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {}, {})\n",
             prelude(),
             mixed as i32,
             accelerate as i32,
@@ -132,19 +139,20 @@ impl Kernels {
     }
 
     /// em_mv for K components, d variables, covariance structure `s`
-    /// (mv::Structure::kernel_code) and a noise component or not, compiled
-    /// on first use.
-    pub fn mv(&self, k: usize, d: usize, s: i32, noise: bool) -> Result<CudaFunction, String> {
+    /// (mv::Structure::kernel_code), a noise component or not, and the
+    /// components' family `t` (mv::Model::kernel_family), compiled on first
+    /// use.
+    pub fn mv(&self, k: usize, d: usize, s: i32, noise: bool, t: i32) -> Result<CudaFunction, String> {
         let mut cache = self.mv.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(k, d, s, noise)) {
+        if let Some(f) = cache.get(&(k, d, s, noise, t)) {
             return Ok(f.clone());
         }
-        let source = format!("{}{MV}\nEM_MV({k}, {d}, {s}, {})\n", prelude(), noise as i32);
+        let source = format!("{}{SPECIAL}{MV}\nEM_MV({k}, {d}, {s}, {}, {t})\n", prelude(), noise as i32);
         let f = contained("compiling em_mv", || build(&self.ctx, &self.arch, source, &["em_mv"]))?
             .into_iter()
             .next()
             .ok_or("em_mv missing after compilation")?;
-        cache.insert((k, d, s, noise), f.clone());
+        cache.insert((k, d, s, noise, t), f.clone());
         Ok(f)
     }
 
@@ -254,8 +262,10 @@ mod tests {
                     if mixed == 1 && fam == Family::StudentT.kernel_code() {
                         continue;
                     }
-                    let source =
-                        format!("{}{COMMON}{BATCHED}\nEM_BATCHED({k}, {fam}, {mixed}, {acc}, {noise})\n", prelude());
+                    let source = format!(
+                        "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {fam}, {mixed}, {acc}, {noise})\n",
+                        prelude()
+                    );
                     assert_eq!(
                         compile(source),
                         Ok(()),
@@ -280,13 +290,15 @@ mod tests {
             ..Default::default()
         };
         for (k, d) in [(1, 2), (2, 2), (3, 4), (8, 3), (4, MV_MAX_VARIABLES), (MAX_COMPONENTS, MV_MAX_VARIABLES)] {
-            for (s, noise) in [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)] {
-                let source = format!("{}{MV}\nEM_MV({k}, {d}, {s}, {noise})\n", prelude());
+            for (s, noise, t) in
+                [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (3, 1, 1), (1, 0, 2)]
+            {
+                let source = format!("{}{SPECIAL}{MV}\nEM_MV({k}, {d}, {s}, {noise}, {t})\n", prelude());
                 let r = compile_ptx_with_opts(source, opts()).map(|_| ()).map_err(|e| match e {
                     CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
                     other => format!("{other:?}"),
                 });
-                assert_eq!(r, Ok(()), "K = {k}, d = {d}, structure {s}, noise {noise}");
+                assert_eq!(r, Ok(()), "K = {k}, d = {d}, structure {s}, noise {noise}, t {t}");
             }
         }
     }

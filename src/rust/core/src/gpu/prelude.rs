@@ -114,7 +114,8 @@ pub fn prelude() -> String {
 mod tests {
     use super::*;
 
-    const SOURCES: [(&str, &str); 4] = [
+    const SOURCES: [(&str, &str); 5] = [
+        ("special.cuh", include_str!("../../kernels/special.cuh")),
         ("em_mv.cu", include_str!("../../kernels/em_mv.cu")),
         ("em_common.cuh", include_str!("../../kernels/em_common.cuh")),
         ("em_streams.cu", include_str!("../../kernels/em_streams.cu")),

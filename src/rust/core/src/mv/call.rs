@@ -12,14 +12,14 @@ use std::sync::{Mutex, PoisonError};
 use super::data::MvData;
 use super::device::{Item, MvGpus};
 use super::em::{run_em, MvStartFit};
-use super::model::{MvParams, Structure};
+use super::model::{Model, MvParams, Structure};
 use super::screen::spurious;
 use super::starts::initial_params;
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind};
 use crate::error::Error;
 use crate::job::{KSummary, Settings};
-use crate::limits::SAME_OPTIMUM;
+use crate::limits::{DF_START, SAME_OPTIMUM};
 use crate::outcome::{Degenerate, Outcome, Status};
 use crate::params::Family;
 
@@ -110,12 +110,32 @@ impl MvFit {
 }
 
 impl MvJob<'_> {
+    /// What the call fits.
+    pub fn model(&self) -> Model {
+        Model {
+            structure: self.structure,
+            t: self.settings.family == Family::StudentT,
+            df_fixed: !self.settings.df.is_empty(),
+        }
+    }
+
+    /// t's ν at the starts of K components: the user's `df` (one for every
+    /// component, or one each), else DF_START; empty for Normal components.
+    fn start_df(&self, k: usize) -> Vec<f64> {
+        match (self.model().t, self.settings.df.as_slice()) {
+            (false, _) => Vec::new(),
+            (true, []) => vec![DF_START; k],
+            (true, [one]) => vec![*one; k],
+            (true, each) => each.to_vec(),
+        }
+    }
+
     /// The core's own check (R checks first, with the same names).
     pub fn validate(&self) -> Result<(), Error> {
         self.settings.validate()?;
         let bad = |arg, message: String| Err(Error::Argument { arg, message });
-        if self.settings.family != Family::Normal {
-            return bad("family", "multivariate data are fitted with family = \"normal\" only, so far".into());
+        if !matches!(self.settings.family, Family::Normal | Family::StudentT) {
+            return bad("family", "multivariate data are fitted with family = \"normal\" or \"t\"".into());
         }
         if self.engine == EngineKind::CudaStreams {
             return bad(
@@ -218,6 +238,8 @@ fn fit_k(
     counters: &Counters,
 ) -> Result<Vec<MvFit>, Error> {
     let s = &job.settings;
+    let model = job.model();
+    let df = job.start_df(k);
     let need = k * (job.datasets.first().map_or(1, |m| m.d) + 1);
     let fittable: Vec<bool> = prepared.iter().map(|p| p.as_ref().is_ok_and(|m| m.n >= need)).collect();
     let tallies: Vec<Mutex<Tally>> = prepared.iter().map(|_| Mutex::new(Tally::default())).collect();
@@ -242,8 +264,8 @@ fn fit_k(
             None => queue::for_each_index(n_items, threads, cancel, |item| {
                 let (d, start) = which(item);
                 let Some(Ok(data)) = prepared.get(d) else { return };
-                let init = initial_params(data, k, job.structure, s.seed, start);
-                record(d, start, init.map(|p| run_em(data, p, job.structure, s.max_iters, s.epsilon, cancel)));
+                let init = initial_params(data, k, job.structure, &df, s.seed, start);
+                record(d, start, init.map(|p| run_em(data, p, model, s.max_iters, s.epsilon, cancel)));
                 counters.done.fetch_add(1, Ordering::Relaxed);
             })?,
             Some(gpus) => {
@@ -255,7 +277,7 @@ fn fit_k(
                     prepared
                         .get(d)
                         .and_then(|p| p.as_ref().ok())
-                        .and_then(|data| initial_params(data, k, job.structure, s.seed, start))
+                        .and_then(|data| initial_params(data, k, job.structure, &df, s.seed, start))
                 })?;
                 let mut items = Vec::new();
                 let mut ran = Vec::new();
@@ -273,7 +295,7 @@ fn fit_k(
                     }
                 }
                 let clock = counters.lap("cuda-batched: starts", clock);
-                let fits = gpus.run(prepared, &items, k, job.structure, s.max_iters, s.epsilon, cancel, counters)?;
+                let fits = gpus.run(prepared, &items, k, model, s.max_iters, s.epsilon, cancel, counters)?;
                 let clock = counters.lap_kernel("cuda-batched: kernels", clock);
                 // recorded on every thread: the screen takes each fit's
                 // eigenvalues, about a second for M1's 200,000 fits on one
@@ -314,7 +336,7 @@ fn fit_k(
                         m.n, m.d
                     ),
                 ),
-                Ok(data) => finish(data, k, job.structure, tally),
+                Ok(data) => finish(data, k, model, tally),
             }
         })
         .collect();
@@ -322,7 +344,7 @@ fn fit_k(
 }
 
 /// A dataset's fit from its starts' tally.
-fn finish(data: &MvData, k: usize, structure: Structure, tally: Tally) -> MvFit {
+fn finish(data: &MvData, k: usize, model: Model, tally: Tally) -> MvFit {
     let ok = tally.finished.len() as u32;
     let spurious_starts = tally.finished.iter().filter(|f| !f.1).count() as u32;
     let Some((admissible, best, start)) = tally.best else {
@@ -357,7 +379,7 @@ fn finish(data: &MvData, k: usize, structure: Structure, tally: Tally) -> MvFit 
         starts_at_best: at_best,
         spurious: !admissible,
         spurious_starts,
-        free_parameters: structure.free_parameters(k, data.d) + usize::from(data.log_noise.is_some()),
+        free_parameters: model.free_parameters(k, data.d) + usize::from(data.log_noise.is_some()),
         noise_support: data.log_noise.map(|_| data.support.clone()),
         by_k: Vec::new(),
         other_k: Vec::new(),

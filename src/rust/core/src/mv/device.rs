@@ -14,7 +14,7 @@ use cudarc::driver::{CudaSlice, DriverError, LaunchConfig, PushKernelArg};
 
 use super::data::MvData;
 use super::em::MvStartFit;
-use super::model::{MvParams, Structure};
+use super::model::{Model, MvParams};
 use crate::engine::counters::Counters;
 use crate::error::Error;
 use crate::gpu::kernels::{as_int, MV_MAX_VARIABLES};
@@ -67,7 +67,7 @@ impl MvGpus {
         prepared: &[Result<MvData, String>],
         items: &[Item],
         k: usize,
-        structure: Structure,
+        model: Model,
         max_iters: u32,
         epsilon: f64,
         cancel: &AtomicBool,
@@ -88,9 +88,8 @@ impl MvGpus {
                             if cancel.load(Ordering::Relaxed) {
                                 return Err(Error::Cancelled);
                             }
-                            let fits =
-                                run_chunk(gpu, prepared, &items[range.clone()], k, structure, max_iters, epsilon)
-                                    .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
+                            let fits = run_chunk(gpu, prepared, &items[range.clone()], k, model, max_iters, epsilon)
+                                .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
                             counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
                             counters.done.fetch_add(fits.len(), Ordering::Relaxed);
                             done.extend(fits.into_iter().enumerate().map(|(i, f)| (range.start + i, f)));
@@ -146,7 +145,7 @@ fn run_chunk(
     prepared: &[Result<MvData, String>],
     items: &[Item],
     k: usize,
-    structure: Structure,
+    model: Model,
     max_iters: u32,
     epsilon: f64,
 ) -> Result<Vec<MvStartFit>, String> {
@@ -156,7 +155,9 @@ fn run_chunk(
         .and_then(|i| prepared.get(i.dataset))
         .and_then(|p| p.as_ref().ok())
         .is_some_and(|m| m.log_noise.is_some());
-    let width = k + k * d + k * d * d + usize::from(noise);
+    // a row: alpha, mu, sigma, t's df, the noise's weight
+    let kt = if model.t { k } else { 0 };
+    let width = k + k * d + k * d * d + kt + usize::from(noise);
     // the chunk's datasets, each once, in the items' order
     let mut z: Vec<f64> = Vec::new();
     let (mut offset, mut ns, mut fit_ds) = (Vec::new(), Vec::new(), Vec::with_capacity(items.len()));
@@ -174,19 +175,21 @@ fn run_chunk(
             last = item.dataset;
         }
         fit_ds.push(as_int(offset.len() - 1, "datasets in one launch")?);
-        if item.init.alpha.len() != k || item.init.mu.len() != k * d || item.init.sigma.len() != k * d * d {
+        let p = &item.init;
+        if p.alpha.len() != k || p.mu.len() != k * d || p.sigma.len() != k * d * d || p.df.len() != kt {
             return Err("a start of the wrong shape".into());
         }
-        init.extend_from_slice(&item.init.alpha);
-        init.extend_from_slice(&item.init.mu);
-        init.extend_from_slice(&item.init.sigma);
+        init.extend_from_slice(&p.alpha);
+        init.extend_from_slice(&p.mu);
+        init.extend_from_slice(&p.sigma);
+        init.extend_from_slice(&p.df);
         if noise {
             init.push(item.init.noise);
         }
     }
     let n_fits = as_int(items.len(), "fits in one launch")?;
     let max_iters = as_int(max_iters as usize, "max.iters")?;
-    let kernel = gpu.kernels.mv(k, d, structure.kernel_code(), noise)?;
+    let kernel = gpu.kernels.mv(k, d, model.structure.kernel_code(), noise, model.kernel_family())?;
     contained("running em_mv", || {
         let stream = gpu.ctx.default_stream();
         let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
@@ -248,6 +251,7 @@ fn run_chunk(
                         mu: row[k..k + k * d].to_vec(),
                         sigma: row[k + k * d..k + k * d + k * d * d].to_vec(),
                         noise: if noise { row[width - 1] } else { 0.0 },
+                        df: row[k + k * d + k * d * d..k + k * d + k * d * d + kt].to_vec(),
                     },
                     loglik: logliks.get(i).copied().unwrap_or(f64::NAN),
                     iterations: iterations.map_or(0, |v| v.max(0) as u32),
@@ -270,8 +274,15 @@ mod tests {
     #[test]
     fn chunks_keep_a_datasets_starts_together() {
         let prepared = vec![data(10), data(20), data(30)];
-        let p =
-            MvParams { k: 1, d: 2, alpha: vec![1.0], mu: vec![0.0; 2], sigma: vec![1.0, 0.0, 0.0, 1.0], noise: 0.0 };
+        let p = MvParams {
+            k: 1,
+            d: 2,
+            alpha: vec![1.0],
+            mu: vec![0.0; 2],
+            sigma: vec![1.0, 0.0, 0.0, 1.0],
+            noise: 0.0,
+            df: Vec::new(),
+        };
         let items: Vec<Item> = [0, 0, 1, 1, 2, 2].iter().map(|&dataset| Item { dataset, init: p.clone() }).collect();
         assert_eq!(chunks(&prepared, &items), vec![0..6]);
         assert!(chunks(&prepared, &[]).is_empty());

@@ -1,9 +1,21 @@
-//! A multivariate Normal mixture's parameters, its covariance structures
-//! (mclust's VVV, EEE, VVI, VII), the Cholesky factors the E-step works
-//! with, and the parameters' map from the standardised data to the data's
-//! units.
+//! A multivariate mixture's parameters (Normal or Student's t components),
+//! its covariance structures (mclust's VVV, EEE, VVI, VII), the Cholesky
+//! factors the E-step works with, and the parameters' map from the
+//! standardised data to the data's units.
+//!
+//! A t component (McLachlan & Peel 2000, §7.4) has location μ, scale
+//! matrix Σ and degrees of freedom ν:
+//!
+//!   log p(x) = log Γ((ν+d)/2) − log Γ(ν/2) − d/2 log(νπ) − log|L|
+//!              − (ν+d)/2 · log(1 + δ/ν),   δ = (x − μ)ᵀ Σ⁻¹ (x − μ),
+//!
+//! the univariate t of student.rs with d in place of 1. ν does not change
+//! when the data are standardised.
 
 use super::data::Standardised;
+use crate::params::Family;
+use crate::special::ln_gamma;
+use crate::student::LN_PI;
 
 /// How the components' covariance matrices are constrained (R's
 /// `covariance`).
@@ -59,9 +71,49 @@ impl Structure {
     }
 }
 
+/// What a multivariate call fits: the covariance structure and the
+/// components' family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Model {
+    pub structure: Structure,
+    /// Student's t components (`family = "t"`); `false`: Normal.
+    pub t: bool,
+    /// With t: every ν held at its start (the user's `df`).
+    pub df_fixed: bool,
+}
+
+impl Model {
+    pub fn normal(structure: Structure) -> Model {
+        Model { structure, t: false, df_fixed: false }
+    }
+
+    pub fn family(self) -> Family {
+        if self.t {
+            Family::StudentT
+        } else {
+            Family::Normal
+        }
+    }
+
+    /// Free parameters of a K-component mixture in d dimensions: the
+    /// structure's, and an estimated ν per component.
+    pub fn free_parameters(self, k: usize, d: usize) -> usize {
+        self.structure.free_parameters(k, d) + if self.t && !self.df_fixed { k } else { 0 }
+    }
+
+    /// em_mv's template argument T: 0 Normal, 1 t, 2 t with ν fixed.
+    pub fn kernel_family(self) -> i32 {
+        match (self.t, self.df_fixed) {
+            (false, _) => 0,
+            (true, false) => 1,
+            (true, true) => 2,
+        }
+    }
+}
+
 /// K components in d dimensions: weights, means (component-major:
-/// mu[m * d + j]) and covariance matrices (each d × d, column-major, one
-/// after another).
+/// mu[m * d + j]), covariance (for t, scale) matrices (each d × d,
+/// column-major, one after another), and t's degrees of freedom.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MvParams {
     pub k: usize,
@@ -72,6 +124,8 @@ pub struct MvParams {
     /// The noise component's weight (0 without one): the components'
     /// weights sum to 1 minus it.
     pub noise: f64,
+    /// Student's t: ν per component; empty for Normal components.
+    pub df: Vec<f64>,
 }
 
 impl MvParams {
@@ -111,6 +165,9 @@ impl MvParams {
             p.alpha[to] = self.alpha[from];
             p.mu[to * d..(to + 1) * d].copy_from_slice(self.mean(from));
             p.sigma[to * d * d..(to + 1) * d * d].copy_from_slice(self.cov(from));
+            if let (Some(t), Some(&v)) = (p.df.get_mut(to), self.df.get(from)) {
+                *t = v;
+            }
         }
         p
     }
@@ -142,13 +199,37 @@ pub fn cholesky(a: &[f64], d: usize) -> Option<Vec<f64>> {
 }
 
 /// What the E-step needs of one component: its mean, its Cholesky factor
-/// with the reciprocals of the diagonal, and log α − d/2 log 2π − log|L|.
+/// with the reciprocals of the diagonal, and the log-density's constant:
+/// log α − d/2 log 2π − log|L| (Normal), log α + log Γ((ν+d)/2) −
+/// log Γ(ν/2) − d/2 log(νπ) − log|L| (t).
 #[derive(Clone, Debug)]
 pub struct Term {
     pub mean: Vec<f64>,
     pub chol: Vec<f64>,
     pub inv_diag: Vec<f64>,
     pub log_const: f64,
+    pub t: Option<TTerm>,
+}
+
+/// A t component's E-step terms: log p = log_const − half · log(1 + δ·inv_df)
+/// and the observation's weight u = u0 / (1 + δ·inv_df), log u = log_u0 −
+/// log(1 + δ·inv_df).
+#[derive(Clone, Copy, Debug)]
+pub struct TTerm {
+    /// (ν + d)/2
+    pub half: f64,
+    /// 1/ν
+    pub inv_df: f64,
+    /// (ν + d)/ν
+    pub u0: f64,
+    pub log_u0: f64,
+}
+
+impl TTerm {
+    fn new(df: f64, d: usize) -> TTerm {
+        let u0 = (df + d as f64) / df;
+        TTerm { half: (df + d as f64) / 2.0, inv_df: 1.0 / df, u0, log_u0: u0.ln() }
+    }
 }
 
 /// The E-step's terms of every component, or `None` if a covariance is not
@@ -163,8 +244,21 @@ pub fn terms(p: &MvParams) -> Option<Vec<Term>> {
             }
             let inv_diag: Vec<f64> = (0..d).map(|j| 1.0 / chol[j + d * j]).collect();
             let log_det_half: f64 = (0..d).map(|j| chol[j + d * j].ln()).sum();
-            let log_const = p.alpha[m].ln() - 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln() - log_det_half;
-            Some(Term { mean: p.mean(m).to_vec(), chol, inv_diag, log_const })
+            let (log_const, t) = match p.df.get(m) {
+                None => (p.alpha[m].ln() - 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln() - log_det_half, None),
+                Some(&df) => {
+                    if !crate::student::df_ok(df) {
+                        return None;
+                    }
+                    let t = TTerm::new(df, d);
+                    let c = p.alpha[m].ln() + ln_gamma(t.half)
+                        - ln_gamma(df / 2.0)
+                        - 0.5 * d as f64 * (df.ln() + LN_PI)
+                        - log_det_half;
+                    (c, Some(t))
+                }
+            };
+            Some(Term { mean: p.mean(m).to_vec(), chol, inv_diag, log_const, t })
         })
         .collect()
 }
@@ -204,10 +298,12 @@ mod tests {
             mu: vec![5.0, 0.0, 1.0, 2.0],
             sigma: vec![1.0, 0.0, 0.0, 1.0, 2.0, 0.5, 0.5, 2.0],
             noise: 0.0,
+            df: vec![3.0, 30.0],
         };
         let c = p.canonical();
         assert_eq!(c.alpha, vec![0.7, 0.3]);
         assert_eq!(c.mu, vec![1.0, 2.0, 5.0, 0.0]);
         assert_eq!(c.cov(0), &[2.0, 0.5, 0.5, 2.0]);
+        assert_eq!(c.df, vec![30.0, 3.0]);
     }
 }

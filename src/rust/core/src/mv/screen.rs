@@ -41,6 +41,7 @@ mod tests {
             mu: vec![0.0; 4],
             sigma: vec![1.0, 0.0, 0.0, 1.0, 0.04, 0.0, 0.0, flat],
             noise: 0.0,
+            df: Vec::new(),
         }
     }
 

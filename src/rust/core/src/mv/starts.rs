@@ -4,13 +4,14 @@
 //! away from the bulk are seeded), every observation given to its nearest
 //! seed, and the M-step of that partition. The generator is starts.rs's,
 //! a pure function of (seed, start index, the dataset's values), so a
-//! start never depends on threads, order, chunking or engine.
+//! start never depends on threads, order, chunking or engine. A t
+//! mixture's start is the Normal's with every ν at its start value.
 
 use rand::RngExt;
 
 use super::data::MvData;
 use super::em::{m_step, MvStats};
-use super::model::{MvParams, Structure};
+use super::model::{Model, MvParams, Structure};
 use crate::limits::NOISE_START;
 use crate::starts::start_rng;
 
@@ -19,13 +20,22 @@ use crate::starts::start_rng;
 const TRIES: usize = 20;
 
 /// Start `start` of `data` for `k` components, or `None` if no usable
-/// partition was drawn.
-pub fn initial_params(data: &MvData, k: usize, structure: Structure, seed: u64, start: u32) -> Option<MvParams> {
+/// partition was drawn; `df`: t's ν per component (empty: Normal).
+pub fn initial_params(
+    data: &MvData,
+    k: usize,
+    structure: Structure,
+    df: &[f64],
+    seed: u64,
+    start: u32,
+) -> Option<MvParams> {
     let rng = &mut start_rng(seed, data.hash, start);
-    (0..TRIES).find_map(|_| {
+    let mut p = (0..TRIES).find_map(|_| {
         let seeds = d2_seeds(data, k, rng)?;
         partition_params(data, &seeds, structure)
-    })
+    })?;
+    p.df = df.to_vec();
+    Some(p)
 }
 
 /// K observations' indices by D² weighting; `None` when the data have
@@ -76,8 +86,17 @@ fn squared_distances(data: &MvData, from: usize, out: &mut [f64]) {
 fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Option<MvParams> {
     let (n, d, k) = (data.n, data.d, seeds.len());
     let centre: Vec<f64> = seeds.iter().flat_map(|&s| (0..d).map(move |j| data.at(s, j))).collect();
-    let mut st =
-        MvStats { s0: vec![0.0; k], s1: vec![0.0; k * d], s2: vec![0.0; k * d * d], centre, s_noise: 0.0, loglik: 0.0 };
+    let mut st = MvStats {
+        s0: vec![0.0; k],
+        s1: vec![0.0; k * d],
+        s2: vec![0.0; k * d * d],
+        centre,
+        su: Vec::new(),
+        s_log: Vec::new(),
+        df: Vec::new(),
+        s_noise: 0.0,
+        loglik: 0.0,
+    };
     let mut block = vec![0usize; n];
     let mut best = vec![f64::INFINITY; n];
     let mut dist = vec![0.0; n];
@@ -110,7 +129,7 @@ fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Opt
     if st.s0.iter().any(|&c| c < (d + 1) as f64) && structure != Structure::Tied {
         return None;
     }
-    let mut p = m_step(&st, n, d, structure).ok()?;
+    let mut p = m_step(&st, n, d, Model::normal(structure)).ok()?;
     // a noise component starts small, the components where the partition
     // put them (as univariate starts, limits::NOISE_START)
     if data.log_noise.is_some() {
@@ -138,9 +157,9 @@ mod tests {
     #[test]
     fn starts_are_pure_functions_of_seed_start_and_data() {
         let d = data(200);
-        let a = initial_params(&d, 3, Structure::Full, 7, 4).unwrap();
-        assert_eq!(Some(a.clone()), initial_params(&d, 3, Structure::Full, 7, 4));
-        assert_ne!(Some(a), initial_params(&d, 3, Structure::Full, 7, 5));
+        let a = initial_params(&d, 3, Structure::Full, &[], 7, 4).unwrap();
+        assert_eq!(Some(a.clone()), initial_params(&d, 3, Structure::Full, &[], 7, 4));
+        assert_ne!(Some(a), initial_params(&d, 3, Structure::Full, &[], 7, 5));
     }
 
     #[test]
@@ -149,7 +168,7 @@ mod tests {
         // the 10% group sits far out: D² seeding finds it in most starts
         let seeded = (0..20)
             .filter(|&s| {
-                let p = initial_params(&d, 2, Structure::Full, 1, s).unwrap();
+                let p = initial_params(&d, 2, Structure::Full, &[], 1, s).unwrap();
                 (0..2).any(|m| (p.alpha[m] - 0.1).abs() < 0.02)
             })
             .count();
@@ -160,6 +179,6 @@ mod tests {
     fn too_few_distinct_points_give_no_start() {
         let x = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0];
         let d = MvData::prepare(&x, 4, 2, false, false).unwrap();
-        assert!(initial_params(&d, 3, Structure::Full, 1, 0).is_none());
+        assert!(initial_params(&d, 3, Structure::Full, &[], 1, 0).is_none());
     }
 }
