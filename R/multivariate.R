@@ -55,6 +55,8 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
     settings <- core_settings("normal", args$num.components, args$max.iters, args$random.inits,
                               args$epsilon, args$seed, control, engine, noise = args$noise)
     settings$covariance <- covariance
+    # the standard errors' names and messages (mu1.<variable>, ...)
+    settings$variables <- variables
     fit_mv_(unname(datasets), settings, reporter$update)
   }
   checked <- proc.time()[["elapsed"]]
