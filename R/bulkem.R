@@ -381,7 +381,9 @@
 #'       noise weight is then the one the others determine). With
 #'       `family = "t"` and `df` estimated, `df1` .. `dfK` follow the
 #'       scales in both. See [vcov.bulkem_fit()] and
-#'       [confint.bulkem_fit()].}
+#'       [confint.bulkem_fit()]. A multivariate fit's are named and ordered
+#'       as [bulkem-multivariate] says ("Standard errors"), and are `NULL`
+#'       when the information is singular.}
 #'     \item{`noise`, `noise_support`}{with `noise = TRUE`: the noise
 #'       component's weight and its support (lower, upper); otherwise
 #'       `NA`.}

@@ -59,7 +59,7 @@ fit_ <- function(datasets, settings, report) .Call(wrap__fit_, datasets, setting
 #' Fits every dataset of `datasets`, a list of double matrices with the same
 #' number of columns (observations in rows), checked by bulkem() in R and
 #' read in place, on the CPU engine or cuda-batched. `settings` is core_settings()'s list with `covariance`
-#' added. Returns the fits (each a list, see ?bulkem) or the condition that
+#' and `variables` (the columns' names) added. Returns the fits (each a list, see ?bulkem) or the condition that
 #' stopped the call.
 #' @noRd
 fit_mv_ <- function(datasets, settings, report) .Call(wrap__fit_mv_, datasets, settings, report)

@@ -26,10 +26,37 @@
 #' `augment()` adds each observation's component, posteriors and
 #' uncertainty to the data, `simulate()` draws samples from the mixture;
 #' [plot()][plot.bulkem_mvfit] draws a scatter-plot matrix with the
-#' components' ellipses. Standard
-#' errors, `vcov()`, `confint()`, `quantile()` and [bulkem_bootstrap()] do
-#' not take multivariate fits yet: they
-#' say so with an error of class `bulkem_error_argument`.
+#' components' ellipses. `quantile()` and [bulkem_bootstrap()] do not
+#' take multivariate fits yet: they say so with an error of class
+#' `bulkem_error_argument`.
+#'
+#' @section Standard errors:
+#' Each fit has `se` and `vcov` (unless fitted with `control =
+#' list(standard.errors = FALSE)`), from the observed information of the
+#' mixture log-likelihood at the fitted parameters, with exact second
+#' derivatives in one pass over the data, on the standardised data the fit
+#' was made on and mapped to the data's units, as for univariate fits (see
+#' [vcov.bulkem_fit()]). The free parameters, the rows of `vcov`, are in
+#' this order: the weights `alpha1` .. `alpha(K-1)` (with a noise
+#' component `alpha1` .. `alphaK`, its weight `noise` being 1 minus their
+#' sum); the means `mu1.<variable>` .. component by component; then the
+#' covariance parameters: `full`, each component's lower triangle column
+#' by column, `sigma1.<row>.<column>` (the covariance of the row's and the
+#' column's variables; one parameter, moving both entries of the
+#' symmetric matrix); `tied`, the one shared matrix's, `sigma.<row>.<column>`;
+#' `diagonal`, each component's variances `sigma1.<variable>.<variable>`;
+#' `spherical`, each component's one variance `sigma1` (its covariance is
+#' `sigma1` times the identity). `se` has every parameter: the dependent
+#' weight (`alphaK`, or `noise`) too, by the delta method, after the
+#' weights (`noise` last). `vcov()` returns the matrix, `confint()` Wald
+#' intervals (on the logit scale for the weights, the log scale for the
+#' variances, the natural scale for means and covariances), `tidy()` a
+#' `std.error` column (0 for an entry the structure fixes at 0, the shared
+#' matrix's for each component of a tied fit). When the information is
+#' singular, not positive definite or not finite, `se` and `vcov` are
+#' `NULL` and the fit's `message` says why; `vcov()` and `confint()` of
+#' such a fit say so with an error, a result's give `NULL` and `NA` rows
+#' for it.
 #'
 #' @param x,object A multivariate fit or result.
 #' @param newdata A numeric matrix (or data frame) with the fit's variables
@@ -46,10 +73,19 @@
 #' box: a d x 2 matrix of lower and upper bounds); its posterior is the
 #' last column of `predict()`'s, `"noise"`, class 0, `augment()`'s
 #' `.noise`, and `tidy()` has a `noise` row.
+#' @param parm,level For `confint()`: parameters (names as in `se`, or
+#'   positions; default all) and the confidence level.
 #' @returns `predict()`: as `type` says. `tidy()`: a data frame with one
 #'   row per parameter: `component`, `term` (`"alpha"`, `"mu"`,
 #'   `"sigma"`, or for t fits `"df"`), `variable` and `variable2` (the covariance's row and
-#'   column; NA where they do not apply) and `estimate`. `augment()`: the
+#'   column; NA where they do not apply), `estimate` and `std.error` (NA
+#'   without standard errors). `vcov()`: the covariance matrix of the free
+#'   parameters (of a result, a list of them, NULL for a fit without).
+#'   `confint()` of a fit: a matrix with a row per parameter of `se` and
+#'   the lower and upper limits as columns (named like `"2.5 %"`); of a
+#'   result, a data frame with `dataset`, `term` (the parameter's name),
+#'   `component`, `variable`, `variable2`, `estimate`, `std.error`,
+#'   `conf.low` and `conf.high`. `augment()`: the
 #'   observations with `.component`, `.posterior_1` .. `.posterior_K` and
 #'   `.uncertainty` (for a result, stacked, with `dataset` first).
 #'   `simulate()`: a list of `nsim` matrices (`sim_1`, ...), each of `n`
@@ -230,19 +266,143 @@ tidy_mv <- function(f) {
                variable = c(NA, vars, vars[low[, 1]]),
                variable2 = c(NA, rep(NA, d), vars[low[, 2]]),
                estimate = c(f$alpha[m], f$mu[m, ], f$sigma[, , m][low]),
+               # the parameter of `se` each row is (NA: fixed at 0 by the
+               # structure)
+               name = c(paste0("alpha", m), paste0("mu", m, ".", vars),
+                        mv_sigma_names(f$covariance, m, vars, low)),
                stringsAsFactors = FALSE)
   })
   if (mv_is_t(f)) {
     rows <- Map(function(r, m) {
       rbind(r, data.frame(component = m, term = "df", variable = NA, variable2 = NA, estimate = f$df[m],
-                          stringsAsFactors = FALSE))
+                          name = paste0("df", m), stringsAsFactors = FALSE))
     }, rows, seq_len(k))
   }
   out <- do.call(rbind, rows)
   if (mv_has_noise(f)) {
     out <- rbind(out, data.frame(component = NA_integer_, term = "noise", variable = NA, variable2 = NA,
-                                 estimate = f$noise, stringsAsFactors = FALSE))
+                                 estimate = f$noise, name = "noise", stringsAsFactors = FALSE))
   }
+  out$std.error <- if (is.null(f$se)) NA_real_ else ifelse(is.na(out$name), 0, unname(f$se[out$name]))
+  out$name <- NULL
+  out
+}
+
+# The names in `se` of component m's covariance entries (row low[, 1],
+# column low[, 2]): NA for an entry the structure fixes at 0.
+mv_sigma_names <- function(structure, m, vars, low) {
+  row <- vars[low[, 1]]
+  col <- vars[low[, 2]]
+  diagonal <- low[, 1] == low[, 2]
+  switch(structure,
+         full = paste0("sigma", m, ".", row, ".", col),
+         tied = paste0("sigma.", row, ".", col),
+         diagonal = ifelse(diagonal, paste0("sigma", m, ".", row, ".", col), NA),
+         spherical = ifelse(diagonal, paste0("sigma", m), NA))
+}
+
+# Every parameter of a fit in the order of its `se` (the core's
+# mv/information.rs parameter_names): name, component, term, variable,
+# variable2, estimate, and the scale its Wald interval is on (wald()'s
+# term: "alpha" logit, "sigma" log, "mu" and "covariance" natural).
+mv_parameters <- function(f) {
+  vars <- colnames(f$mu)
+  k <- f$k
+  d <- f$d
+  one <- function(name, component, term, variable, variable2, estimate, scale) {
+    data.frame(term = name, component = component, parameter = term, variable = variable,
+               variable2 = variable2, estimate = estimate, scale = scale, stringsAsFactors = FALSE)
+  }
+  low <- switch(f$covariance,
+                full = , tied = which(lower.tri(diag(d), diag = TRUE), arr.ind = TRUE),
+                diagonal = cbind(seq_len(d), seq_len(d)),
+                spherical = cbind(1L, 1L))
+  matrices <- if (f$covariance == "tied") 1L else seq_len(k)
+  sigma <- lapply(matrices, function(m) {
+    name <- switch(f$covariance, tied = paste0("sigma.", vars[low[, 1]], ".", vars[low[, 2]]),
+                   spherical = paste0("sigma", m),
+                   paste0("sigma", m, ".", vars[low[, 1]], ".", vars[low[, 2]]))
+    spherical <- f$covariance == "spherical"
+    one(name, if (f$covariance == "tied") NA_integer_ else m, "sigma",
+        if (spherical) NA else vars[low[, 1]], if (spherical) NA else vars[low[, 2]],
+        f$sigma[, , m][low], ifelse(low[, 1] == low[, 2], "sigma", "covariance"))
+  })
+  rbind(one(paste0("alpha", seq_len(k)), seq_len(k), "alpha", NA, NA, f$alpha, "alpha"),
+        one(paste0("mu", rep(seq_len(k), each = d), ".", vars), rep(seq_len(k), each = d), "mu",
+            rep(vars, k), NA, as.vector(t(f$mu)), "mu"),
+        do.call(rbind, sigma),
+        if (mv_has_noise(f)) one("noise", NA_integer_, "noise", NA, NA, f$noise, "alpha"))
+}
+
+# An error unless fit `object` has standard errors.
+mv_has_standard_errors <- function(object) {
+  if (is.null(object$se) || is.null(object$vcov)) {
+    stop_arg("`object` has no standard errors: ",
+             if (has_fit(object) && nzchar(object$message)) {
+               paste0("its message says why (\"", object$message, "\"), or ")
+             },
+             "it was fitted with `control$standard.errors = FALSE` or has no fit (status \"",
+             object$status, "\")")
+  }
+}
+
+# Wald intervals of fit f's parameters `i` (rows of mv_parameters()).
+mv_wald <- function(f, p, level) {
+  se <- if (is.null(f$se)) rep(NA_real_, nrow(p)) else unname(f$se[p$term])
+  wald(stats::setNames(p$estimate, p$term), se, level, p$scale, "normal")
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+vcov.bulkem_mvfit <- function(object, ...) {
+  mv_has_standard_errors(object)
+  object$vcov
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+vcov.bulkem_mv <- function(object, ...) {
+  out <- lapply(unclass(object), function(f) f$vcov)
+  names(out) <- dataset_names(object)
+  out
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+confint.bulkem_mvfit <- function(object, parm, level = 0.95, ...) {
+  mv_has_standard_errors(object)
+  check_unit(level, "level")
+  p <- mv_parameters(object)
+  i <- pick_parm(if (missing(parm)) NULL else parm, stats::setNames(p$estimate, p$term))
+  mv_wald(object, p[i, , drop = FALSE], level)
+}
+
+#' @rdname bulkem-multivariate
+#' @export
+confint.bulkem_mv <- function(object, parm, level = 0.95, ...) {
+  check_unit(level, "level")
+  fits <- unclass(object)
+  fitted <- Filter(has_fit, fits)
+  if (length(fitted) > 0 && all(vapply(fitted, function(f) is.null(f$se), NA))) {
+    mv_has_standard_errors(fitted[[1]])
+  }
+  given <- !missing(parm)
+  parts <- Map(function(f, name) {
+    if (!has_fit(f)) return(NULL)
+    p <- mv_parameters(f)
+    if (given) {
+      i <- pick_parm(parm, stats::setNames(p$estimate, p$term))
+      p <- p[i, , drop = FALSE]
+    }
+    ci <- mv_wald(f, p, level)
+    data.frame(dataset = rep(name, nrow(p)), term = p$term, component = p$component, variable = p$variable,
+               variable2 = p$variable2, estimate = p$estimate,
+               std.error = if (is.null(f$se)) NA_real_ else unname(f$se[p$term]),
+               conf.low = unname(ci[, 1]), conf.high = unname(ci[, 2]), stringsAsFactors = FALSE)
+  }, fits, dataset_names(object))
+  out <- do.call(rbind, parts)
+  if (is.null(out)) return(data.frame())
+  row.names(out) <- NULL
   out
 }
 
@@ -251,14 +411,6 @@ not_for_multivariate <- function(what) {
   stop_arg(what, " does not take multivariate fits yet; see ?`bulkem-multivariate` for what does")
 }
 
-#' @export
-vcov.bulkem_mvfit <- function(object, ...) not_for_multivariate("vcov()")
-#' @export
-vcov.bulkem_mv <- function(object, ...) not_for_multivariate("vcov()")
-#' @export
-confint.bulkem_mvfit <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
-#' @export
-confint.bulkem_mv <- function(object, parm, level = 0.95, ...) not_for_multivariate("confint()")
 #' @rdname bulkem-multivariate
 #' @param data For `augment()`: the observations (a matrix or data frame of
 #'   the fit's variables); by default the kept data.

@@ -59,6 +59,8 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
                               args$epsilon, args$seed, control, engine, noise = args$noise,
                               df = args$df)
     settings$covariance <- covariance
+    # the standard errors' names and messages (mu1.<variable>, ...)
+    settings$variables <- variables
     fit_mv_(unname(datasets), settings, reporter$update)
   }
   checked <- proc.time()[["elapsed"]]

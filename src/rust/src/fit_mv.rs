@@ -5,7 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
-use bulkem_core::{fit_mv, Counters, Model, MvFit, MvJob, Status, Structure};
+use bulkem_core::mv::information::{free_parameter_names, parameter_names};
+use bulkem_core::{fit_mv, Counters, MvFit, MvJob, Status, Structure};
 use extendr_api::prelude::*;
 
 use crate::datasets::borrow_matrices;
@@ -16,7 +17,7 @@ use crate::watch::{run_watched, timings};
 /// Fits every dataset of `datasets`, a list of double matrices with the same
 /// number of columns (observations in rows), checked by bulkem() in R and
 /// read in place, on the CPU engine or cuda-batched. `settings` is core_settings()'s list with `covariance`
-/// added. Returns the fits (each a list, see ?bulkem) or the condition that
+/// and `variables` (the columns' names) added. Returns the fits (each a list, see ?bulkem) or the condition that
 /// stopped the call.
 /// @noRd
 #[extendr]
@@ -31,7 +32,14 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let structure = named.text("covariance")?;
     let structure = Structure::from_name(structure)
         .ok_or_else(|| bulkem_core::Error::Internal(format!("unknown covariance \"{structure}\"")))?;
-    let job = MvJob { datasets: borrow_matrices(&datasets)?, settings: call.settings, structure, engine: call.engine };
+    let variables = named.texts("variables")?;
+    let job = MvJob {
+        datasets: borrow_matrices(&datasets)?,
+        settings: call.settings,
+        structure,
+        engine: call.engine,
+        variables,
+    };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     counters.lap("setup", started);
@@ -40,8 +48,7 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let fits =
         run_watched(&counters, report.as_ref(), |cancel| fit_mv(&job, threads, cancel, &counters), || Ok(false))?;
     let built = std::time::Instant::now();
-    let model = job.model();
-    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, model, choice)).collect::<Result<_, _>>()?;
+    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, &job, choice)).collect::<Result<_, _>>()?;
     counters.lap("result", built);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
@@ -67,7 +74,8 @@ fn na(x: f64) -> f64 {
 
 /// One fit's R list (class bulkem_mvfit, a bulkem_fit): mu K × d, sigma d × d × K,
 /// and for t df (K values).
-fn fit_to_r(f: &MvFit, model: Model, choice: bool) -> Result<Robj, Stop> {
+fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
+    let model = job.model();
     let (k, d) = (f.k, f.d);
     let p = f.params.as_ref();
     let alpha = Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.alpha.clone()));
@@ -108,6 +116,8 @@ fn fit_to_r(f: &MvFit, model: Model, choice: bool) -> Result<Robj, Stop> {
         "df_model",
         "noise",
         "noise_support",
+        "se",
+        "vcov",
     ];
     let mut values = vec![
         mu,
@@ -136,6 +146,7 @@ fn fit_to_r(f: &MvFit, model: Model, choice: bool) -> Result<Robj, Stop> {
         Robj::from(na(p.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))),
         noise_support(f)?,
     ];
+    values.extend(standard_errors(f, job)?);
     if model.t {
         names.push("df");
         values.push(Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.df.clone())));
@@ -143,13 +154,35 @@ fn fit_to_r(f: &MvFit, model: Model, choice: bool) -> Result<Robj, Stop> {
     if choice {
         let by_k = data_frame(f)?;
         let all: Vec<Robj> =
-            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, model, false)).collect::<Result<_, _>>()?;
+            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, job, false)).collect::<Result<_, _>>()?;
         names.extend(["num_components", "by_k", "all_k"]);
         values.extend([Robj::from(k as i32), by_k, Robj::from(List::from_values(all))]);
     }
     let mut list = Robj::from(List::from_names_and_values(names, values)?);
     list.set_class(["bulkem_mvfit", "bulkem_fit"])?;
     Ok(list)
+}
+
+/// `se` (named, in the order of mv::information::parameter_names) and
+/// `vcov` (over the free parameters, with dimnames); both NULL without
+/// standard errors (none asked for, or the information was singular: the
+/// fit's message says why).
+fn standard_errors(f: &MvFit, job: &MvJob) -> Result<[Robj; 2], Stop> {
+    let Some(Ok(c)) = &f.covariance else { return Ok([Robj::default(), Robj::default()]) };
+    let noise = f.noise_support.is_some();
+    let names = parameter_names(job.structure, f.k, f.d, noise, &job.variables);
+    let free = free_parameter_names(job.structure, f.k, f.d, noise, &job.variables);
+    let np = free.len();
+    if c.se.len() != names.len() || c.vcov.len() != np * np {
+        return Err(bulkem_core::Error::Internal("standard errors of the wrong length".into()).into());
+    }
+    let mut se = Robj::from(c.se.iter().map(|&v| na(v)).collect::<Vec<f64>>());
+    se.set_attrib("names", names)?;
+    let mut vcov = Robj::from(c.vcov.iter().map(|&v| na(v)).collect::<Vec<f64>>());
+    vcov.set_attrib("dim", [np as i32, np as i32])?;
+    let free = Robj::from(free);
+    vcov.set_attrib("dimnames", List::from_values([free.clone(), free]))?;
+    Ok([se, vcov])
 }
 
 /// A noise component's box: a d x 2 matrix (lower, upper per variable), or

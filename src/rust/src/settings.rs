@@ -101,6 +101,16 @@ impl Named {
         self.get(name)?.as_bool().ok_or_else(|| mistyped(name, "TRUE or FALSE"))
     }
 
+    /// A character vector; NULL: none.
+    pub(crate) fn texts(&self, name: &str) -> Result<Vec<String>, Stop> {
+        let v = self.get(name)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        let strings = v.as_str_vector().ok_or_else(|| mistyped(name, "strings"))?;
+        Ok(strings.into_iter().map(str::to_string).collect())
+    }
+
     pub(crate) fn text(&self, name: &str) -> Result<&str, Stop> {
         self.get(name)?.as_str().ok_or_else(|| mistyped(name, "a string"))
     }

@@ -12,6 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use super::data::MvData;
 use super::device::{Item, MvGpus};
 use super::em::{run_em, MvStartFit};
+use super::information::{covariance, describe, free_parameter_names};
 use super::model::{Model, MvParams, Structure};
 use super::screen::spurious;
 use super::starts::initial_params;
@@ -21,7 +22,7 @@ use crate::error::Error;
 use crate::job::{KSummary, Settings};
 use crate::limits::{DF_START, SAME_OPTIMUM};
 use crate::outcome::{Degenerate, Outcome, Status};
-use crate::params::Family;
+use crate::params::{Covariance, Family, Singular};
 
 /// One multivariate dataset: n × d values, variable-major (R's matrix),
 /// borrowed.
@@ -33,14 +34,16 @@ pub struct Matrix<'a> {
 }
 
 /// A multivariate call: the datasets (every one of the same d), the
-/// settings the univariate calls take, the covariance structure, and the
-/// engine (the CPU's, or cuda-batched: device.rs).
+/// settings the univariate calls take, the covariance structure, the
+/// engine (the CPU's, or cuda-batched: device.rs), and the variables'
+/// names (for the standard errors' message; x1, x2, .. where missing).
 #[derive(Clone, Debug)]
 pub struct MvJob<'a> {
     pub datasets: Vec<Matrix<'a>>,
     pub settings: Settings,
     pub structure: Structure,
     pub engine: EngineKind,
+    pub variables: Vec<String>,
 }
 
 /// The best fit of one dataset, in the data's units, components in the
@@ -66,6 +69,11 @@ pub struct MvFit {
     /// With a noise component: the bounding box it is uniform over, in the
     /// data's units, (lower, upper) per variable; its weight is params.noise.
     pub noise_support: Option<Vec<(f64, f64)>>,
+    /// With `settings.standard_errors`: the standard errors and covariance
+    /// of the parameters in the data's units (mv/information.rs;
+    /// information::parameter_names orders `se`, free_parameter_names
+    /// `vcov`), or why there are none (said in `message` too).
+    pub covariance: Option<Result<Covariance, Singular>>,
     pub by_k: Vec<KSummary>,
     pub other_k: Vec<MvFit>,
 }
@@ -103,6 +111,7 @@ impl MvFit {
             spurious_starts: 0,
             free_parameters: 0,
             noise_support: None,
+            covariance: None,
             by_k: Vec::new(),
             other_k: Vec::new(),
         }
@@ -318,33 +327,30 @@ fn fit_k(
         }
         todo.retain(|&d| !tallies[d].lock().unwrap_or_else(PoisonError::into_inner).has_admissible());
     }
-    let fits = prepared
-        .iter()
-        .zip(tallies)
-        .zip(&job.datasets)
-        .map(|((data, tally), m)| {
-            let tally = tally.into_inner().unwrap_or_else(PoisonError::into_inner);
-            match data {
-                Err(why) => MvFit::without_params(m.n, m.d, k, Status::Invalid, why.clone()),
-                Ok(data) if data.n < need => MvFit::without_params(
-                    m.n,
-                    m.d,
-                    k,
-                    Status::Invalid,
-                    format!(
-                        "{} observations are too few for {k} components of {} variables (at least {need})",
-                        m.n, m.d
-                    ),
-                ),
-                Ok(data) => finish(data, k, model, tally),
-            }
-        })
-        .collect();
+    // on every thread: the standard errors take a pass over each dataset
+    // with O(parameters²) work per observation
+    let fits = queue::map(prepared.len(), threads, cancel, |i| {
+        let tally = std::mem::take(&mut *tallies[i].lock().unwrap_or_else(PoisonError::into_inner));
+        let m = &job.datasets[i];
+        match &prepared[i] {
+            Err(why) => MvFit::without_params(m.n, m.d, k, Status::Invalid, why.clone()),
+            Ok(data) if data.n < need => MvFit::without_params(
+                m.n,
+                m.d,
+                k,
+                Status::Invalid,
+                format!("{} observations are too few for {k} components of {} variables (at least {need})", m.n, m.d),
+            ),
+            Ok(data) => finish(job, data, k, tally),
+        }
+    })?;
     Ok(fits)
 }
 
 /// A dataset's fit from its starts' tally.
-fn finish(data: &MvData, k: usize, model: Model, tally: Tally) -> MvFit {
+fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
+    let model = job.model();
+    let structure = job.structure;
     let ok = tally.finished.len() as u32;
     let spurious_starts = tally.finished.iter().filter(|f| !f.1).count() as u32;
     let Some((admissible, best, start)) = tally.best else {
@@ -357,20 +363,33 @@ fn finish(data: &MvData, k: usize, model: Model, tally: Tally) -> MvFit {
     let reach = best.loglik - SAME_OPTIMUM * (1.0 + best.loglik.abs());
     let at_best = tally.finished.iter().filter(|f| f.1 == admissible && f.0 >= reach).count() as u32;
     let status = if best.outcome == Outcome::Converged { Status::Converged } else { Status::MaxIters };
-    let message = match (admissible, status) {
+    let mut message = match (admissible, status) {
         (false, _) => {
             "no start passed the spurious-solution screen: the fit returned has a degenerate component".into()
         }
         (true, Status::MaxIters) => "stopped at max.iters before converging".into(),
         _ => String::new(),
     };
+    let params = best.params.to_data_units(&data.scaling).canonical();
+    // the observed information is the Normal components' so far
+    let covariance = (job.settings.standard_errors && !model.t).then(|| covariance(data, &params, structure));
+    if job.settings.standard_errors && model.t {
+        let no_se = "no standard errors: not computed for t components yet";
+        message = if message.is_empty() { no_se.into() } else { format!("{message}; {no_se}") };
+    }
+    if let Some(Err(why)) = &covariance {
+        // as the univariate fits say it (finish.rs's with_information)
+        let names = free_parameter_names(structure, k, data.d, data.log_noise.is_some(), &job.variables);
+        let no_se = format!("no standard errors: {}", describe(*why, &names));
+        message = if message.is_empty() { no_se } else { format!("{message}; {no_se}") };
+    }
     MvFit {
         n: data.n,
         d: data.d,
         k,
         status,
         message,
-        params: Some(best.params.to_data_units(&data.scaling).canonical()),
+        params: Some(params),
         loglik: best.loglik - data.scaling.log_jacobian(data.n),
         iterations: best.iterations,
         best_start: Some(start),
@@ -381,6 +400,7 @@ fn finish(data: &MvData, k: usize, model: Model, tally: Tally) -> MvFit {
         spurious_starts,
         free_parameters: model.free_parameters(k, data.d) + usize::from(data.log_noise.is_some()),
         noise_support: data.log_noise.map(|_| data.support.clone()),
+        covariance,
         by_k: Vec::new(),
         other_k: Vec::new(),
     }

@@ -4,13 +4,15 @@
 //! with the covariances held as Cholesky factors, many starts per dataset
 //! on every core. A layer of its own beside the univariate one: its data
 //! (`data`), parameters and structures (`model`), one start's EM (`em`),
-//! its starts (`starts`), its screen (`screen`), the GPU engine (`device`,
+//! its starts (`starts`), its screen (`screen`), its standard errors
+//! (`information`), the GPU engine (`device`,
 //! kernels/em_mv.cu), and the call (`call`).
 
 mod call;
 mod data;
 mod device;
 mod em;
+pub mod information;
 mod model;
 mod screen;
 mod starts;
