@@ -703,8 +703,7 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
                     list(covariance = "spherical", noise = TRUE), list(covariance = "full", df = 4))) {
     label <- paste("t", deparse(args))
     cpu <- do.call(bulkem, c(list(heavy, 2, family = "t", seed = 5, use.gpu = FALSE), args))
-    gpu <- do.call(bulkem, c(list(heavy, 2, family = "t", seed = 5, control = list(list(engine = "cuda-batched"))),
-                             args))
+    gpu <- do.call(bulkem, c(list(heavy, 2, family = "t", seed = 5, control = list(engine = "cuda-batched")), args))
     expect_equal(attr(gpu, "engine"), "cuda-batched")
     st <- function(r) vapply(r, function(f) f$status, "")
     expect_equal(st(gpu), st(cpu), label = label)

@@ -17,7 +17,8 @@
 // T is the components' family (mv::Model::kernel_family): 0 Normal, 1
 // Student's t with nu estimated, 2 t with nu fixed. A t component weighs
 // each observation by u = (nu + D)/(nu + delta) in S1 and S2 and sums
-// Su = sum r u and sum r (log u - u) for nu's root (mv/em.rs).
+// Su = sum r u, B = sum r log(1 + delta/nu) and sum r u^2 for nu's step
+// (mv/em.rs's df_step).
 //
 // A dataset is D variables of n values each, variable-major, standardised.
 // A fit's row: alpha (K), mu (K x D, component-major), sigma (K x D x D,
@@ -39,8 +40,8 @@ struct MvState {
     double chol[K][TRI(D)];  // its Cholesky factor
     double inv_diag[K][D];
     double log_const[K];
-    // t (mv/model.rs's TTerm): nu, (nu + D)/2, 1/nu, (nu + D)/nu, its log
-    double df[TK(T, K)], half[TK(T, K)], inv_df[TK(T, K)], u0[TK(T, K)], log_u0[TK(T, K)];
+    // t (mv/model.rs's TTerm): nu, (nu + D)/2, 1/nu, (nu + D)/nu
+    double df[TK(T, K)], half[TK(T, K)], inv_df[TK(T, K)], u0[TK(T, K)];
 };
 
 __device__ __forceinline__ int tri(int j, int l) { return j * (j + 1) / 2 + l; }
@@ -82,7 +83,6 @@ __device__ bool factor(MvState<K, D, T>& f) {
             f.half[m] = (df + D) / 2.0;
             f.inv_df[m] = 1.0 / df;
             f.u0[m] = (df + D) / df;
-            f.log_u0[m] = log(f.u0[m]);
             f.log_const[m] = log(f.alpha[m]) + ln_gamma(f.half[m]) - ln_gamma(df / 2.0) - 0.5 * D * (log(df) + LN_PI)
                              - log_det_half;
         } else {
@@ -90,6 +90,28 @@ __device__ bool factor(MvState<K, D, T>& f) {
         }
     }
     return true;
+}
+
+// mv/em.rs's df_step, step for step: a Newton step in log nu on sum r log
+// t(x; nu) (bounded by DF_STEP_MAX), or ECM's root where that is not
+// concave in log nu.
+__device__ double df_step(double df0, int d, double nk, double su, double b, double su2) {
+    const double dd = (double)d;
+    const double half = (df0 + dd) / 2.0;
+    double di_h, tri_h, di_0, tri_0;
+    digammas(half, di_h, tri_h);
+    digammas(df0 / 2.0, di_0, tri_0);
+    const double g = 0.5 * (nk * (di_h - di_0) - b + nk - su);
+    const double h = 0.5 * (0.5 * nk * (tri_h - tri_0) + nk / df0 + (su2 - 2.0 * su) / (df0 + dd));
+    const double g_eta = df0 * g, h_eta = df0 * df0 * h + df0 * g;
+    if (h_eta < 0.0 && isfinite(g_eta)) {
+        double step = -g_eta / h_eta;
+        step = step < -DF_STEP_MAX ? -DF_STEP_MAX : (step > DF_STEP_MAX ? DF_STEP_MAX : step);
+        const double df = df0 * exp(step);
+        return df < DF_MIN ? DF_MIN : (df > DF_MAX ? DF_MAX : df);
+    }
+    const double s_log = nk * log((df0 + dd) / df0) - b - su;
+    return df_root(-1.0 - (s_log + nk * (di_h - log(half))) / nk);
 }
 
 #define FULL_MASK 0xffffffffu
@@ -108,8 +130,8 @@ __device__ __forceinline__ double warp_sum(double v) {
 template <int K, int D, int S, int N, int T>
 __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T>& g, const double (&s0)[K],
                                       const double (&s1)[K][D], const double (&s2)[K][TRI(D)],
-                                      const double (&su)[TK(T, K)], const double (&sl)[TK(T, K)], double s_noise,
-                                      double log_noise, long long n) {
+                                      const double (&su)[TK(T, K)], const double (&sb)[TK(T, K)],
+                                      const double (&su2)[TK(T, K)], double s_noise, double log_noise, long long n) {
     g.noise = N ? s_noise / (double)n : 0.0;
 #pragma unroll
     for (int m = 0; m < K; m++) {
@@ -133,12 +155,7 @@ __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T
             const int mt = T ? m : 0;
             double new_df = f.df[mt];
             if (T == 1) {
-                // mv/em.rs's nu step: the pass's statistic, then its root
-                const double half = (f.df[mt] + D) / 2.0;
-                double di, tri_unused;
-                digammas(half, di, tri_unused);
-                const double s_df = sl[mt] + nk * (di - log(half));
-                new_df = df_root(-1.0 - s_df / nk);
+                new_df = df_step(f.df[mt], D, nk, su[mt], sb[mt], su2[mt]);
                 if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
             }
             g.df[mt] = new_df;
@@ -219,9 +236,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
     bool have_previous = false;
     double previous = 0.0;
     while (outcome < 0) {
-        double s0[K], s1[K][D], s2[K][TRI(D)], su[TK(T, K)], sl[TK(T, K)];
+        double s0[K], s1[K][D], s2[K][TRI(D)], su[TK(T, K)], sb[TK(T, K)], su2[TK(T, K)];
 #pragma unroll
-        for (int m = 0; m < TK(T, K); m++) su[m] = sl[m] = 0.0;
+        for (int m = 0; m < TK(T, K); m++) su[m] = sb[m] = su2[m] = 0.0;
 #pragma unroll
         for (int m = 0; m < K; m++) {
             s0[m] = 0.0;
@@ -236,7 +253,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             double x[D];
 #pragma unroll
             for (int j = 0; j < D; j++) x[j] = z[j * n + i];
-            double l[K], u[TK(T, K)], log_u[TK(T, K)];
+            double l[K], u[TK(T, K)], l1p[TK(T, K)];
 #pragma unroll
             for (int m = 0; m < K; m++) {
                 double y[D];
@@ -252,10 +269,9 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
                 if (T) {
                     const int mt = T ? m : 0;
                     const double zq = q * f->inv_df[mt];
-                    const double l1 = log1p(zq);
+                    l1p[mt] = log1p(zq);
                     u[mt] = f->u0[mt] / (1.0 + zq);
-                    log_u[mt] = f->log_u0[mt] - l1;
-                    l[m] = f->log_const[m] - f->half[mt] * l1;
+                    l[m] = f->log_const[m] - f->half[mt] * l1p[mt];
                 } else {
                     l[m] = f->log_const[m] - 0.5 * q;
                 }
@@ -285,7 +301,8 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
                     const int mt = T ? m : 0;
                     w = r * u[mt];
                     su[mt] += w;
-                    sl[mt] += r * (log_u[mt] - u[mt]);
+                    sb[mt] += r * l1p[mt];
+                    su2[mt] += w * u[mt];
                 }
                 double c[D];
 #pragma unroll
@@ -312,7 +329,8 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
 #pragma unroll
             for (int m = 0; m < TK(T, K); m++) {
                 su[m] = warp_sum(su[m]);
-                sl[m] = warp_sum(sl[m]);
+                sb[m] = warp_sum(sb[m]);
+                su2[m] = warp_sum(su2[m]);
             }
         }
         loglik = ll;
@@ -336,7 +354,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
         }
         // the M-step into the other state: a degenerate update leaves the
         // parameters the last E-step was taken at, as mv/em.rs returns them
-        if (lane == 0) *flag = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sl, s_noise, log_noise, n);
+        if (lane == 0) *flag = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sb, su2, s_noise, log_noise, n);
         __syncwarp();
         outcome = *flag;
         __syncwarp();

@@ -52,6 +52,10 @@ pub const fn free_parameters(k: usize, noise: bool, df: bool) -> usize {
 pub const DF_MIN: f64 = 0.5;
 pub const DF_MAX: f64 = 200.0;
 
+/// Largest change of log ν in one multivariate t step (mv/em.rs's
+/// df_step): a factor of 4.
+pub const DF_STEP_MAX: f64 = 1.386_294_361_119_890_6;
+
 /// Every random start's ν when the user does not fix it: tails clearly
 /// heavier than the Normal's, from which ECM moves ν either way.
 pub const DF_START: f64 = 10.0;

@@ -10,7 +10,7 @@ use crate::limits::{
     DF_MAX, DF_MIN, FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, MIN_RELATIVE_SD, SPURIOUS_DISTINCT_MAX,
     SPURIOUS_DISTINCT_SDS, SQUAREM_STEP_GROWTH,
 };
-use crate::limits::{GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
+use crate::limits::{DF_STEP_MAX, GAMMA_SHAPE_STEPS, GAMMA_SHAPE_TOLERANCE};
 use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LG, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT, TWO_52};
 use crate::outcome::Outcome;
 use crate::params::Family;
@@ -80,6 +80,7 @@ pub fn definitions() -> Vec<(&'static str, String)> {
         ("GAMMA_SHAPE_TOLERANCE", real(GAMMA_SHAPE_TOLERANCE)),
         ("DF_MIN", real(DF_MIN)),
         ("DF_MAX", real(DF_MAX)),
+        ("DF_STEP_MAX", real(DF_STEP_MAX)),
         ("LN_PI", real(LN_PI)),
     ];
     for o in Outcome::REPORTED {

@@ -9,21 +9,16 @@
 //! weight W ~ Gamma(ν/2, rate ν/2), missing data beside the component
 //! labels (student.rs, McLachlan & Peel 2000 §7.5): the E-step gives each
 //! observation's expected weight u = (ν+d)/(ν+δ) per component, the sums
-//! S1 and S2 weigh r by u, Su = Σ r·u, and the ν step's statistic is
-//! Σ r·(log u − u). The M-step is the Normal's with μ = centre + S1/Su
-//! and Σ = (S2 − S1 S1ᵀ/Su)/S0, and ν, unless fixed, the root of
-//!
-//!   log(ν/2) − ψ(ν/2) = −1 − [Σ r·(log u − u)]/S0 − ψ((ν₀+d)/2) + log((ν₀+d)/2)
-//!
-//! (ν₀ the pass's ν), student.rs's equation with d for 1: a conditional
-//! step (ECM) that raises the likelihood at every pass as EM's does.
+//! S1 and S2 weigh r by u, Su = Σ r·u, and the ν step reads
+//! B = Σ r·log(1 + δ/ν) and Σ r·u². The M-step is the Normal's with μ = centre + S1/Su
+//! and Σ = (S2 − S1 S1ᵀ/Su)/S0, and ν, unless fixed, by `df_step`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::data::MvData;
 use super::model::{cholesky, terms, Model, MvParams, Structure, Term};
 use crate::em::fall_tolerance;
-use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
+use crate::limits::{DF_STEP_MAX, MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::{Degenerate, Outcome};
 use crate::special::digammas;
 use crate::student::df_root;
@@ -42,10 +37,11 @@ pub struct MvStats {
     pub s1: Vec<f64>,
     pub s2: Vec<f64>,
     pub centre: Vec<f64>,
-    /// t only (empty for Normal components): Su = Σ r·u, Σ r·(log u − u),
-    /// and the ν the sums were taken at.
+    /// t only (empty for Normal components): Su = Σ r·u, B = Σ r·log(1 +
+    /// δ/ν), Σ r·u², and the ν the sums were taken at.
     pub su: Vec<f64>,
-    pub s_log: Vec<f64>,
+    pub s_l1p: Vec<f64>,
+    pub s_u2: Vec<f64>,
     pub df: Vec<f64>,
     /// Σ of the noise component's responsibilities (0 without one).
     pub s_noise: f64,
@@ -65,7 +61,8 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
         s2: vec![0.0; k * d * d],
         centre: p.mu.clone(),
         su: vec![0.0; kt],
-        s_log: vec![0.0; kt],
+        s_l1p: vec![0.0; kt],
+        s_u2: vec![0.0; kt],
         df: p.df.clone(),
         s_noise: 0.0,
         loglik: 0.0,
@@ -77,9 +74,9 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
     let mut ll = vec![0.0; k * BLOCK];
     let mut y = vec![0.0; d * BLOCK];
     let mut rc = vec![0.0; BLOCK];
-    // t: per component u and log u of the block's observations, and r·u
+    // t: per component u and log(1 + δ/ν) of the block's observations, and r·u
     let mut u = vec![0.0; kt * BLOCK];
-    let mut log_u = vec![0.0; kt * BLOCK];
+    let mut l1p = vec![0.0; kt * BLOCK];
     let mut ru = vec![0.0; if t { BLOCK } else { 0 }];
     let mut start = 0;
     while start < n {
@@ -97,13 +94,12 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
                 None => q.iter_mut().for_each(|v| *v = t.log_const - 0.5 * *v),
                 Some(tt) => {
                     let u = &mut u[m * BLOCK..m * BLOCK + b];
-                    let log_u = &mut log_u[m * BLOCK..m * BLOCK + b];
-                    for ((v, u), lu) in q.iter_mut().zip(u).zip(log_u) {
+                    let l1p = &mut l1p[m * BLOCK..m * BLOCK + b];
+                    for ((v, u), lp) in q.iter_mut().zip(u).zip(l1p) {
                         let z = *v * tt.inv_df;
-                        let l = z.ln_1p();
+                        *lp = z.ln_1p();
                         *u = tt.u0 / (1.0 + z);
-                        *lu = tt.log_u0 - l;
-                        *v = t.log_const - tt.half * l;
+                        *v = t.log_const - tt.half * *lp;
                     }
                 }
             }
@@ -138,15 +134,17 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
             st.s0[m] += r.iter().sum::<f64>();
             // the weights of S1 and S2: r, or for t r·u
             let w = if t {
-                let (u, log_u) = (&u[m * BLOCK..m * BLOCK + b], &log_u[m * BLOCK..m * BLOCK + b]);
+                let (u, l1p) = (&u[m * BLOCK..m * BLOCK + b], &l1p[m * BLOCK..m * BLOCK + b]);
                 let ru = &mut ru[..b];
-                let mut s_log = 0.0;
-                for (((v, r), u), lu) in ru.iter_mut().zip(r).zip(u).zip(log_u) {
+                let (mut s_l1p, mut s_u2) = (0.0, 0.0);
+                for (((v, r), u), lp) in ru.iter_mut().zip(r).zip(u).zip(l1p) {
                     *v = r * u;
-                    s_log += r * (lu - u);
+                    s_l1p += r * lp;
+                    s_u2 += *v * u;
                 }
                 st.su[m] += ru.iter().sum::<f64>();
-                st.s_log[m] += s_log;
+                st.s_l1p[m] += s_l1p;
+                st.s_u2[m] += s_u2;
                 &ru[..]
             } else {
                 r
@@ -231,10 +229,7 @@ pub fn m_step(st: &MvStats, n: usize, d: usize, model: Model) -> Result<MvParams
             }
         }
         if t && !model.df_fixed {
-            let half = (st.df[m] + d as f64) / 2.0;
-            let (di, _) = digammas(half);
-            let s_df = st.s_log[m] + nk * (di - half.ln());
-            let df = df_root(-1.0 - s_df / nk);
+            let df = df_step(st.df[m], d, nk, st.su[m], st.s_l1p[m], st.s_u2[m]);
             if !crate::student::df_ok(df) {
                 return Err(Degenerate::NotFinite);
             }
@@ -251,6 +246,53 @@ pub fn m_step(st: &MvStats, n: usize, d: usize, model: Model) -> Result<MvParams
         }
     }
     Ok(p)
+}
+
+/// A component's next ν from the E-step's sums at ν₀ (S0 = `nk`, Su, B =
+/// Σ r·log(1 + δ/ν₀), Σ r·u²).
+///
+/// ECM's step (student.rs's root with d for 1: the maximum over ν of the
+/// expected complete-data log-likelihood, latent weights u included,
+///
+///   log(ν/2) − ψ(ν/2) = −1 − [Σ r·(log u − u)]/S0 − ψ((ν₀+d)/2) + log((ν₀+d)/2))
+///
+/// crawls where ν is large: the weights carry most of the information
+/// about ν, and a Gaussian-like component takes over a thousand passes to
+/// reach DF_MAX (inst/bench/results-mv-gpu.md). So ν takes a Newton step
+/// in log ν on the observed log-likelihood's own ν-dependence given the
+/// responsibilities, Σ r·log t_d(x; μ, Σ, ν) (ECME's conditional step,
+/// Liu & Rubin 1994), whose derivatives at ν₀ come from the same sums:
+///
+///   ∂/∂ν  = ½[S0(ψ(h) − ψ(ν/2)) − B + S0 − Su],  h = (ν+d)/2
+///   ∂²/∂ν² = ½[½S0(ψ′(h) − ψ′(ν/2)) + S0/ν + (Σ r·u² − 2 Su)/(ν+d)]
+///
+/// with the step bounded by DF_STEP_MAX; where that function is not
+/// concave in log ν at ν₀, ECM's step.
+pub(crate) fn df_step(df0: f64, d: usize, nk: f64, su: f64, b: f64, su2: f64) -> f64 {
+    let dd = d as f64;
+    let half = (df0 + dd) / 2.0;
+    let (g, h) = df_derivatives(df0, d, nk, su, b, su2);
+    // in η = log ν
+    let (g_eta, h_eta) = (df0 * g, df0 * df0 * h + df0 * g);
+    if h_eta < 0.0 && g_eta.is_finite() {
+        let step = (-g_eta / h_eta).clamp(-DF_STEP_MAX, DF_STEP_MAX);
+        return (df0 * step.exp()).clamp(crate::limits::DF_MIN, crate::limits::DF_MAX);
+    }
+    // Σ r·(log u − u) = S0·log((ν₀+d)/ν₀) − B − Su
+    let s_log = nk * ((df0 + dd) / df0).ln() - b - su;
+    let (di_h, _) = digammas(half);
+    df_root(-1.0 - (s_log + nk * (di_h - half.ln())) / nk)
+}
+
+/// The first and second derivatives in ν of Σ r·log t_d(x; μ, Σ, ν) at ν₀
+/// (`df_step`'s formulas).
+fn df_derivatives(df0: f64, d: usize, nk: f64, su: f64, b: f64, su2: f64) -> (f64, f64) {
+    let dd = d as f64;
+    let (di_h, tri_h) = digammas((df0 + dd) / 2.0);
+    let (di_0, tri_0) = digammas(df0 / 2.0);
+    let g = 0.5 * (nk * (di_h - di_0) - b + nk - su);
+    let h = 0.5 * (0.5 * nk * (tri_h - tri_0) + nk / df0 + (su2 - 2.0 * su) / (df0 + dd));
+    (g, h)
 }
 
 /// Each component's own covariance made into the structure's.
@@ -559,5 +601,35 @@ mod tests {
         let fixed = Model { structure: Structure::Full, t: true, df_fixed: true };
         let f = run_em(&data, t_start(), fixed, 500, 1e-10, &AtomicBool::new(false));
         assert_eq!(f.params.df, t_start().df);
+    }
+
+    #[test]
+    fn the_df_step_is_bounded_by_a_factor_of_four() {
+        assert_eq!(DF_STEP_MAX, 4f64.ln());
+    }
+
+    #[test]
+    fn the_df_steps_derivatives_are_the_log_likelihoods() {
+        // one component: r = 1, and Σ r·log t is the log-likelihood
+        let data = two_clusters(200);
+        for df in [0.8, 3.0, 12.0, 150.0] {
+            let p = MvParams {
+                k: 1,
+                d: 2,
+                alpha: vec![1.0],
+                mu: vec![0.1, -0.2],
+                sigma: vec![1.2, 0.3, 0.3, 0.9],
+                noise: 0.0,
+                df: vec![df],
+            };
+            let st = e_step(&data, &p).unwrap();
+            let (g, h) = df_derivatives(df, 2, st.s0[0], st.su[0], st.s_l1p[0], st.s_u2[0]);
+            let at = |v: f64| brute_t_loglik(&data, &MvParams { df: vec![v], ..p.clone() });
+            let e = 1e-4 * df;
+            let g_ref = (at(df + e) - at(df - e)) / (2.0 * e);
+            let h_ref = (at(df + e) - 2.0 * at(df) + at(df - e)) / (e * e);
+            assert!((g - g_ref).abs() < 1e-6 * (1.0 + g_ref.abs()), "df {df}: {g} {g_ref}");
+            assert!((h - h_ref).abs() < 1e-3 * (1.0 + h_ref.abs()), "df {df}: {h} {h_ref}");
+        }
     }
 }

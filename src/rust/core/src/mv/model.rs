@@ -212,8 +212,7 @@ pub struct Term {
 }
 
 /// A t component's E-step terms: log p = log_const − half · log(1 + δ·inv_df)
-/// and the observation's weight u = u0 / (1 + δ·inv_df), log u = log_u0 −
-/// log(1 + δ·inv_df).
+/// and the observation's weight u = u0 / (1 + δ·inv_df).
 #[derive(Clone, Copy, Debug)]
 pub struct TTerm {
     /// (ν + d)/2
@@ -222,13 +221,11 @@ pub struct TTerm {
     pub inv_df: f64,
     /// (ν + d)/ν
     pub u0: f64,
-    pub log_u0: f64,
 }
 
 impl TTerm {
     fn new(df: f64, d: usize) -> TTerm {
-        let u0 = (df + d as f64) / df;
-        TTerm { half: (df + d as f64) / 2.0, inv_df: 1.0 / df, u0, log_u0: u0.ln() }
+        TTerm { half: (df + d as f64) / 2.0, inv_df: 1.0 / df, u0: (df + d as f64) / df }
     }
 }
 
