@@ -40,6 +40,8 @@ if (gpu) {
   run(sprintf("cuda-batched normal, no se (%d)", n_gpu), "cuda-batched", n_gpu, "normal", se = FALSE)
   run(sprintf("cuda-batched t (%d)", n_gpu), "cuda-batched", n_gpu, "t")
 }
-run(sprintf("cpu normal (%d)", n_cpu), "cpu", n_cpu, "normal")
-run(sprintf("cpu normal, no se (%d)", n_cpu), "cpu", n_cpu, "normal", se = FALSE)
-run(sprintf("cpu t (%d)", n_cpu), "cpu", n_cpu, "t")
+if (n_cpu > 0) {
+  run(sprintf("cpu normal (%d)", n_cpu), "cpu", n_cpu, "normal")
+  run(sprintf("cpu normal, no se (%d)", n_cpu), "cpu", n_cpu, "normal", se = FALSE)
+  run(sprintf("cpu t (%d)", n_cpu), "cpu", n_cpu, "t")
+}
