@@ -273,9 +273,10 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
                 g[idx] += ru;
                 complete[idx] += ru * u[s];
                 own_score[m * own_len + s] += ru;
-                let block = &mut uu[m * own_len * own_len..(m + 1) * own_len * own_len];
-                for t in s..own_len {
-                    block[s + own_len * t] += ru * u[t];
+                // entry (s, t ≥ s) at s·own_len + t: contiguous in t
+                let row = &mut uu[m * own_len * own_len + s * own_len + s..m * own_len * own_len + (s + 1) * own_len];
+                for (v, ut) in row.iter_mut().zip(&u[s..]) {
+                    *v += ru * ut;
                 }
             }
             r0[m] += rm;
@@ -291,8 +292,9 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
             score[s] += g[s];
             let gs = g[s];
             if gs != 0.0 {
-                for t in s..np {
-                    gg[s + np * t] += gs * g[t];
+                // entry (s, t ≥ s) at s·np + t: contiguous in t
+                for (v, gt) in gg[s * np + s..(s + 1) * np].iter_mut().zip(&g[s..]) {
+                    *v += gs * gt;
                 }
             }
         }
@@ -301,8 +303,8 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
     let mut info = vec![0.0; np * np];
     for t in 0..np {
         for s in 0..=t {
-            info[s + np * t] = gg[s + np * t];
-            info[t + np * s] = gg[s + np * t];
+            info[s + np * t] = gg[s * np + t];
+            info[t + np * s] = gg[s * np + t];
         }
     }
     for m in 0..k {
@@ -313,7 +315,7 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
         let mut block = vec![0.0; own_len * own_len];
         for t in 0..own_len {
             for s in 0..=t {
-                let v = uu[m * own_len * own_len + s + own_len * t];
+                let v = uu[m * own_len * own_len + s * own_len + t];
                 block[s + own_len * t] = v;
                 block[t + own_len * s] = v;
             }
