@@ -46,11 +46,15 @@
 #' symmetric matrix); `tied`, the one shared matrix's, `sigma.<row>.<column>`;
 #' `diagonal`, each component's variances `sigma1.<variable>.<variable>`;
 #' `spherical`, each component's one variance `sigma1` (its covariance is
-#' `sigma1` times the identity). `se` has every parameter: the dependent
+#' `sigma1` times the identity); for a t fit with `df` estimated, each
+#' component's degrees of freedom `df1` .. `dfK` (the t's own second
+#' derivatives in every parameter, `df` included; none when `df` fixes
+#' them). `se` has every parameter: the dependent
 #' weight (`alphaK`, or `noise`) too, by the delta method, after the
 #' weights (`noise` last). `vcov()` returns the matrix, `confint()` Wald
 #' intervals (on the logit scale for the weights, the log scale for the
-#' variances, the natural scale for means and covariances), `tidy()` a
+#' variances and degrees of freedom, the natural scale for means and
+#' covariances), `tidy()` a
 #' `std.error` column (0 for an entry the structure fixes at 0, the shared
 #' matrix's for each component of a tied fit). When the information is
 #' singular, not positive definite or not finite, `se` and `vcov` are
@@ -304,7 +308,7 @@ mv_sigma_names <- function(structure, m, vars, low) {
 # Every parameter of a fit in the order of its `se` (the core's
 # mv/information.rs parameter_names): name, component, term, variable,
 # variable2, estimate, and the scale its Wald interval is on (wald()'s
-# term: "alpha" logit, "sigma" log, "mu" and "covariance" natural).
+# term: "alpha" logit, "sigma" and "df" log, "mu" and "covariance" natural).
 mv_parameters <- function(f) {
   vars <- colnames(f$mu)
   k <- f$k
@@ -331,6 +335,10 @@ mv_parameters <- function(f) {
         one(paste0("mu", rep(seq_len(k), each = d), ".", vars), rep(seq_len(k), each = d), "mu",
             rep(vars, k), NA, as.vector(t(f$mu)), "mu"),
         do.call(rbind, sigma),
+        # t's estimated degrees of freedom (none when `df` fixed them)
+        if (mv_is_t(f) && any(grepl("^df[0-9]+$", names(f$se)))) {
+          one(paste0("df", seq_len(k)), seq_len(k), "df", NA, NA, f$df, "df")
+        },
         if (mv_has_noise(f)) one("noise", NA_integer_, "noise", NA, NA, f$noise, "alpha"))
 }
 

@@ -5,7 +5,9 @@
 
 # The mixture's parameters from theta in the fits' documented order
 # (?`bulkem-multivariate`, "Standard errors").
-mv_params_of <- function(theta, k, d, structure, noise) {
+# `df`: NULL for normal components, a t's fixed degrees of freedom, or
+# "estimated" (then the last k entries of theta).
+mv_params_of <- function(theta, k, d, structure, noise, df = NULL) {
   w <- k - 1 + noise
   a <- theta[seq_len(w)]
   alpha <- if (noise) a else c(a, 1 - sum(a))
@@ -25,7 +27,13 @@ mv_params_of <- function(theta, k, d, structure, noise) {
     }
     sigma[, , m] <- s
   }
-  list(alpha = alpha, noise = if (noise) 1 - sum(a) else 0, mu = mu, sigma = sigma)
+  if (identical(df, "estimated")) df <- theta[length(theta) - k + seq_len(k)]
+  list(alpha = alpha, noise = if (noise) 1 - sum(a) else 0, mu = mu, sigma = sigma, df = df)
+}
+
+# What mv_params_of() is told of a fit's degrees of freedom.
+mv_df_of <- function(f) {
+  if (!identical(f$family, "t")) NULL else if (any(grepl("^df", names(f$se)))) "estimated" else f$df
 }
 
 # theta of a fit: its free parameters in that order.
@@ -36,19 +44,28 @@ mv_theta_of <- function(f) {
     s <- f$sigma[, , m]
     switch(f$covariance, full = , tied = s[low], diagonal = diag(s), spherical = s[1, 1])
   }))
-  unname(c(if (is.null(f$noise_support)) f$alpha[-k] else f$alpha, t(f$mu), cov))
+  unname(c(if (is.null(f$noise_support)) f$alpha[-k] else f$alpha, t(f$mu), cov,
+           if (identical(mv_df_of(f), "estimated")) f$df))
 }
 
-# The log-likelihood: each normal's log-density by its Cholesky factor, the
-# noise's the uniform over the box `support` (d x 2).
-mv_loglik <- function(theta, x, k, structure, support = NULL) {
+# The log-likelihood: each normal's (or t's) log-density by its Cholesky
+# factor, the noise's the uniform over the box `support` (d x 2).
+mv_loglik <- function(theta, x, k, structure, support = NULL, df = NULL) {
   d <- ncol(x)
-  p <- mv_params_of(theta, k, d, structure, !is.null(support))
+  p <- mv_params_of(theta, k, d, structure, !is.null(support), df)
   dens <- 0
   for (m in seq_len(k)) {
     r <- chol(p$sigma[, , m])
     z <- backsolve(r, t(x) - p$mu[m, ], transpose = TRUE)
-    dens <- dens + p$alpha[m] * exp(-0.5 * d * log(2 * pi) - sum(log(diag(r))) - 0.5 * colSums(z^2))
+    delta <- colSums(z^2)
+    log_d <- if (is.null(p$df)) {
+      -0.5 * d * log(2 * pi) - sum(log(diag(r))) - 0.5 * delta
+    } else {
+      nu <- p$df[m]
+      lgamma((nu + d) / 2) - lgamma(nu / 2) - 0.5 * d * log(nu * pi) - sum(log(diag(r))) -
+        (nu + d) / 2 * log1p(delta / nu)
+    }
+    dens <- dens + p$alpha[m] * exp(log_d)
   }
   if (!is.null(support)) dens <- dens + p$noise / prod(support[, 2] - support[, 1])
   sum(log(dens))
@@ -60,7 +77,7 @@ mv_units <- function(f, sd) {
   low <- which(lower.tri(diag(f$d), diag = TRUE), arr.ind = TRUE)
   cov <- switch(f$covariance, full = , tied = sd[low[, 1]] * sd[low[, 2]], diagonal = sd^2, spherical = mean(sd^2))
   c(rep(1, f$k - 1 + !is.null(f$noise_support)), rep(sd, f$k),
-    rep(cov, if (f$covariance == "tied") 1 else f$k))
+    rep(cov, if (f$covariance == "tied") 1 else f$k), if (identical(mv_df_of(f), "estimated")) rep(1, f$k))
 }
 
 # -Hessian by optimHess with one Richardson extrapolation (steps h and 2h),
@@ -73,7 +90,7 @@ mv_units <- function(f, sd) {
 mv_numerical_information <- function(f, x, h = 1e-3) {
   theta <- mv_theta_of(f)
   s <- abs(theta) + 0.01 * mv_units(f, apply(x, 2, stats::sd))
-  ll <- function(u) mv_loglik(theta + s * u, x, f$k, f$covariance, f$noise_support)
+  ll <- function(u) mv_loglik(theta + s * u, x, f$k, f$covariance, f$noise_support, mv_df_of(f))
   hess <- function(h) stats::optimHess(rep(0, length(theta)), ll, control = list(ndeps = rep(h, length(theta))))
   -((4 * hess(h) - hess(2 * h)) / 3) / outer(s, s)
 }
@@ -136,6 +153,41 @@ test_that("vcov is the inverse of an independent numerical Hessian (d = 2, 3; K 
           expect_length(f$se, f$df_model + 1L)
         }
       }
+    }
+  }
+})
+
+test_that("t fits' vcov is the inverse of an independent numerical Hessian, df estimated or fixed", {
+  for (case in list(list("full", FALSE, NULL, 2, 2), list("tied", TRUE, NULL, 2, 3),
+                    list("diagonal", FALSE, 6, 2, 2), list("spherical", TRUE, NULL, 1, 3),
+                    list("full", FALSE, NULL, 3, 2))) {
+    structure <- case[[1]]
+    noise <- case[[2]]
+    df <- case[[3]]
+    k <- case[[4]]
+    d <- case[[5]]
+    label <- paste0("t, ", structure, ", K = ", k, ", d = ", d, if (noise) ", noise", if (!is.null(df)) ", df fixed")
+    set.seed(70 + k + d)
+    x <- mv_draw(150, k, d, noise)
+    # heavier tails than the normal's
+    x <- x + matrix(stats::rt(length(x), 4) * 0.3, nrow(x))
+    f <- bulkem(list(x), num.components = k, family = "t", covariance = structure, noise = noise, df = df,
+                random.inits = 10, epsilon = 1e-12, max.iters = 1e5, use.gpu = FALSE, seed = 1,
+                control = list(threads = 2))[[1]]
+    expect_identical(f$status, "converged", label = label)
+    expect_false(is.null(f$vcov), label = label)
+    if (is.null(f$vcov)) next
+    expect_equal(mv_loglik(mv_theta_of(f), x, k, structure, f$noise_support, mv_df_of(f)), f$loglik,
+                 tolerance = 1e-10, label = label)
+    info <- mv_numerical_information(f, x)
+    expect_lt(mv_worst_relative(solve(f$vcov), info), 1e-5, label = label)
+    expect_lt(mv_worst_relative(f$vcov, solve(info)), 1e-5, label = label)
+    expect_equal(sum(grepl("^df", rownames(f$vcov))), if (is.null(df)) k else 0, label = label)
+    expect_length(f$se, f$df_model + 1L)
+    ci <- confint(f)
+    if (is.null(df)) {
+      # df's interval on the log scale: positive, around the estimate
+      expect_true(all(ci[paste0("df", seq_len(k)), 1] > 0 & ci[paste0("df", seq_len(k)), 1] < f$df))
     }
   }
 })

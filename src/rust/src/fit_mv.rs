@@ -170,8 +170,10 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
 fn standard_errors(f: &MvFit, job: &MvJob) -> Result<[Robj; 2], Stop> {
     let Some(Ok(c)) = &f.covariance else { return Ok([Robj::default(), Robj::default()]) };
     let noise = f.noise_support.is_some();
-    let names = parameter_names(job.structure, f.k, f.d, noise, &job.variables);
-    let free = free_parameter_names(job.structure, f.k, f.d, noise, &job.variables);
+    let model = job.model();
+    let df = model.t && !model.df_fixed;
+    let names = parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
+    let free = free_parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
     let np = free.len();
     if c.se.len() != names.len() || c.vcov.len() != np * np {
         return Err(bulkem_core::Error::Internal("standard errors of the wrong length".into()).into());

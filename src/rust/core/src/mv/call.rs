@@ -371,15 +371,11 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
         _ => String::new(),
     };
     let params = best.params.to_data_units(&data.scaling).canonical();
-    // the observed information is the Normal components' so far
-    let covariance = (job.settings.standard_errors && !model.t).then(|| covariance(data, &params, structure));
-    if job.settings.standard_errors && model.t {
-        let no_se = "no standard errors: not computed for t components yet";
-        message = if message.is_empty() { no_se.into() } else { format!("{message}; {no_se}") };
-    }
+    let covariance = job.settings.standard_errors.then(|| covariance(data, &params, model));
     if let Some(Err(why)) = &covariance {
         // as the univariate fits say it (finish.rs's with_information)
-        let names = free_parameter_names(structure, k, data.d, data.log_noise.is_some(), &job.variables);
+        let df = model.t && !model.df_fixed;
+        let names = free_parameter_names(structure, k, data.d, data.log_noise.is_some(), df, &job.variables);
         let no_se = format!("no standard errors: {}", describe(*why, &names));
         message = if message.is_empty() { no_se } else { format!("{message}; {no_se}") };
     }

@@ -42,9 +42,11 @@
 //! are √V_z,aa · J_aa.
 
 use super::data::{MvData, Standardised};
-use super::model::{cholesky, MvParams, Structure};
+use super::model::{cholesky, Model, MvParams, Structure};
 use crate::linalg::invert;
 use crate::params::{Covariance, Singular};
+use crate::special::{digammas, ln_gamma};
+use crate::student::LN_PI;
 
 /// Where each free parameter sits in θ (module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,6 +55,8 @@ pub(crate) struct Layout {
     pub d: usize,
     pub structure: Structure,
     pub noise: bool,
+    /// t components with ν estimated: ν_1..ν_K after the covariances.
+    pub df: bool,
 }
 
 impl Layout {
@@ -76,8 +80,13 @@ impl Layout {
         let matrix = if self.structure == Structure::Tied { 0 } else { m };
         self.weights() + self.k * self.d + matrix * self.per_matrix() + c
     }
+    /// Component m's ν (with `df`).
+    pub fn df(self, m: usize) -> usize {
+        let matrices = if self.structure == Structure::Tied { 1 } else { self.k };
+        self.weights() + self.k * self.d + matrices * self.per_matrix() + m
+    }
     pub fn len(self) -> usize {
-        self.structure.free_parameters(self.k, self.d) + self.noise as usize
+        self.structure.free_parameters(self.k, self.d) + self.noise as usize + if self.df { self.k } else { 0 }
     }
     /// The direction E of each covariance parameter of a matrix, as the
     /// unit entries (row, column) it moves.
@@ -92,9 +101,13 @@ impl Layout {
         }
     }
     /// Component m's own parameters but its weight: its mean, then its
-    /// covariance parameters (shared ones when tied).
+    /// covariance parameters (shared ones when tied), then its ν.
     fn own(self, m: usize) -> Vec<usize> {
-        (0..self.d).map(|j| self.mu(m, j)).chain((0..self.per_matrix()).map(|c| self.cov(m, c))).collect()
+        (0..self.d)
+            .map(|j| self.mu(m, j))
+            .chain((0..self.per_matrix()).map(|c| self.cov(m, c)))
+            .chain(self.df.then(|| self.df(m)))
+            .collect()
     }
 }
 
@@ -102,11 +115,18 @@ impl Layout {
 /// .. alphaK, mu<m>.<variable> component by component, the covariance
 /// parameters in the order of `Layout` (sigma<m>.<row>.<column>; tied,
 /// sigma.<row>.<column>; spherical, sigma<m>, the variance v of Σ = v I),
-/// and `noise` with a noise component. `variables` names the d variables
-/// (x1, x2, .. where it has fewer).
-pub fn parameter_names(structure: Structure, k: usize, d: usize, noise: bool, variables: &[String]) -> Vec<String> {
+/// t's estimated ν (df<m>), and `noise` with a noise component. `variables`
+/// names the d variables (x1, x2, .. where it has fewer).
+pub fn parameter_names(
+    structure: Structure,
+    k: usize,
+    d: usize,
+    noise: bool,
+    df: bool,
+    variables: &[String],
+) -> Vec<String> {
     let var = |j: usize| variables.get(j).cloned().unwrap_or_else(|| format!("x{}", j + 1));
-    let at = Layout { k, d, structure, noise };
+    let at = Layout { k, d, structure, noise, df };
     let mut names: Vec<String> = (1..=k).map(|m| format!("alpha{m}")).collect();
     for m in 1..=k {
         names.extend((0..d).map(|j| format!("mu{m}.{}", var(j))));
@@ -121,6 +141,9 @@ pub fn parameter_names(structure: Structure, k: usize, d: usize, noise: bool, va
             });
         }
     }
+    if df {
+        names.extend((1..=k).map(|m| format!("df{m}")));
+    }
     if noise {
         names.push("noise".into());
     }
@@ -134,9 +157,10 @@ pub fn free_parameter_names(
     k: usize,
     d: usize,
     noise: bool,
+    df: bool,
     variables: &[String],
 ) -> Vec<String> {
-    let all = parameter_names(structure, k, d, noise, variables);
+    let all = parameter_names(structure, k, d, noise, df, variables);
     let dependent = if noise { all.len() - 1 } else { k - 1 };
     all.into_iter().enumerate().filter(|&(i, _)| i != dependent).map(|(_, n)| n).collect()
 }
@@ -176,18 +200,25 @@ pub(crate) struct MvInformation {
 /// The observed information of mixture `p` (standardised units, as
 /// `data`) under `structure`; NotFinite where a covariance is not positive
 /// definite or a weight not positive (no finite information there).
-pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> Result<MvInformation, Singular> {
+pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<MvInformation, Singular> {
     let (n, d, k) = (data.n, data.d, p.k);
+    let structure = model.structure;
     let noise = data.log_noise.is_some();
-    let at = Layout { k, d, structure, noise };
+    let t = !p.df.is_empty();
+    let at = Layout { k, d, structure, noise, df: t && !model.df_fixed };
     let np = at.len();
     let dirs = at.directions();
     let per = at.per_matrix();
-    let own_len = d + per;
+    // the mean's and covariance's own parameters, then ν's
+    let cov_len = d + per;
+    let own_len = cov_len + at.df as usize;
+    let dd = d as f64;
     let own: Vec<Vec<usize>> = (0..k).map(|m| at.own(m)).collect();
     // per component: P = Σ⁻¹ and log α − d/2 log 2π − ½ log|Σ|
     let mut prec = vec![0.0; k * d * d];
     let mut log_const = vec![0.0; k];
+    // t: ψ((ν+d)/2) − ψ(ν/2) and ½[ψ′((ν+d)/2) − ψ′(ν/2)] per component
+    let mut psi = vec![[0.0; 2]; k];
     for m in 0..k {
         let l = cholesky(p.cov(m), d).ok_or(Singular::NotFinite)?;
         if !(p.alpha[m] > 0.0) {
@@ -201,7 +232,21 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
             }
         }
         let log_det_half: f64 = (0..d).map(|j| l[j + d * j].ln()).sum();
-        log_const[m] = p.alpha[m].ln() - 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln() - log_det_half;
+        log_const[m] = match p.df.get(m) {
+            None => p.alpha[m].ln() - 0.5 * dd * (2.0 * std::f64::consts::PI).ln() - log_det_half,
+            Some(&nu) => {
+                if !crate::student::df_ok(nu) {
+                    return Err(Singular::NotFinite);
+                }
+                let (dh, th) = digammas((nu + dd) / 2.0);
+                let (d0, t0) = digammas(nu / 2.0);
+                psi[m] = [dh - d0, 0.5 * (th - t0)];
+                p.alpha[m].ln() + ln_gamma((nu + dd) / 2.0)
+                    - ln_gamma(nu / 2.0)
+                    - 0.5 * dd * (nu.ln() + LN_PI)
+                    - log_det_half
+            }
+        };
     }
     // the weights' rows: the components', then the noise's; the last is the
     // dependent weight
@@ -217,7 +262,10 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
     let mut complete = vec![0.0; np];
     let mut uu = vec![0.0; k * own_len * own_len];
     let mut own_score = vec![0.0; k * own_len];
+    // (t weighs a's moments by w = (ν+d)/(ν+δ), Σ r w beside Σ r; for
+    // Normal components w is exactly 1)
     let mut r0 = vec![0.0; k];
+    let mut rw0 = vec![0.0; k];
     let mut r1 = vec![0.0; k * d];
     let mut r2 = vec![0.0; k * d * d];
     let mut loglik = 0.0;
@@ -226,6 +274,8 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
     let mut l = vec![0.0; rows];
     let mut g = vec![0.0; np];
     let mut u = vec![0.0; own_len];
+    let (mut delta, mut wt) = (vec![0.0; k], vec![1.0; k]);
+    let mut v = vec![0.0; cov_len];
     for i in 0..n {
         for (j, xj) in x.iter_mut().enumerate() {
             *xj = data.at(i, j);
@@ -240,7 +290,14 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
                 *ar = (0..d).map(|c| pm[r + d * c] * e[c]).sum();
             }
             let q: f64 = am.iter().zip(&e).map(|(x, y)| x * y).sum();
-            l[m] = log_const[m] - 0.5 * q;
+            delta[m] = q;
+            l[m] = match p.df.get(m) {
+                None => log_const[m] - 0.5 * q,
+                Some(&nu) => {
+                    wt[m] = (nu + dd) / (nu + q);
+                    log_const[m] - 0.5 * (nu + dd) * (q / nu).ln_1p()
+                }
+            };
         }
         if let Some(t) = log_noise {
             l[k] = t;
@@ -264,9 +321,16 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
         }
         for m in 0..k {
             let (rm, am, pm) = (r[m], &a[m * d..(m + 1) * d], &prec[m * d * d..(m + 1) * d * d]);
-            u[..d].copy_from_slice(am);
+            let w = wt[m];
+            for (uj, aj) in u[..d].iter_mut().zip(am) {
+                *uj = w * aj;
+            }
             for (c, dir) in dirs.iter().enumerate() {
-                u[d + c] = 0.5 * dir.iter().map(|&(j, l)| am[j] * am[l] - pm[j + d * l]).sum::<f64>();
+                u[d + c] = 0.5 * dir.iter().map(|&(j, l)| w * am[j] * am[l] - pm[j + d * l]).sum::<f64>();
+            }
+            if at.df {
+                let (nu, q) = (p.df[m], delta[m]);
+                u[cov_len] = 0.5 * (psi[m][0] - (q / nu).ln_1p() + (q - dd) / (nu + q));
             }
             for (s, &idx) in own[m].iter().enumerate() {
                 let ru = rm * u[s];
@@ -279,9 +343,39 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
                     *v += ru * ut;
                 }
             }
+            if t {
+                // the t's Hessian beyond the Normal's weighted one:
+                // w/(2(ν+δ)) ∂δ ∂δᵀ, and with ν its cross terms
+                // −½(δ−d)/(ν+δ)² ∂δ and ½[½(ψ′((ν+d)/2) − ψ′(ν/2)) +
+                // δ/(ν(ν+δ)) − (δ−d)/(ν+δ)²]
+                let (nu, q) = (p.df[m], delta[m]);
+                for j in 0..d {
+                    v[j] = -2.0 * am[j];
+                }
+                for (c, dir) in dirs.iter().enumerate() {
+                    v[d + c] = -dir.iter().map(|&(j, l)| am[j] * am[l]).sum::<f64>();
+                }
+                let block = &mut uu[m * own_len * own_len..(m + 1) * own_len * own_len];
+                let coef = rm * w / (2.0 * (nu + q));
+                for s in 0..cov_len {
+                    for t in s..cov_len {
+                        block[s * own_len + t] += coef * v[s] * v[t];
+                    }
+                }
+                if at.df {
+                    let cross = -0.5 * rm * (q - dd) / ((nu + q) * (nu + q));
+                    for s in 0..cov_len {
+                        block[s * own_len + cov_len] += cross * v[s];
+                    }
+                    block[cov_len * own_len + cov_len] +=
+                        rm * 0.5 * (psi[m][1] + q / (nu * (nu + q)) - (q - dd) / ((nu + q) * (nu + q)));
+                }
+            }
             r0[m] += rm;
+            let rw = rm * w;
+            rw0[m] += rw;
             for j in 0..d {
-                let raj = rm * am[j];
+                let raj = rw * am[j];
                 r1[m * d + j] += raj;
                 for c in j..d {
                     r2[m * d * d + j + d * c] += raj * am[c];
@@ -322,7 +416,7 @@ pub(crate) fn information(data: &MvData, p: &MvParams, structure: Structure) -> 
         }
         for j in 0..d {
             for c in 0..d {
-                block[j + own_len * c] -= r0[m] * pm[j + d * c];
+                block[j + own_len * c] -= rw0[m] * pm[j + d * c];
             }
         }
         for (cc, dir) in dirs.iter().enumerate() {
@@ -399,8 +493,8 @@ fn standardised(p: &MvParams, s: &Standardised) -> MvParams {
 /// their standard errors, in the data's units, from the observed
 /// information on `data`; or why there are none. `se` is in the order of
 /// `parameter_names`, `vcov` of `free_parameter_names`.
-pub(crate) fn covariance(data: &MvData, params: &MvParams, structure: Structure) -> Result<Covariance, Singular> {
-    let info = information(data, &standardised(params, &data.scaling), structure)?;
+pub(crate) fn covariance(data: &MvData, params: &MvParams, model: Model) -> Result<Covariance, Singular> {
+    let info = information(data, &standardised(params, &data.scaling), model)?;
     let at = info.layout;
     let (k, d, np) = (at.k, at.d, at.len());
     let v = invert(&info.observed, &info.complete)?;
@@ -535,6 +629,9 @@ mod tests {
             for (c, dir) in at.directions().iter().enumerate() {
                 t[at.cov(m, c)] = p.cov(m)[dir[0].0 + at.d * dir[0].1];
             }
+            if at.df {
+                t[at.df(m)] = p.df[m];
+            }
         }
         t
     }
@@ -542,6 +639,11 @@ mod tests {
     /// θ back into parameters: the dependent weight 1 − Σ, each direction's
     /// entries set (both of a covariance, every diagonal entry of v I).
     fn params_of(theta: &[f64], at: Layout) -> MvParams {
+        params_of_t(theta, at, &[])
+    }
+
+    /// As `params_of`, a t mixture's: its ν from θ (Layout::df), or `fixed`.
+    fn params_of_t(theta: &[f64], at: Layout, fixed: &[f64]) -> MvParams {
         let (k, d) = (at.k, at.d);
         let mut p = MvParams {
             k,
@@ -550,7 +652,7 @@ mod tests {
             mu: vec![0.0; k * d],
             sigma: vec![0.0; k * d * d],
             noise: 0.0,
-            df: Vec::new(),
+            df: if at.df { (0..k).map(|m| theta[at.df(m)]).collect() } else { fixed.to_vec() },
         };
         let free: f64 = theta[..at.weights()].iter().sum();
         if at.noise {
@@ -580,7 +682,8 @@ mod tests {
     fn numerical_information(data: &MvData, p: &MvParams, at: Layout) -> Vec<f64> {
         let theta = theta_of(p, at);
         let np = theta.len();
-        let ll = |t: &[f64]| e_step(data, &params_of(t, at)).unwrap().loglik;
+        let fixed = if at.df { Vec::new() } else { p.df.clone() };
+        let ll = |t: &[f64]| e_step(data, &params_of_t(t, at, &fixed)).unwrap().loglik;
         let hessian = |rel: f64| {
             let h: Vec<f64> = theta.iter().map(|t| rel * t.abs().max(0.1)).collect();
             let mut out = vec![0.0; np * np];
@@ -621,7 +724,7 @@ mod tests {
             for noise in [false, true] {
                 for (d, k) in [(2, 1), (2, 2), (3, 2), (2, 3)] {
                     let (data, p) = case(structure, k, d, noise, 3 + k as u64);
-                    let info = information(&data, &p, structure).unwrap();
+                    let info = information(&data, &p, Model::normal(structure)).unwrap();
                     let at = info.layout;
                     assert_eq!(at.len(), structure.free_parameters(k, d) + noise as usize);
                     let st = e_step(&data, &p).unwrap();
@@ -636,10 +739,46 @@ mod tests {
     }
 
     #[test]
+    fn a_t_mixtures_information_matches_a_numerical_hessian() {
+        for (structure, noise, df_fixed) in [
+            (Structure::Full, false, false),
+            (Structure::Tied, true, false),
+            (Structure::Diagonal, false, true),
+            (Structure::Spherical, true, false),
+        ] {
+            for (k, d) in [(1, 2), (2, 2), (2, 3)] {
+                let (data, mut p) = case(structure, k, d, noise, 40 + k as u64);
+                p.df = (0..k).map(|m| 3.0 + 4.0 * m as f64).collect();
+                let model = Model { structure, t: true, df_fixed };
+                let info = information(&data, &p, model).unwrap();
+                let at = info.layout;
+                assert_eq!(at.df, !df_fixed);
+                let numeric = numerical_information(&data, &p, at);
+                let w = worst(&info.observed, &numeric, at.len());
+                assert!(w < 1e-6, "{structure:?} noise {noise} fixed {df_fixed} K {k} d {d}: {w:e}");
+                // the score too: the gradient of e_step's log-likelihood
+                let theta = theta_of(&p, at);
+                let fixed = if at.df { Vec::new() } else { p.df.clone() };
+                for (a, &g) in info.score.iter().enumerate() {
+                    let h = 1e-6 * theta[a].abs().max(0.1);
+                    let mut up = theta.clone();
+                    up[a] += h;
+                    let mut down = theta.clone();
+                    down[a] -= h;
+                    let num = (e_step(&data, &params_of_t(&up, at, &fixed)).unwrap().loglik
+                        - e_step(&data, &params_of_t(&down, at, &fixed)).unwrap().loglik)
+                        / (2.0 * h);
+                    assert!((g - num).abs() < 1e-4 * (1.0 + num.abs()), "{structure:?} {a}: {g} {num}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_score_is_the_gradient_of_the_e_steps_log_likelihood() {
         for structure in Structure::ALL {
             let (data, p) = case(structure, 2, 3, true, 17);
-            let info = information(&data, &p, structure).unwrap();
+            let info = information(&data, &p, Model::normal(structure)).unwrap();
             let at = info.layout;
             let theta = theta_of(&p, at);
             let ll = |t: &[f64]| e_step(&data, &params_of(t, at)).unwrap().loglik;
@@ -675,8 +814,8 @@ mod tests {
             for noise in [false, true] {
                 let (data, start) = case(structure, 2, 2, noise, 5);
                 let p = to_maximum(&data, start, structure).to_data_units(&data.scaling);
-                let cov = covariance(&data, &p, structure).unwrap();
-                let at = Layout { k: 2, d: 2, structure, noise };
+                let cov = covariance(&data, &p, Model::normal(structure)).unwrap();
+                let at = Layout { k: 2, d: 2, structure, noise, df: false };
                 let np = at.len();
                 // the information in the data's units by differences of the
                 // log-likelihood mapped there (θ_z from θ_data)
@@ -710,7 +849,7 @@ mod tests {
                 let w = at.weights();
                 let dep: f64 =
                     (0..w).flat_map(|a| (0..w).map(move |b| (a, b))).map(|(a, b)| cov.vcov[a + np * b]).sum();
-                let names = parameter_names(structure, 2, 2, noise, &[]);
+                let names = parameter_names(structure, 2, 2, noise, false, &[]);
                 assert_eq!(cov.se.len(), names.len());
                 let dependent = if noise { names.len() - 1 } else { 1 };
                 assert!((cov.se[dependent] - dep.sqrt()).abs() <= 1e-12 * dep.sqrt());
@@ -727,7 +866,7 @@ mod tests {
     fn names_follow_the_layout() {
         let v = ["a".to_string(), "b".to_string()];
         assert_eq!(
-            parameter_names(Structure::Full, 2, 2, false, &v),
+            parameter_names(Structure::Full, 2, 2, false, false, &v),
             [
                 "alpha1",
                 "alpha2",
@@ -744,15 +883,18 @@ mod tests {
             ]
         );
         assert_eq!(
-            free_parameter_names(Structure::Tied, 2, 2, true, &v)[4..],
+            free_parameter_names(Structure::Tied, 2, 2, true, false, &v)[4..],
             ["mu2.a", "mu2.b", "sigma.a.a", "sigma.b.a", "sigma.b.b"]
         );
-        assert_eq!(parameter_names(Structure::Spherical, 1, 3, true, &[])[4..], ["sigma1", "noise"]);
-        assert_eq!(parameter_names(Structure::Diagonal, 1, 2, false, &[])[3..], ["sigma1.x1.x1", "sigma1.x2.x2"]);
+        assert_eq!(parameter_names(Structure::Spherical, 1, 3, true, false, &[])[4..], ["sigma1", "noise"]);
+        assert_eq!(
+            parameter_names(Structure::Diagonal, 1, 2, false, false, &[])[3..],
+            ["sigma1.x1.x1", "sigma1.x2.x2"]
+        );
         for s in Structure::ALL {
             for noise in [false, true] {
-                let at = Layout { k: 3, d: 3, structure: s, noise };
-                assert_eq!(free_parameter_names(s, 3, 3, noise, &[]).len(), at.len());
+                let at = Layout { k: 3, d: 3, structure: s, noise, df: false };
+                assert_eq!(free_parameter_names(s, 3, 3, noise, false, &[]).len(), at.len());
             }
         }
     }
@@ -768,20 +910,23 @@ mod tests {
         two.alpha = vec![0.4, 0.6];
         two.mu = [one.mu.clone(), one.mu.clone()].concat();
         two.sigma = [one.sigma.clone(), one.sigma.clone()].concat();
-        let why = covariance(&data, &two, Structure::Full).unwrap_err();
-        let names = free_parameter_names(Structure::Full, 2, 2, false, &[]);
+        let why = covariance(&data, &two, Model::normal(Structure::Full)).unwrap_err();
+        let names = free_parameter_names(Structure::Full, 2, 2, false, false, &[]);
         assert_eq!(why, Singular::Collinear { at: 0 });
         assert_eq!(describe(why, &names), "the observed information is singular (first at alpha1)");
-        assert!(covariance(&data, &one, Structure::Full).is_ok());
+        assert!(covariance(&data, &one, Model::normal(Structure::Full)).is_ok());
         // a covariance that is not positive definite: no information
         let mut bad = one.clone();
         bad.sigma[1] = 10.0;
         bad.sigma[2] = 10.0;
-        assert_eq!(covariance(&data, &bad, Structure::Full).unwrap_err(), Singular::NotFinite);
+        assert_eq!(covariance(&data, &bad, Model::normal(Structure::Full)).unwrap_err(), Singular::NotFinite);
         // far from the maximum (a variance 30 times too large) the
         // information is indefinite
         let mut wide = one;
         wide.sigma.iter_mut().for_each(|s| *s *= 30.0);
-        assert!(matches!(covariance(&data, &wide, Structure::Full).unwrap_err(), Singular::Indefinite { .. }));
+        assert!(matches!(
+            covariance(&data, &wide, Model::normal(Structure::Full)).unwrap_err(),
+            Singular::Indefinite { .. }
+        ));
     }
 }
