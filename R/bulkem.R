@@ -276,6 +276,11 @@
 #'   upper)` for every dataset, or one pair per dataset (a list of such
 #'   pairs, `NULL` for a dataset's range, or a two-column matrix).
 #'   Observations outside it cannot be noise. Only with `noise = TRUE`.
+#'   For multivariate data a box: `NULL` for each dataset's bounding box,
+#'   a d x 2 matrix of lower and upper bounds (a row per variable, by name
+#'   when the rows are named) for every dataset, or a list of one such
+#'   matrix (or `NULL`) per dataset; a box must hold its dataset's
+#'   observations (else that dataset is `"invalid"`, its message says why).
 #' @param df With `family = "t"`: `NULL` (default) estimates each
 #'   component's degrees of freedom; one number fixes every component's
 #'   (e.g. `df = 4`), and with one `num.components`, K numbers fix each
@@ -530,7 +535,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   }
   family <- check_choice(family, "family", families)
   check_flag(noise, "noise")
-  noise.support <- check_noise_support(noise.support, length(datasets), noise)
+  # (multivariate data's boxes are checked by fit_multivariate())
+  if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   df <- check_df(df, family, num.components)
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
@@ -543,7 +549,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
                                         random.inits = random.inits, epsilon = epsilon,
                                         seed = seed, use.gpu = use.gpu, noise = noise,
-                                        family = family, df = df),
+                                        family = family, df = df, noise.support = noise.support),
                             control, covariance, verbose, started))
   }
   if (control$future) {

@@ -19,10 +19,6 @@ check_multivariate_args <- function(family, family_given, noise, noise.support, 
     stop_arg("`family = \"", family, "\"`: multivariate data are fitted with family = \"normal\" ",
              "(multivariate normal components) or \"t\" (multivariate Student's t)")
   }
-  if (!is.null(noise.support)) {
-    stop_arg("`noise.support` applies to univariate data only, so far: a multivariate noise ",
-             "component is uniform over each dataset's bounding box")
-  }
   # a multivariate start's components have no order to give K values by
   if (family == "t" && length(df) > 1) {
     stop_arg("`df` for multivariate data is one number, every component's (", length(df), " given)")
@@ -54,11 +50,13 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
             sprintf("%s component(s), %d start(s) each, on the %s engine",
                     paste(args$num.components, collapse = ", "), args$random.inits, engine))
   }
+  noise_box <- check_noise_box(args$noise.support, length(datasets), variables, args$noise)
   run <- function(engine) {
     settings <- core_settings(args$family, args$num.components, args$max.iters, args$random.inits,
                               args$epsilon, args$seed, control, engine, noise = args$noise,
                               df = args$df)
     settings$covariance <- covariance
+    settings$noise.box <- noise_box
     # the standard errors' names and messages (mu1.<variable>, ...)
     settings$variables <- variables
     fit_mv_(unname(datasets), settings, reporter$update)
@@ -83,6 +81,36 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
                          total = elapsed),
              na.action = input$na.action, groups = input$groups, response = input$response,
              covariance = covariance, variables = variables)
+}
+
+# `noise.support` for multivariate data: NULL (each dataset's bounding
+# box), one d x 2 matrix of lower and upper bounds (rows the variables, by
+# name when named) for every dataset, or a list with one such matrix (or
+# NULL) per dataset. As the core takes it: per box its d lower bounds then
+# its d upper ones, NA for a dataset's own box. Whether a box holds its
+# dataset is checked with the data (that dataset's status and message).
+check_noise_box <- function(support, n_datasets, variables, noise) {
+  if (is.null(support)) return(numeric(0))
+  if (!noise) stop_arg("`noise.support` is given but `noise = FALSE`: set `noise = TRUE` to fit a noise component")
+  d <- length(variables)
+  one <- function(b, where = "") {
+    if (is.null(b)) return(rep(NA_real_, 2 * d))
+    if (is.data.frame(b)) b <- as.matrix(b)
+    if (!is.numeric(b) || !identical(dim(b), c(as.integer(d), 2L)) || any(!is.finite(b)) || any(b[, 1] >= b[, 2])) {
+      stop_arg("`noise.support` for multivariate data must be a ", d, " x 2 matrix of finite lower < upper ",
+               "bounds, a row per variable (", paste(variables, collapse = ", "), "), or a list of one such ",
+               "matrix (or NULL) per dataset", where)
+    }
+    if (!is.null(rownames(b)) && all(variables %in% rownames(b))) b <- b[variables, , drop = FALSE]
+    as.double(b)
+  }
+  if (is.list(support) && !is.data.frame(support)) {
+    if (length(support) != n_datasets) {
+      stop_arg("`noise.support` has ", length(support), " boxes for ", n_datasets, " datasets")
+    }
+    return(unlist(Map(function(b, i) one(b, paste0("; element ", i, " is not")), support, seq_along(support))))
+  }
+  one(support)
 }
 
 # The variables' names on a fit's mu and sigma (and on every K's fit).

@@ -161,6 +161,9 @@ test_that("what multivariate fits do not take is an argument error naming it", {
   x <- list(as.matrix(faithful))
   for (call in list(quote(bulkem(x, family = "invgauss")),
                     quote(bulkem(x, noise = TRUE, noise.support = c(0, 1))),
+                    quote(bulkem(x, noise.support = cbind(c(0, 0), c(9, 99)))),
+                    quote(bulkem(x, noise = TRUE, noise.support = cbind(c(9, 0), c(0, 99)))),
+                    quote(bulkem(x, noise = TRUE, noise.support = list(NULL, NULL))),
                     quote(bulkem(x, control = list(accelerate = FALSE))),
                     quote(bulkem(x, control = list(engine = "cuda-streams"))),
                     quote(bulkem(x, covariance = "banded")),
@@ -261,3 +264,35 @@ test_that("a noise component takes the outliers, and its density is the uniform 
   on.exit(grDevices::dev.off())
   expect_identical(plot(fit), fit)
 })
+
+test_that("noise.support gives the noise component a box of the user's, per call or per dataset", {
+  set.seed(22)
+  x <- rbind(matrix(rnorm(400, sd = 0.5), 200), matrix(rnorm(400, 3, 0.5), 200),
+             cbind(runif(20, -10, 10), runif(20, -10, 10)))
+  colnames(x) <- c("a", "b")
+  y <- x[-(1:50), ]
+  # the instrument's range, rows by name in another order
+  box <- rbind(b = c(-20, 30), a = c(-12, 12))
+  fits <- bulkem(list(x, y), num.components = 2, noise = TRUE, noise.support = box, seed = 4,
+                 control = list(threads = 2))
+  for (f in fits) {
+    expect_identical(f$status, "converged")
+    expect_equal(f$noise_support, box[c("a", "b"), ], ignore_attr = TRUE)
+    # the uniform over the user's box: volume 24 x 50
+    expect_equal(f$loglik, mv_loglik(x[seq_len(f$n) + (nrow(x) - f$n), ], f), tolerance = 1e-10)
+  }
+  # a wider box is a thinner noise density: the fit differs from the
+  # bounding box's
+  own <- bulkem(list(x), num.components = 2, noise = TRUE, seed = 4, control = list(threads = 2))[[1]]
+  expect_false(isTRUE(all.equal(own$noise, fits[[1]]$noise)))
+  # one box per dataset, NULL for the dataset's own; a box that does not
+  # hold its dataset makes that dataset invalid and the other unchanged
+  each <- suppressWarnings(bulkem(list(x, y), num.components = 2, noise = TRUE, seed = 4,
+                                  noise.support = list(NULL, cbind(c(-1, -1), c(1, 1))),
+                                  control = list(threads = 2)))
+  expect_equal(each[[1]]$loglik, own$loglik)
+  expect_equal(each[[1]]$noise_support, own$noise_support)
+  expect_identical(each[[2]]$status, "invalid")
+  expect_match(each[[2]]$message, "noise.support")
+})
+

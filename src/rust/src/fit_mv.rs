@@ -33,12 +33,14 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let structure = Structure::from_name(structure)
         .ok_or_else(|| bulkem_core::Error::Internal(format!("unknown covariance \"{structure}\"")))?;
     let variables = named.texts("variables")?;
+    let noise_boxes = noise_boxes(&named.reals("noise.box")?, variables.len());
     let job = MvJob {
         datasets: borrow_matrices(&datasets)?,
         settings: call.settings,
         structure,
         engine: call.engine,
         variables,
+        noise_boxes,
     };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
@@ -62,6 +64,21 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
             timings(&counters)?,
         ],
     )?)
+}
+
+/// `noise.box` as R passes it: per box d lower bounds then d upper ones
+/// (a d × 2 matrix), NA for a dataset's own bounding box.
+fn noise_boxes(values: &[f64], d: usize) -> Vec<Option<Vec<(f64, f64)>>> {
+    if d == 0 {
+        return Vec::new();
+    }
+    values
+        .chunks_exact(2 * d)
+        .map(|b| {
+            let (lo, hi) = b.split_at(d);
+            (!b.iter().any(|v| v.is_nan())).then(|| lo.iter().copied().zip(hi.iter().copied()).collect())
+        })
+        .collect()
 }
 
 fn na(x: f64) -> f64 {

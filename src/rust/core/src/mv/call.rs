@@ -43,6 +43,10 @@ pub struct MvJob<'a> {
     pub settings: Settings,
     pub structure: Structure,
     pub engine: EngineKind,
+    /// With Settings::noise, the noise component's box by dataset ((lower,
+    /// upper) per variable, the data's units): empty, or `None` for a
+    /// dataset, its bounding box; one entry, every dataset's.
+    pub noise_boxes: Vec<Option<Vec<(f64, f64)>>>,
     pub variables: Vec<String>,
 }
 
@@ -153,6 +157,10 @@ impl MvJob<'_> {
             );
         }
 
+        let boxes = self.noise_boxes.len();
+        if !(boxes <= 1 || boxes == self.datasets.len()) {
+            return bad("noise.support", format!("{boxes} boxes for {} datasets", self.datasets.len()));
+        }
         let d = self.datasets.first().map_or(0, |m| m.d);
         if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
             return bad("datasets", format!("dataset {} is not a matrix of {d} variables", i + 1));
@@ -214,7 +222,15 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
     let started = std::time::Instant::now();
     let common = job.structure == Structure::Spherical;
     let prepared = queue::map(job.datasets.len(), threads, cancel, |i| {
-        MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common, s.noise)
+        let data = MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common, s.noise)?;
+        let noise_box = match job.noise_boxes.as_slice() {
+            [one] => one.as_ref(),
+            each => each.get(i).and_then(Option::as_ref),
+        };
+        match noise_box {
+            Some(b) if s.noise => data.with_noise_box(b),
+            _ => Ok(data),
+        }
     })?;
     let rescaled = counters.lap("rescale", started);
     let gpus = match job.engine {

@@ -85,6 +85,31 @@ impl MvData {
         Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash: hash_values(x), log_noise, support })
     }
 
+    /// The noise component uniform over `support` ((lower, upper) per
+    /// variable, the data's units) in place of the bounding box: the
+    /// measurement range, say. Why not, if the box does not hold every
+    /// observation (each needs a noise density) or is not a box.
+    pub fn with_noise_box(mut self, support: &[(f64, f64)]) -> Result<MvData, String> {
+        if support.len() != self.d {
+            return Err(format!("noise.support has {} ranges for {} variables", support.len(), self.d));
+        }
+        for (j, (&(lo, hi), &(min, max))) in support.iter().zip(&self.support).enumerate() {
+            if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+                return Err(format!("noise.support's range of variable {} is not finite lower < upper", j + 1));
+            }
+            if !(lo <= min && max <= hi) {
+                return Err(format!(
+                    "noise.support's range of variable {} ([{lo}, {hi}]) does not hold its observations ([{min}, {max}])",
+                    j + 1
+                ));
+            }
+        }
+        let volume = support.iter().zip(&self.scaling.scale).map(|(&(lo, hi), s)| ((hi - lo) / s).ln()).sum::<f64>();
+        self.log_noise = Some(-volume);
+        self.support = support.to_vec();
+        Ok(self)
+    }
+
     /// Observation i's value of variable j.
     #[inline(always)]
     pub fn at(&self, i: usize, j: usize) -> f64 {
@@ -112,6 +137,19 @@ mod tests {
         assert_eq!(noisy.support, vec![(1.0, 4.0), (10.0, 20.0)]);
         let in_data_units = noisy.log_noise.unwrap() - noisy.scaling.scale.iter().map(|s| s.ln()).sum::<f64>();
         assert!((in_data_units + 30f64.ln()).abs() < 1e-14);
+    }
+
+    #[test]
+    fn a_noise_box_of_the_users_replaces_the_bounding_box() {
+        let x = [1.0, 2.0, 3.0, 4.0, 10.0, 10.0, 20.0, 20.0];
+        let m = MvData::prepare(&x, 4, 2, false, true).unwrap().with_noise_box(&[(0.0, 5.0), (0.0, 30.0)]).unwrap();
+        assert_eq!(m.support, vec![(0.0, 5.0), (0.0, 30.0)]);
+        let in_data_units = m.log_noise.unwrap() - m.scaling.scale.iter().map(|s| s.ln()).sum::<f64>();
+        assert!((in_data_units + 150f64.ln()).abs() < 1e-14);
+        let m = || MvData::prepare(&x, 4, 2, false, true).unwrap();
+        assert!(m().with_noise_box(&[(0.0, 5.0), (11.0, 30.0)]).unwrap_err().contains("variable 2"));
+        assert!(m().with_noise_box(&[(0.0, 5.0)]).is_err());
+        assert!(m().with_noise_box(&[(5.0, 0.0), (0.0, 30.0)]).is_err());
     }
 
     #[test]
