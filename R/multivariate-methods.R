@@ -116,7 +116,7 @@ print.bulkem_mvfit <- function(x, ...) {
   if (isTRUE(x$fit_success)) {
     cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",
                 x$loglik, x$aic, x$bic, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
-    print(coef(x))
+    print(stats::coef(x))
   }
   invisible(x)
 }
