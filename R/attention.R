@@ -28,20 +28,32 @@ k_fits <- function(f, ks) {
 # The K of each fit in `all_k`.
 all_k_ks <- function(ak) vapply(ak, function(a) NROW(a$mu), 0L, USE.NAMES = FALSE)
 
+# The criterion that chose the K of a fit of several Ks (bulkem()'s
+# `criterion`, a column of its `by_k`): "bic" for results made before
+# fits named it.
+fit_criterion <- function(f) if (is.null(f$criterion)) "bic" else f$criterion
+
+# Its name in a message: "BIC".
+criterion_label <- function(f) toupper(fit_criterion(f))
+
 # TRUE where a fit of several Ks might have been chosen over another K
-# (chosen_over() decides): another K has a lower BIC than the chosen one,
-# or none. Cheap, for results of 100,000s of fits: most are FALSE here.
+# (chosen_over() decides): another K has a lower criterion (BIC) than the
+# chosen one, or none. Cheap, for results of 100,000s of fits: most are
+# FALSE here.
 k_maybe_over <- function(fits) {
   vapply(fits, function(f) {
     b <- f$by_k
-    !is.null(b) && isTRUE(f$fit_success) && (anyNA(b$bic) || any(b$bic < f$bic))
+    if (is.null(b) || !isTRUE(f$fit_success)) return(FALSE)
+    crit <- fit_criterion(f)
+    anyNA(b[[crit]]) || any(b[[crit]] < f[[crit]])
   }, NA, USE.NAMES = FALSE)
 }
 
 # Why each K in the fit's `by_k` was not chosen (NA for the K chosen):
 # its status where it did not converge ("failed", "max_iters", "invalid"),
 # "spurious" where it converged but no start passed the screen, otherwise
-# "higher BIC" (or "equal BIC": the smaller K wins a tie). A fit of one K
+# "higher BIC" (or "equal BIC": the smaller K wins a tie; ICL or AIC where
+# that chose). A fit of one K
 # gives NA when it has a fit, else its status.
 k_why_not <- function(f) {
   b <- f$by_k
@@ -56,26 +68,30 @@ k_why_not <- function(f) {
     } else {
       vapply(ak, function(a) isTRUE(a$spurious), NA, USE.NAMES = FALSE)[match(ks, all_k_ks(ak))]
     }
-    bic0 <- if (has_fit(f)) f$bic else NA_real_
+    crit <- fit_criterion(f)
+    v0 <- if (has_fit(f)) f[[crit]] else NA_real_
+    label <- criterion_label(f)
     why[conv] <- ifelse(spurious[conv] %in% TRUE, "spurious",
-                        ifelse(b$bic[conv] > bic0, "higher BIC", "equal BIC"))
+                        ifelse(b[[crit]][conv] > v0, paste("higher", label), paste("equal", label)))
   }
   if (has_fit(f)) why[ks == NROW(f$mu)] <- NA_character_
   why
 }
 
 # Which of the fit's other Ks made the choice: those not sound whose BIC
-# was lower than the chosen K's, or that have none (failed, invalid).
+# (criterion) was lower than the chosen K's, or that have none (failed,
+# invalid).
 # Logical, in the order of `by_k`; all FALSE for a fit of one K.
 k_flagged <- function(f, why = k_why_not(f)) {
   b <- f$by_k
   if (is.null(b) || !has_fit(f)) return(rep(FALSE, length(why)))
-  bic0 <- f$bic
+  crit <- fit_criterion(f)
   !is.na(why) & why %in% c("spurious", "failed", "max_iters", "invalid") &
-    (is.na(b$bic) | b$bic < bic0)
+    (is.na(b[[crit]]) | b[[crit]] < f[[crit]])
 }
 
-# Why a fit of several Ks has the K it has, in a few words: "lowest BIC";
+# Why a fit of several Ks has the K it has, in a few words: "lowest BIC"
+# (or the criterion that chose);
 # "K = 2 spurious" (and the like, "; " between Ks) where a K of lower or no
 # BIC was not sound; "no sound K" where no K was (the lowest BIC of all is
 # returned); "no K fitted". NA for a fit of one K.
@@ -83,10 +99,11 @@ k_chosen_why <- function(f, maybe = TRUE) {
   if (is.null(f$by_k)) return(NA_character_)
   if (!has_fit(f)) return("no K fitted")
   if (!fit_sound(f)) return("no sound K")
-  if (!maybe) return("lowest BIC")
+  lowest <- paste("lowest", criterion_label(f))
+  if (!maybe) return(lowest)
   why <- k_why_not(f)
   flagged <- k_flagged(f, why)
-  if (!any(flagged)) return("lowest BIC")
+  if (!any(flagged)) return(lowest)
   paste0("K = ", f$by_k$K[flagged], " ", why[flagged], collapse = "; ")
 }
 
@@ -205,7 +222,8 @@ fit_notes <- function(f) {
 k_failure <- function(f, k, why, a) {
   detail <- switch(why,
     spurious = if (!is.null(a)) spurious_culprit(a, f$data, f$rows),
-    max_iters = sprintf("its BIC %s is lower, but it did not converge", format(f$by_k$bic[f$by_k$K == k], digits = 7)),
+    max_iters = sprintf("its %s %s is lower, but it did not converge", criterion_label(f),
+                        format(f$by_k[[fit_criterion(f)]][f$by_k$K == k], digits = 7)),
     if (!is.null(a) && nzchar(a$message)) a$message)
   verb <- switch(why, spurious = "was spurious", failed = "failed", max_iters = "stopped at max.iters",
                  invalid = "was invalid", why)

@@ -138,8 +138,8 @@
 #' none is admissible, the best start is returned with `spurious = TRUE`. The
 #' estimates are plain maximum-likelihood EM estimates: the screen chooses
 #' among starts, it does not change any start's EM. Every engine applies the
-#' same screen. With several `num.components`, BIC chooses among the fits that
-#' converged and passed the screen. A call whose fits did not all converge,
+#' same screen. With several `num.components`, BIC (or `criterion`) chooses
+#' among the fits that converged and passed the screen. A call whose fits did not all converge,
 #' pass the screen and fit valid data gives one warning of class
 #' `bulkem_warning_convergence` with the counts (also in its field `counts`:
 #' `max_iters`, `failed`, `spurious`, `invalid` and `saddle`, the fits that
@@ -202,11 +202,13 @@
 #'   `asplit(m, 2)` for one dataset per column.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
-#'   them in the same call and its fit with the lowest BIC is returned, with
+#'   them in the same call and its fit with the lowest `criterion` (BIC by
+#'   default) is returned, with
 #'   `num_components` (the K chosen), `by_k` (a data frame of `K`,
-#'   `loglik`, `aic`, `bic` and `status` for every K) and `all_k` (every
+#'   `loglik`, `aic`, `bic`, `icl` and `status` for every K), `all_k` (every
 #'   K's fit, a list of `bulkem_fit`s: the chosen one first, then the others
-#'   by ascending K; each the fit a call with that K alone makes) added.
+#'   by ascending K; each the fit a call with that K alone makes) and
+#'   `criterion` (the criterion's name) added.
 #'   `K = 1` has a closed form, reached from one start.
 #' @param max.iters Maximum number of EM updates per start (E-step passes
 #'   that move the parameters; with `control$accelerate`, extrapolated
@@ -306,6 +308,17 @@
 #'   and the univariate fits' summary fields; `noise = TRUE` adds a uniform
 #'   component over each dataset's bounding box. Univariate
 #'   data take no `covariance`.
+#' @param criterion What chooses K among several `num.components` (the lowest
+#'   value wins, among the fits that converged and passed the screen):
+#'   `"bic"` (the default), `"icl"` or `"aic"`. ICL, the integrated
+#'   completed likelihood (Biernacki, Celeux and Govaert 2000), is BIC
+#'   minus twice the sum over the observations of the log of their largest
+#'   posterior probability (a noise component's included), as
+#'   [mclust::icl()] computes it (with the sign of bulkem's BIC: lower is
+#'   better); it penalises components that overlap, so it tends to choose
+#'   fewer, well-separated components where BIC fits a skewed or
+#'   heavy-tailed group with two. Every fit has `aic`, `bic` and `icl`
+#'   whatever the criterion.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -367,7 +380,11 @@
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`starts_run`}{how many starts were run: `random.inits`, times
 #'       the rounds `control$restarts` added.}
-#'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters.}
+#'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters
+#'       (more with a noise component or estimated `df`).}
+#'     \item{`icl`}{the integrated completed likelihood: `bic` minus twice
+#'       the sum of the log of each observation's largest posterior
+#'       probability (see `criterion`).}
 #'     \item{`starts_at_best`}{how many starts reached the winning
 #'       log-likelihood (within 1e-6 of it, relative): a confidence measure
 #'       for the optimum; 1 means it was found once, and more starts may find
@@ -403,8 +420,8 @@
 #'       dropped missing values (as [lm()] has `na.action` only when it
 #'       dropped rows): how many (`n` counts those that remained).}
 #'   }
-#'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`
-#'   are `NA`. Methods: [print.bulkem()], [summary.bulkem()] (one row per
+#'   Without a fit, parameters are `NA` vectors and `loglik`, `aic`, `bic`,
+#'   `icl` are `NA`. Methods: [print.bulkem()], [summary.bulkem()] (one row per
 #'   dataset) and [summary.bulkem_fit()] (one fit, with standard errors),
 #'   [as.data.frame.bulkem()], [coef.bulkem()], `logLik()`, `AIC()`, `BIC()`,
 #'   `nobs()`, `deviance()` ([bulkem-ic], one value per dataset),
@@ -495,6 +512,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    seed = NULL, control = list(), ...,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
+                   criterion = c("bic", "icl", "aic"),
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -522,6 +540,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
              "with a matrix response); univariate data have one variance per component")
   }
   covariance <- check_choice(covariance, "covariance", covariance_structures)
+  criterion <- check_choice(criterion, "criterion", criteria)
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
@@ -549,7 +568,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_multivariate(input, list(num.components = num.components, max.iters = max.iters,
                                         random.inits = random.inits, epsilon = epsilon,
                                         seed = seed, use.gpu = use.gpu, noise = noise,
-                                        family = family, df = df, noise.support = noise.support),
+                                        family = family, df = df, noise.support = noise.support,
+                                        criterion = criterion),
                             control, covariance, verbose, started))
   }
   if (control$future) {
@@ -557,13 +577,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
-                                  noise = noise, df = df),
+                                  noise = noise, df = df, criterion = criterion),
                       control, verbose, started, noise.support))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
-                                 control, engine, noise, noise.support, df), reporter$update)
+                                 control, engine, noise, noise.support, df, criterion), reporter$update)
   }
 
   if (verbose) {
@@ -640,3 +660,6 @@ attach_inputs <- function(fits, datasets, input, keep.data) {
   names(fits) <- names(datasets)
   fits
 }
+
+# What chooses K among several (bulkem()'s `criterion`): the lowest wins.
+criteria <- c("bic", "icl", "aic")

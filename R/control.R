@@ -338,11 +338,13 @@ check_tuning <- function(tuning) {
 # these names (src/rust/src/settings.rs), so a new control setting reaches
 # it without a change here.
 core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
-                          control, engine, noise = FALSE, noise.support = numeric(0), df = NULL) {
+                          control, engine, noise = FALSE, noise.support = numeric(0), df = NULL,
+                          criterion = "bic") {
   settings <- c(list(family = family, num.components = as.integer(num.components),
                      max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
                      epsilon = epsilon, seed = as.double(seed), noise = noise,
-                     noise.support = as.double(noise.support), df = as.double(df)),
+                     noise.support = as.double(noise.support), df = as.double(df),
+                     criterion = criterion),
                 unclass(control))
   settings$engine <- engine
   attr(settings, "given") <- NULL

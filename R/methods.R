@@ -25,7 +25,7 @@ dataset_names <- function(x) {
 #'   method first counts the fits to mistrust, see below) with `dataset`,
 #'   `n`, `k` (the number of components of the fit, the one chosen when
 #'   several were fitted), `status`, `converged`, `iterations`, `loglik`,
-#'   `aic`, `bic`, `starts_ok`, `best_start`, `starts_at_best` (how many
+#'   `aic`, `bic`, `icl`, `starts_ok`, `best_start`, `starts_at_best` (how many
 #'   starts reached the best log-likelihood), `fragile` (`TRUE` when only
 #'   one of several starts did: more starts may find a better fit),
 #'   `spurious` (no start passed the spurious-solution screen) and, when
@@ -63,7 +63,7 @@ summary.bulkem <- function(object, ...) {
     dataset = dataset_names(object), n = get("n", 0L),
     k = vapply(fits, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE), status = get("status", ""),
     converged = get("converged", NA), iterations = get("num_iterations", 0L),
-    loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0),
+    loglik = get("loglik", 0), aic = get("aic", 0), bic = get("bic", 0), icl = get("icl", 0),
     starts_ok = get("starts_ok", 0L), best_start = get("best_start", 0L),
     starts_at_best = vapply(fits, function(f) as.integer(f$starts_at_best)[1], 0L, USE.NAMES = FALSE),
     fragile = fits_fragile(fits),
@@ -91,6 +91,13 @@ print.summary.bulkem <- function(x, ...) {
   cat("\n")
   print(plain_frame(x), ...)
   invisible(x)
+}
+
+# " (chosen by BIC)" where some fit chose among several Ks (by its
+# criterion), else "".
+chosen_by <- function(fits) {
+  for (f in fits) if (!is.null(f$by_k)) return(paste0(" (chosen by ", criterion_label(f), ")"))
+  ""
 }
 
 # How many fits of a result to mistrust, and why, from its summary's
@@ -242,7 +249,7 @@ print.bulkem <- function(x, n = 5, ...) {
               } else "",
               if (length(k) > 1) {
                 paste0(" of ", paste(k, collapse = ", "), " components",
-                       if (any(vapply(fits, function(f) !is.null(f$by_k), NA))) " (chosen by BIC)")
+                       chosen_by(fits))
               } else if (length(k) == 1) {
                 paste0(" of ", k, " component", if (k == 1) "" else "s")
               } else ""))
@@ -279,8 +286,8 @@ print.bulkem_fit <- function(x, ...) {
   notes <- fit_notes(x)
   if (length(notes) > 0) cat(paste0(notes, "\n"), sep = "")
   if (isTRUE(x$fit_success)) {
-    cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",
-                x$loglik, x$aic, x$bic, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
+    cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, ICL %.4f, %d iterations, best of %d good start%s\n\n",
+                x$loglik, x$aic, x$bic, x$icl, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
     print(coef.bulkem_fit(x))
   }
   invisible(x)

@@ -66,9 +66,11 @@ generics::augment
 #' logLik`), `df` (`3k - 1`, one more with a noise component, k more with
 #' the t's estimated degrees of freedom), `nobs`, `status`, `converged`, `iterations`,
 #' `starts_ok`, `starts_at_best`, `spurious`, `spurious_starts` (see
-#' [bulkem()] for what these fields mean) and `fragile` (`TRUE` when the
+#' [bulkem()] for what these fields mean) `fragile` (`TRUE` when the
 #' best log-likelihood was reached by one start only, of several run: more
-#' starts may find a better fit).
+#' starts may find a better fit), and `ICL` (BIC minus twice the sum of the
+#' log of each observation's largest posterior probability; see
+#' [bulkem()]'s `criterion`).
 #'
 #' `augment()`: one row per observation, with columns (`dataset`,) `x` (the
 #' value), `.component` (the most likely component, an integer),
@@ -210,6 +212,7 @@ glance_fits <- function(fits) {
              spurious = get(function(f) isTRUE(f$spurious), NA),
              spurious_starts = get(function(f) as.integer(f$spurious_starts), 0L),
              fragile = fits_fragile(fits),
+             ICL = get(function(f) if (is.null(f$icl)) NA_real_ else as.numeric(f$icl), 0),
              stringsAsFactors = FALSE)
 }
 

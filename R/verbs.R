@@ -208,7 +208,8 @@ summary.bulkem_fit <- function(object, ...) {
   if (!is.null(by_k)) by_k$why_not <- k_why_not(object)
   structure(list(
     coefficients = coefs, family = object$family, k = k, n = object$n, df = fit_df(object),
-    loglik = fit_loglik(object), aic = object$aic, bic = object$bic, status = object$status,
+    loglik = fit_loglik(object), aic = object$aic, bic = object$bic, icl = object$icl,
+    criterion = if (!is.null(by_k)) criterion_label(object), status = object$status,
     converged = object$converged, message = object$message, iterations = object$num_iterations,
     starts_ok = object$starts_ok, starts_at_best = object$starts_at_best,
     fragile = fits_fragile(list(object)),
@@ -236,11 +237,13 @@ print.summary.bulkem_fit <- function(x, digits = max(3L, getOption("digits") - 3
   names(tab)[4] <- names(cf)[6]
   cat("\nComponents (standard errors in parentheses):\n")
   print(tab, row.names = FALSE, right = TRUE)
-  cat(sprintf("\nlog-likelihood %s (df = %d), AIC %s, BIC %s\n",
+  cat(sprintf("\nlog-likelihood %s (df = %d), AIC %s, BIC %s, ICL %s\n",
               format(signif(x$loglik, digits + 3)), as.integer(x$df),
-              format(signif(x$aic, digits + 3)), format(signif(x$bic, digits + 3))))
+              format(signif(x$aic, digits + 3)), format(signif(x$bic, digits + 3)),
+              format(signif(x$icl, digits + 3))))
   if (!is.null(x$by_k)) {
-    cat(sprintf("K = %d chosen by BIC among K = %s:\n", x$k, paste(x$by_k$K, collapse = ", ")))
+    cat(sprintf("K = %d chosen by %s among K = %s:\n", x$k, if (is.null(x$criterion)) "BIC" else x$criterion,
+                paste(x$by_k$K, collapse = ", ")))
     print(x$by_k, row.names = FALSE, digits = digits + 3)
   }
   invisible(x)
@@ -307,21 +310,23 @@ c.bulkem <- function(...) {
 #' Compare the numbers of components fitted
 #'
 #' When `bulkem()` fitted several numbers of components (`num.components =
-#' 1:3`), each fit keeps the log-likelihood, AIC, BIC and status of every K
-#' (its `by_k`) and is the one of lowest BIC among the Ks that converged and
-#' passed the spurious-solution screen. `bulkem_compare()` puts these in one
+#' 1:3`), each fit keeps the log-likelihood, AIC, BIC, ICL and status of
+#' every K (its `by_k`) and is the one of lowest BIC (or of bulkem()'s
+#' `criterion`) among the Ks that converged and passed the spurious-solution
+#' screen. `bulkem_compare()` puts these in one
 #' long table, one row per dataset and K, for model comparison across
 #' datasets (e.g. how often each K wins, or how clear the choice was).
 #'
 #' @param object A `bulkem` result (or one `bulkem_fit`).
 #' @returns A data frame with one row per dataset and K: `dataset`, `K`,
-#'   `df` (`3K - 1`), `loglik`, `aic`, `bic`, `status` (of that K's fit),
+#'   `df` (`3K - 1`), `loglik`, `aic`, `bic`, `icl`, `status` (of that K's fit),
 #'   `delta_bic` (its BIC minus the lowest BIC of the dataset's Ks, `NA`
 #'   where it has none), `chosen` (`TRUE` for the K the returned fit has)
 #'   and `why_not`: why that K was not chosen, `NA` for the K chosen;
 #'   `"failed"`, `"invalid"` or `"max_iters"` (its status), `"spurious"`
 #'   (it converged, but no start passed the spurious-solution screen),
-#'   `"higher BIC"` or `"equal BIC"` (the smaller K wins a tie). A K that
+#'   `"higher BIC"` or `"equal BIC"` (the smaller K wins a tie; `"higher
+#'   ICL"` and so on where `criterion` chose). A K that
 #'   is not sound and has a lower BIC than the one chosen (or none) is why
 #'   the chosen K was chosen: `summary()`'s column `why` says so per
 #'   dataset. A result fitted with one K gives one row per dataset, that
@@ -343,7 +348,7 @@ bulkem_compare <- function(object) {
   tabs <- lapply(fits, function(f) {
     if (!is.null(f$by_k)) return(f$by_k)
     list(K = NROW(f$mu), loglik = fit_loglik(f), aic = as.numeric(f$aic),
-         bic = as.numeric(f$bic), status = f$status)
+         bic = as.numeric(f$bic), icl = as.numeric(f$icl), status = f$status)
   })
   n <- vapply(tabs, function(t) length(t$K), 0L, USE.NAMES = FALSE)
   col <- function(name) unlist(lapply(tabs, `[[`, name), use.names = FALSE)
@@ -360,6 +365,7 @@ bulkem_compare <- function(object) {
   data.frame(dataset = rep(dataset_names(object), n), K = k,
              df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
+             icl = as.numeric(col("icl")),
              status = as.character(col("status")), delta_bic = bic - rep(best, n),
              chosen = !is.na(rep(chosen_k, n)) & k == rep(chosen_k, n), why_not = why_not,
              stringsAsFactors = FALSE)

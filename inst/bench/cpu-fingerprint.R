@@ -77,10 +77,16 @@ if (args[1] == "save") {
     new <- cases[[n]]()
     # a field the old results lack is new, not a changed result: reported,
     # then left out of the comparison
-    # (in every K's fit of a choice over K too)
-    added <- unique(unlist(lapply(seq_along(new), function(i) setdiff(names(new[[i]]), names(old[[n]][[i]])))))
+    # (in every K's fit of a choice over K too, and a new column of by_k)
+    added <- unique(unlist(lapply(seq_along(new), function(i) {
+      f <- new[[i]]
+      o <- old[[n]][[i]]
+      c(setdiff(names(f), names(o)),
+        if (is.data.frame(f$by_k) && is.data.frame(o$by_k)) paste0("by_k$", setdiff(names(f$by_k), names(o$by_k))))
+    })))
     drop_new <- function(f, o) {
       f[setdiff(names(f), names(o))] <- NULL
+      if (is.data.frame(f$by_k) && is.data.frame(o$by_k)) f$by_k <- f$by_k[intersect(names(f$by_k), names(o$by_k))]
       if (is.list(f$all_k) && is.list(o$all_k) && length(f$all_k) == length(o$all_k)) {
         f$all_k <- Map(drop_new, f$all_k, o$all_k)
       }

@@ -26,7 +26,7 @@ test_that("a 2015-style positional call returns every documented field", {
   expect_named(f, c("lambda", "mu", "alpha", "init_lambda", "init_mu", "init_alpha",
                     "loglik", "num_iterations", "fit_success", "family", "n", "k",
                     "converged", "status", "message", "best_start", "starts_ok",
-                    "aic", "bic", "starts_at_best", "spurious", "spurious_starts",
+                    "aic", "bic", "icl", "starts_at_best", "spurious", "spurious_starts",
                     "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df"))
   expect_null(f$df)
   expect_identical(f$family, "invgauss")

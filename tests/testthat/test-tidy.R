@@ -88,7 +88,7 @@ for (family in c("normal", "invgauss")) {
     # every column kept where it was, `fragile` added last
     expect_identical(names(g), c("dataset", "family", "k", "logLik", "AIC", "BIC", "deviance", "df", "nobs",
                                  "status", "converged", "iterations", "starts_ok", "starts_at_best",
-                                 "spurious", "spurious_starts", "fragile"))
+                                 "spurious", "spurious_starts", "fragile", "ICL"))
     k <- vapply(m$fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
     ref <- c(reference_loglik(m$d$a, m$fits$a), reference_loglik(m$d$b, m$fits$b), NA)
     n <- unname(lengths(m$d))

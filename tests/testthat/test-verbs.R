@@ -168,7 +168,7 @@ test_that("bulkem_compare() tabulates every dataset and K against the closed for
   fits <- quiet_bulkem(d, num.components = 1:3, family = "normal", random.inits = 5, seed = 4,
                        use.gpu = FALSE)
   cmp <- bulkem_compare(fits)
-  expect_named(cmp, c("dataset", "K", "df", "loglik", "aic", "bic", "status", "delta_bic", "chosen",
+  expect_named(cmp, c("dataset", "K", "df", "loglik", "aic", "bic", "icl", "status", "delta_bic", "chosen",
                       "why_not"))
   expect_identical(cmp$dataset, rep(c("one", "two", "bad"), each = 3))
   expect_identical(cmp$K, rep(1:3, 3))

@@ -5,7 +5,9 @@
 
 use std::os::raw::{c_char, c_int};
 
-use bulkem_core::{free_parameter_names, parameter_names, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS};
+use bulkem_core::{
+    free_parameter_names, parameter_names, Criterion, Family, Fit, Outcome, Params, Status, MAX_COMPONENTS,
+};
 use extendr_api::{Attributes, Robj};
 use extendr_ffi::{
     cetype_t, R_ClassSymbol, R_DimNamesSymbol, R_DimSymbol, R_NaInt, R_NaReal, R_NamesSymbol, R_RowNamesSymbol,
@@ -17,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 29] = [
+const FIELDS: [&str; 30] = [
     "shape",
     "mu",
     "alpha",
@@ -37,6 +39,7 @@ const FIELDS: [&str; 29] = [
     "starts_ok",
     "aic",
     "bic",
+    "icl",
     "starts_at_best",
     "spurious",
     "spurious_starts",
@@ -48,9 +51,10 @@ const FIELDS: [&str; 29] = [
     "noise_support",
     "df",
 ];
-/// With several Ks: the K chosen, every K's summary, and every K's fit (the
-/// chosen one first, then the others by ascending K), each a list of FIELDS.
-const CHOICE_FIELDS: [&str; 3] = ["num_components", "by_k", "all_k"];
+/// With several Ks: the K chosen, every K's summary, every K's fit (the
+/// chosen one first, then the others by ascending K), each a list of
+/// FIELDS, and the name of the criterion that chose (`criterion`).
+const CHOICE_FIELDS: [&str; 4] = ["num_components", "by_k", "all_k", "criterion"];
 
 /// The position of field `name` in FIELDS, then CHOICE_FIELDS; a name in
 /// neither does not compile (the constant's evaluation fails).
@@ -102,6 +106,7 @@ mod field {
     pub const STARTS_OK: usize = at("starts_ok");
     pub const AIC: usize = at("aic");
     pub const BIC: usize = at("bic");
+    pub const ICL: usize = at("icl");
     pub const STARTS_AT_BEST: usize = at("starts_at_best");
     pub const SPURIOUS: usize = at("spurious");
     pub const SPURIOUS_STARTS: usize = at("spurious_starts");
@@ -118,9 +123,10 @@ mod field {
     pub const NUM_COMPONENTS: usize = at("num_components");
     pub const BY_K: usize = at("by_k");
     pub const ALL_K: usize = at("all_k");
+    pub const CRITERION: usize = at("criterion");
 }
 /// Columns of `by_k`.
-const BY_K_COLUMNS: [&str; 5] = ["K", "loglik", "aic", "bic", "status"];
+const BY_K_COLUMNS: [&str; 6] = ["K", "loglik", "aic", "bic", "icl", "status"];
 
 unsafe fn strings(values: &[&str]) -> SEXP {
     let v = Rf_protect(Rf_allocVector(SEXPTYPE::STRSXP, values.len() as R_xlen_t));
@@ -235,6 +241,8 @@ pub struct FitLists {
     names_one: SEXP,
     class: SEXP,
     family_name: SEXP,
+    /// With several Ks, the name of the criterion that chooses among them.
+    criterion_name: SEXP,
     /// One R string per Status::ALL, in that order.
     statuses: SEXP,
     by_k_names: SEXP,
@@ -273,14 +281,15 @@ enum Slot {
 }
 
 impl FitLists {
-    /// On R's main thread. `k`: the call's one K (None with several).
-    /// `df`: the call estimates Student's t's ν.
+    /// On R's main thread. `k`: the call's one K (None with several, chosen
+    /// by `criterion`). `df`: the call estimates Student's t's ν.
     pub fn new(
         datasets: usize,
         family: Family,
         noise: bool,
         df: bool,
         k: Option<usize>,
+        criterion: Criterion,
         standard_errors: bool,
     ) -> FitLists {
         let choice = k.is_none();
@@ -301,7 +310,7 @@ impl FitLists {
         // (protected) at once, and `keep` is protected by its Robj before
         // the protect stack is unwound.
         unsafe {
-            let keep = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 14));
+            let keep = Rf_protect(Rf_allocVector(SEXPTYPE::VECSXP, 15));
             let put = |i: usize, v: SEXP| {
                 SET_VECTOR_ELT(keep, i as R_xlen_t, v);
                 v
@@ -325,6 +334,7 @@ impl FitLists {
             let na_real = put(11, real(f64::NAN));
             let ints = Ints { cache: put(12, Rf_allocVector(SEXPTYPE::VECSXP, SHARED_INTS as R_xlen_t)) };
             let names_one = put(13, strings(&names_one));
+            let criterion_name = put(14, strings(&[criterion.name()]));
             let keep = Robj::from_sexp(keep);
             Rf_unprotect(1);
             FitLists {
@@ -334,6 +344,7 @@ impl FitLists {
                 names_one,
                 class,
                 family_name,
+                criterion_name,
                 statuses,
                 by_k_names,
                 frame_class,
@@ -477,6 +488,7 @@ impl FitLists {
         set(field::STARTS_OK, count(f.starts_ok));
         store(field::AIC, &[na(aic)]);
         store(field::BIC, &[na(bic)]);
+        store(field::ICL, &[na(f.icl())]);
         set(field::STARTS_AT_BEST, count(f.starts_at_best));
         set(field::SPURIOUS, if f.spurious { yes } else { no });
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
@@ -509,6 +521,7 @@ impl FitLists {
             // every K's fit, the chosen one first: lists of their own fields
             let all = Rf_allocVector(SEXPTYPE::VECSXP, (1 + f.other_k.len()) as R_xlen_t);
             set(field::ALL_K, all);
+            set(field::CRITERION, self.criterion_name);
             for (i, g) in std::iter::once(f).chain(&f.other_k).enumerate() {
                 let one = Rf_allocVector(SEXPTYPE::VECSXP, FIELDS.len() as R_xlen_t);
                 SET_VECTOR_ELT(all, i as R_xlen_t, one);
@@ -597,7 +610,7 @@ unsafe fn set_standard_errors(l: SEXP, at: usize, f: &Fit, noise: bool, df: bool
     }
 }
 
-/// `by_k` as an R data frame (K, loglik, aic, bic, status), built directly:
+/// `by_k` as an R data frame (K, loglik, aic, bic, icl, status), built directly:
 /// data.frame() in R costs far more than the fit itself for small datasets.
 ///
 /// # Safety
@@ -614,8 +627,9 @@ unsafe fn by_k_frame(f: &Fit, names: SEXP, class: SEXP, status_of: &dyn Fn(Statu
     SET_VECTOR_ELT(frame, 1, reals_na(f.by_k.iter().map(|s| s.loglik)));
     SET_VECTOR_ELT(frame, 2, reals_na(f.by_k.iter().map(|s| s.aic)));
     SET_VECTOR_ELT(frame, 3, reals_na(f.by_k.iter().map(|s| s.bic)));
+    SET_VECTOR_ELT(frame, 4, reals_na(f.by_k.iter().map(|s| s.icl)));
     let status = Rf_allocVector(SEXPTYPE::STRSXP, rows as R_xlen_t);
-    SET_VECTOR_ELT(frame, 4, status);
+    SET_VECTOR_ELT(frame, 5, status);
     for (j, s) in f.by_k.iter().enumerate() {
         SET_STRING_ELT(status, j as R_xlen_t, STRING_ELT(status_of(s.status), 0));
     }

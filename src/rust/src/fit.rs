@@ -43,7 +43,8 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let finals = Finals::new(n);
     let one_k = job.settings.components.first().copied().filter(|_| !choice);
     let df = job.settings.family.has_df() && job.settings.df.is_empty();
-    let mut lists = FitLists::new(n, job.settings.family, job.settings.noise, df, one_k, job.settings.standard_errors);
+    let s = &job.settings;
+    let mut lists = FitLists::new(n, s.family, s.noise, df, one_k, s.criterion, s.standard_errors);
     let mut building = Building::default();
     // Lists of fits to come are reserved only while a GPU works: the CPU
     // engine keeps every core busy, and R's main thread would take one from

@@ -126,6 +126,7 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
         "starts_ok",
         "aic",
         "bic",
+        "icl",
         "starts_at_best",
         "spurious",
         "spurious_starts",
@@ -155,6 +156,7 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
         int(f.starts_ok),
         Robj::from(na(aic)),
         Robj::from(na(bic)),
+        Robj::from(na(f.icl())),
         int(f.starts_at_best),
         Robj::from(f.spurious),
         int(f.spurious_starts),
@@ -172,8 +174,13 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
         let by_k = data_frame(f)?;
         let all: Vec<Robj> =
             std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, job, false)).collect::<Result<_, _>>()?;
-        names.extend(["num_components", "by_k", "all_k"]);
-        values.extend([Robj::from(k as i32), by_k, Robj::from(List::from_values(all))]);
+        names.extend(["num_components", "by_k", "all_k", "criterion"]);
+        values.extend([
+            Robj::from(k as i32),
+            by_k,
+            Robj::from(List::from_values(all)),
+            Robj::from(job.settings.criterion.name()),
+        ]);
     }
     let mut list = Robj::from(List::from_names_and_values(names, values)?);
     list.set_class(["bulkem_mvfit", "bulkem_fit"])?;
@@ -214,17 +221,18 @@ fn noise_support(f: &MvFit) -> Result<Robj, Stop> {
     Ok(m)
 }
 
-/// `by_k`: K, loglik, aic, bic, status for every K fitted, ascending K.
+/// `by_k`: K, loglik, aic, bic, icl, status for every K fitted, ascending K.
 fn data_frame(f: &MvFit) -> Result<Robj, Stop> {
     let rows = f.by_k.len();
     let col = |g: fn(&bulkem_core::KSummary) -> f64| Robj::from(f.by_k.iter().map(|s| na(g(s))).collect::<Vec<f64>>());
     let mut frame = Robj::from(List::from_names_and_values(
-        ["K", "loglik", "aic", "bic", "status"],
+        ["K", "loglik", "aic", "bic", "icl", "status"],
         [
             Robj::from(f.by_k.iter().map(|s| s.k as i32).collect::<Vec<i32>>()),
             col(|s| s.loglik),
             col(|s| s.aic),
             col(|s| s.bic),
+            col(|s| s.icl),
             Robj::from(f.by_k.iter().map(|s| s.status.name()).collect::<Vec<&str>>()),
         ],
     )?);

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{EngineKind, Error, Family, Settings, ShortRuns, StartScheme, Support, Tuning};
+use bulkem_core::{Criterion, EngineKind, Error, Family, Settings, ShortRuns, StartScheme, Support, Tuning};
 use extendr_api::prelude::*;
 
 use crate::error::Stop;
@@ -134,6 +134,9 @@ impl Call {
         let family = Family::from_name(family).ok_or_else(|| internal(format!("unknown family \"{family}\"")))?;
         let engine = s.text("engine")?;
         let engine = EngineKind::from_name(engine).ok_or_else(|| internal(format!("unknown engine \"{engine}\"")))?;
+        let criterion = s.text("criterion")?;
+        let criterion =
+            Criterion::from_name(criterion).ok_or_else(|| internal(format!("unknown criterion \"{criterion}\"")))?;
         let scheme = s.text("starts")?;
         let start_scheme =
             StartScheme::from_name(scheme).ok_or_else(|| internal(format!("unknown start scheme \"{scheme}\"")))?;
@@ -161,6 +164,7 @@ impl Call {
             standard_errors: s.flag("standard.errors")?,
             noise: s.flag("noise")?,
             df: s.reals("df")?,
+            criterion,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),

@@ -46,6 +46,7 @@ fn main() {
             standard_errors: true,
             noise: false,
             df: Vec::new(),
+            criterion: Default::default(),
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),

@@ -167,7 +167,7 @@ fn run_into(
         clock = counters.lap("finish", clock);
     }
     if !one_k {
-        for (d, fit) in choose_k(per_k).into_iter().enumerate() {
+        for (d, fit) in choose_k(per_k, job.settings.criterion).into_iter().enumerate() {
             finals.set(d, fit);
         }
     }
@@ -236,6 +236,7 @@ mod tests {
             standard_errors: false,
             noise: false,
             df: Vec::new(),
+            criterion: Default::default(),
         }
     }
 

@@ -1,15 +1,17 @@
 //! Choosing K: with several Ks in one call, each dataset keeps its fit of
-//! lowest BIC among the sound ones, every K's summary beside it.
+//! lowest criterion (BIC, ICL or AIC) among the sound ones, every K's
+//! summary beside it.
 
-use crate::job::Fit;
+use crate::job::{Criterion, Fit};
 use crate::outcome::Status;
 
-/// With one K, its fits; with several, each dataset's fit of lowest BIC among
-/// the converged fits that pass the screen (the lowest K among equals), with
-/// every K's summary in `by_k`. Where no K gave such a fit, the lowest BIC of
-/// any fit (the lowest K if none has one), its message saying so.
+/// With one K, its fits; with several, each dataset's fit of lowest
+/// `criterion` among the converged fits that pass the screen (the lowest K
+/// among equals), with every K's summary in `by_k`. Where no K gave such a
+/// fit, the lowest of any fit (the lowest K if none has one), its message
+/// saying so.
 #[allow(clippy::vec_box)]
-pub(crate) fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
+pub(crate) fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>, criterion: Criterion) -> Vec<Box<Fit>> {
     if per_k.len() <= 1 {
         return per_k.pop().unwrap_or_default();
     }
@@ -20,17 +22,18 @@ pub(crate) fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
         let fits: Vec<Box<Fit>> = columns.iter_mut().filter_map(Iterator::next).collect();
         let by_k: Vec<_> = fits.iter().map(|f| f.summary()).collect();
         let sound = |i: usize| fits[i].status == Status::Converged && !fits[i].spurious;
-        let lowest_bic = |eligible: &dyn Fn(usize) -> bool| {
-            (0..fits.len()).filter(|&i| eligible(i) && !by_k[i].bic.is_nan()).fold(None, |best: Option<usize>, i| {
+        let value = |i: usize| by_k[i].value(criterion);
+        let lowest = |eligible: &dyn Fn(usize) -> bool| {
+            (0..fits.len()).filter(|&i| eligible(i) && !value(i).is_nan()).fold(None, |best: Option<usize>, i| {
                 match best {
-                    Some(b) if by_k[b].bic <= by_k[i].bic => Some(b),
+                    Some(b) if value(b) <= value(i) => Some(b),
                     _ => Some(i),
                 }
             })
         };
-        let (best, none_sound) = match lowest_bic(&sound) {
+        let (best, none_sound) = match lowest(&sound) {
             Some(i) => (i, false),
-            None => (lowest_bic(&|_| true).unwrap_or(0), true),
+            None => (lowest(&|_| true).unwrap_or(0), true),
         };
         let mut others: Vec<Fit> = Vec::with_capacity(fits.len().saturating_sub(1));
         let mut chosen_fit = None;
@@ -43,8 +46,11 @@ pub(crate) fn choose_k(mut per_k: Vec<Vec<Box<Fit>>>) -> Vec<Box<Fit>> {
         }
         let Some(mut fit) = chosen_fit else { break };
         if none_sound && fit.params.is_some() {
-            let why = "no K gave a converged fit that passes the spurious-solution screen; this is the lowest BIC of the others";
-            fit.message = if fit.message.is_empty() { why.to_string() } else { format!("{}; {why}", fit.message) };
+            let why = format!(
+                "no K gave a converged fit that passes the spurious-solution screen; this is the lowest {} of the others",
+                criterion.label()
+            );
+            fit.message = if fit.message.is_empty() { why } else { format!("{}; {why}", fit.message) };
         }
         fit.by_k = by_k;
         fit.other_k = others;

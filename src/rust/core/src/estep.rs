@@ -323,6 +323,20 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>
     with_family!(family, F => posterior_of::<F>(zs, p, terms.as_deref()))
 }
 
+/// Σ over `xs` of the log of each observation's largest posterior
+/// probability (`posterior`'s, the noise's column included): ICL's
+/// classification term. Observations outside the support add nothing.
+pub fn map_log_posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>) -> f64 {
+    let z = posterior(family, xs, p, noise);
+    let n = xs.len();
+    let rows = z.len().checked_div(n).unwrap_or(0);
+    (0..n)
+        .map(|i| (0..rows).map(|m| z[m * n + i]).fold(f64::NAN, f64::max))
+        .filter(|top| top.is_finite())
+        .map(f64::ln)
+        .sum()
+}
+
 /// `posterior` for the family `F`, `terms` the noise's t(x) if any.
 fn posterior_of<F: ComponentFamily>(xs: &[f64], p: &Params, terms: Option<&[f64]>) -> Vec<f64> {
     let k = p.k;

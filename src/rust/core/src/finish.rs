@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::dataset::{Invalid, Prepared};
 use crate::engine::best::Best;
+use crate::estep::map_log_posterior;
 use crate::information::{self, Information};
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartFit, StartRecord, Status};
@@ -97,6 +98,7 @@ pub(crate) fn finish(
         best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
     let init = ds.unscale(&w.init).permuted(&order);
     let loglik = ds.log_likelihood(family, values, &params);
+    let log_map = map_log_posterior(family, values, &params, ds.noise.as_ref().map(|n| &n.support));
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
@@ -127,6 +129,7 @@ pub(crate) fn finish(
         params: Some(params),
         init: Some(init),
         loglik,
+        log_map,
         iterations: fit.iterations,
         best_start: Some(w.start),
         starts_run: best.starts_run,

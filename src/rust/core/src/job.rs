@@ -38,7 +38,7 @@ pub struct Settings {
     /// `family`.
     pub family: Family,
     /// `num.components`: every K to fit, ascending and distinct; with
-    /// several, each dataset keeps its fit of lowest BIC.
+    /// several, each dataset keeps its fit of lowest `criterion`.
     pub components: Vec<usize>,
     /// `max.iters`.
     pub max_iters: u32,
@@ -84,6 +84,46 @@ pub struct Settings {
     /// every component or one per component (with one K); empty: ν is
     /// estimated.
     pub df: Vec<f64>,
+    /// `criterion`: what chooses K among several.
+    pub criterion: Criterion,
+}
+
+/// What chooses K among several (`criterion`): the lowest value wins.
+/// ICL (Biernacki, Celeux & Govaert 2000, as mclust::icl computes it) is
+/// BIC − 2 Σ log of each observation's largest posterior probability: BIC
+/// penalised by how uncertain the classification is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Criterion {
+    #[default]
+    Bic,
+    Icl,
+    Aic,
+}
+
+impl Criterion {
+    pub const ALL: [Criterion; 3] = [Criterion::Bic, Criterion::Icl, Criterion::Aic];
+
+    /// Its name in R (`criterion`, a column of `by_k` and `glance()`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Criterion::Bic => "bic",
+            Criterion::Icl => "icl",
+            Criterion::Aic => "aic",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Criterion> {
+        Criterion::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// Its name in a message.
+    pub fn label(self) -> &'static str {
+        match self {
+            Criterion::Bic => "BIC",
+            Criterion::Icl => "ICL",
+            Criterion::Aic => "AIC",
+        }
+    }
 }
 
 /// emEM (short.rs): per dataset and round, `runs` short runs of `iters`
@@ -249,6 +289,10 @@ pub struct Fit {
     pub init: Option<Params>,
     /// Log-likelihood of `params` on the original data (NaN without a fit).
     pub loglik: f64,
+    /// Σ over the observations of the log of their largest posterior
+    /// probability (the noise's included): ICL's classification term (NaN
+    /// without a fit).
+    pub log_map: f64,
     /// EM updates applied by the winning start.
     pub iterations: u32,
     /// Zero-based index of the winning start.
@@ -289,7 +333,19 @@ pub struct KSummary {
     pub loglik: f64,
     pub aic: f64,
     pub bic: f64,
+    pub icl: f64,
     pub status: Status,
+}
+
+impl KSummary {
+    /// Its value of `criterion` (NaN without a fit).
+    pub fn value(&self, criterion: Criterion) -> f64 {
+        match criterion {
+            Criterion::Bic => self.bic,
+            Criterion::Icl => self.icl,
+            Criterion::Aic => self.aic,
+        }
+    }
 }
 
 impl Fit {
@@ -310,6 +366,7 @@ impl Fit {
             params: None,
             init: None,
             loglik: f64::NAN,
+            log_map: f64::NAN,
             iterations: 0,
             best_start: None,
             starts_run,
@@ -333,8 +390,14 @@ impl Fit {
         self.status == Status::Converged && matches!(self.covariance, Some(Err(Singular::Indefinite { .. })))
     }
 
+    /// ICL: BIC − 2 Σ log of each observation's largest posterior
+    /// probability (NaN without a fit).
+    pub fn icl(&self) -> f64 {
+        self.information_criteria().1 - 2.0 * self.log_map
+    }
+
     pub fn summary(&self) -> KSummary {
         let (aic, bic) = self.information_criteria();
-        KSummary { k: self.k, loglik: self.loglik, aic, bic, status: self.status }
+        KSummary { k: self.k, loglik: self.loglik, aic, bic, icl: self.icl(), status: self.status }
     }
 }

@@ -75,7 +75,7 @@ pub use engine::queue::drop_in_background;
 pub use engine::EngineKind;
 pub use error::{Error, Unavailable};
 pub use finals::Finals;
-pub use job::{Fit, Job, KSummary, Settings, ShortRuns};
+pub use job::{Criterion, Fit, Job, KSummary, Settings, ShortRuns};
 pub use limits::MAX_COMPONENTS;
 pub use mv::{fit_mv, Matrix, Model, MvFit, MvJob, MvParams, Structure};
 pub use noise::Support;

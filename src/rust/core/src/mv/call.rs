@@ -2,7 +2,7 @@
 //! run as (dataset, start) items of the shared work queue on all threads,
 //! restart rounds for datasets without an admissible start, each dataset's
 //! best start finished into its fit in the data's units, and K chosen by
-//! BIC. Which start wins depends on the starts' results alone (highest
+//! `criterion` (BIC, ICL or AIC). Which start wins depends on the starts' results alone (highest
 //! log-likelihood, ties to the lower start index), never on the order the
 //! threads finished them.
 
@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::data::MvData;
 use super::device::{Item, MvGpus};
-use super::em::{run_em, MvStartFit};
+use super::em::{e_step, run_em, MvStartFit};
 use super::information::{covariance, describe, free_parameter_names};
 use super::model::{Model, MvParams, Structure};
 use super::screen::spurious;
@@ -19,7 +19,7 @@ use super::starts::initial_params;
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind};
 use crate::error::Error;
-use crate::job::{KSummary, Settings};
+use crate::job::{Criterion, KSummary, Settings};
 use crate::limits::{DF_START, SAME_OPTIMUM};
 use crate::outcome::{Degenerate, Outcome, Status};
 use crate::params::{Covariance, Family, Singular};
@@ -62,6 +62,8 @@ pub struct MvFit {
     pub message: String,
     pub params: Option<MvParams>,
     pub loglik: f64,
+    /// ICL's classification term (the univariate `Fit::log_map`).
+    pub log_map: f64,
     pub iterations: u32,
     pub best_start: Option<u32>,
     pub starts_run: u32,
@@ -92,9 +94,15 @@ impl MvFit {
         (-2.0 * self.loglik + 2.0 * p, -2.0 * self.loglik + p * (self.n as f64).ln())
     }
 
+    /// ICL: BIC − 2 Σ log of each observation's largest posterior
+    /// probability (NaN without a fit).
+    pub fn icl(&self) -> f64 {
+        self.information_criteria().1 - 2.0 * self.log_map
+    }
+
     fn summary(&self) -> KSummary {
         let (aic, bic) = self.information_criteria();
-        KSummary { k: self.k, loglik: self.loglik, aic, bic, status: self.status }
+        KSummary { k: self.k, loglik: self.loglik, aic, bic, icl: self.icl(), status: self.status }
     }
 
     fn without_params(n: usize, d: usize, k: usize, status: Status, message: String) -> MvFit {
@@ -106,6 +114,7 @@ impl MvFit {
             message,
             params: None,
             loglik: f64::NAN,
+            log_map: f64::NAN,
             iterations: 0,
             best_start: None,
             starts_run: 0,
@@ -245,7 +254,7 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
         by_k.push(fit_k(job, &prepared, k, starts as u32, gpus.as_ref(), threads, cancel, counters)?);
     }
     let engine_done = counters.lap("engine", started);
-    let fits = choose_k(by_k);
+    let fits = choose_k(by_k, s.criterion);
     counters.lap("choose_k", engine_done);
     Ok(fits)
 }
@@ -386,6 +395,8 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
         (true, Status::MaxIters) => "stopped at max.iters before converging".into(),
         _ => String::new(),
     };
+    // responsibilities are the same on standardised data
+    let log_map = e_step(data, &best.params).map_or(f64::NAN, |st| st.log_map);
     let params = best.params.to_data_units(&data.scaling).canonical();
     let covariance = job.settings.standard_errors.then(|| covariance(data, &params, model));
     if let Some(Err(why)) = &covariance {
@@ -403,6 +414,7 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
         message,
         params: Some(params),
         loglik: best.loglik - data.scaling.log_jacobian(data.n),
+        log_map,
         iterations: best.iterations,
         best_start: Some(start),
         starts_run: tally.run,
@@ -418,9 +430,10 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
     }
 }
 
-/// With several Ks, each dataset's fit of lowest BIC among those that are
-/// not spurious (any, if all are), the others kept; with one K, the fits.
-fn choose_k(by_k: Vec<Vec<MvFit>>) -> Vec<MvFit> {
+/// With several Ks, each dataset's fit of lowest `criterion` among those
+/// that are not spurious (any, if all are), the others kept; with one K,
+/// the fits.
+fn choose_k(by_k: Vec<Vec<MvFit>>, criterion: Criterion) -> Vec<MvFit> {
     if by_k.len() == 1 {
         return by_k.into_iter().next().unwrap_or_default();
     }
@@ -431,8 +444,8 @@ fn choose_k(by_k: Vec<Vec<MvFit>>) -> Vec<MvFit> {
             let mut fits: Vec<MvFit> = columns.iter_mut().filter_map(Iterator::next).collect();
             let summaries: Vec<KSummary> = fits.iter().map(MvFit::summary).collect();
             let rank = |f: &MvFit| {
-                let bic = f.information_criteria().1;
-                (f.params.is_none(), f.spurious, if bic.is_nan() { f64::INFINITY } else { bic })
+                let v = f.summary().value(criterion);
+                (f.params.is_none(), f.spurious, if v.is_nan() { f64::INFINITY } else { v })
             };
             let chosen = (0..fits.len())
                 .min_by(|&a, &b| {

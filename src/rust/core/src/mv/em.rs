@@ -46,6 +46,9 @@ pub struct MvStats {
     /// Σ of the noise component's responsibilities (0 without one).
     pub s_noise: f64,
     pub loglik: f64,
+    /// Σ log of each observation's largest responsibility (the noise's
+    /// included): ICL's classification term. The largest is exp(0) / Σ.
+    pub log_map: f64,
 }
 
 /// The E-step at `p` (standardised units), with its log-likelihood on the
@@ -66,6 +69,7 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
         df: p.df.clone(),
         s_noise: 0.0,
         loglik: 0.0,
+        log_map: 0.0,
     };
     // the noise component's log(weight · density), where it has weight
     let noise = data.log_noise.filter(|_| p.noise > 0.0).map(|l| p.noise.ln() + l);
@@ -119,7 +123,9 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
             if let Some(e) = e_noise {
                 total += e;
             }
-            st.loglik += top + total.ln();
+            let log_total = total.ln();
+            st.loglik += top + log_total;
+            st.log_map -= log_total;
             let inv = 1.0 / total;
             for m in 0..k {
                 ll[m * BLOCK + i] *= inv;

@@ -97,6 +97,7 @@ fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Opt
         df: Vec::new(),
         s_noise: 0.0,
         loglik: 0.0,
+        log_map: 0.0,
     };
     let mut block = vec![0usize; n];
     let mut best = vec![f64::INFINITY; n];
