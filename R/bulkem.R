@@ -319,6 +319,22 @@
 #'   fewer, well-separated components where BIC fits a skewed or
 #'   heavy-tailed group with two. Every fit has `aic`, `bic` and `icl`
 #'   whatever the criterion.
+#' @param init Starting values of your own, run as extra starts beside the
+#'   `random.inits` random ones: `NULL` (the default, none);
+#'   one start, a list with `mu` and the family's shape (`lambda`, `sigma`
+#'   or `shape`, one per component), optionally `alpha` (equal weights when
+#'   missing), for Student's t `df` (else the usual starting value; not with
+#'   bulkem()'s `df`), and with `noise = TRUE` the noise's weight `noise`
+#'   (`alpha` and `noise` then sum to 1), used for every dataset; a list of
+#'   such starts; a list of starts (or one, or `NULL`) by dataset name; or
+#'   a `bulkem` result of the same datasets, whose fits (every K's, with
+#'   several) start the refit. A start of K components is run with that K
+#'   only, and K must be among `num.components`. The j-th start of a K is
+#'   numbered after every start the random, restart and refinement rounds
+#'   may take, `random.inits * (control$restarts + 1) + control$refine * K +
+#'   j`, so `best_start` says whether one of yours won (a tie goes to the
+#'   random start) and the random starts are the draws they are without
+#'   `init`; `starts_run` counts yours. Univariate data only.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -512,7 +528,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    seed = NULL, control = list(), ...,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
-                   criterion = c("bic", "icl", "aic"),
+                   criterion = c("bic", "icl", "aic"), init = NULL,
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -557,6 +573,10 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   # (multivariate data's boxes are checked by fit_multivariate())
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   df <- check_df(df, family, num.components)
+  if (multivariate && !is.null(init)) {
+    stop_arg("`init` takes starting values for univariate data; multivariate fits do not take them yet")
+  }
+  given <- check_init(init, length(datasets), dataset_names(datasets), family, num.components, noise, df)
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
   } else {
@@ -578,12 +598,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
                                   noise = noise, df = df, criterion = criterion),
-                      control, verbose, started, noise.support))
+                      control, verbose, started, noise.support, given))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
-                                 control, engine, noise, noise.support, df, criterion), reporter$update)
+                                 control, engine, noise, noise.support, df, criterion,
+                                 given_records(given)), reporter$update)
   }
 
   if (verbose) {

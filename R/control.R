@@ -339,12 +339,12 @@ check_tuning <- function(tuning) {
 # it without a change here.
 core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
                           control, engine, noise = FALSE, noise.support = numeric(0), df = NULL,
-                          criterion = "bic") {
+                          criterion = "bic", init = numeric(0)) {
   settings <- c(list(family = family, num.components = as.integer(num.components),
                      max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
                      epsilon = epsilon, seed = as.double(seed), noise = noise,
                      noise.support = as.double(noise.support), df = as.double(df),
-                     criterion = criterion),
+                     criterion = criterion, init = as.double(init)),
                 unclass(control))
   settings$engine <- engine
   attr(settings, "given") <- NULL

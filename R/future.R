@@ -76,7 +76,8 @@ fit_shard <- function(shard, args, p, fault) {
       if (identical(fault, paste0("error:", shard$index))) {
         stop("injected failure (BULKEM_FUTURE_FAULT)")
       }
-      do.call(bulkem::bulkem, c(list(datasets = shard$datasets, noise.support = shard$noise.support), args))
+      do.call(bulkem::bulkem, c(list(datasets = shard$datasets, noise.support = shard$noise.support,
+                                     init = shard$init), args))
     },
       bulkem_warning_convergence = function(w) {
         counts <<- w$counts
@@ -117,7 +118,8 @@ shard_supports <- function(pairs, at) {
 # are checked and the seed is drawn. `input` is make_datasets()'s value,
 # `args` the arguments every shard's bulkem() gets besides its datasets,
 # `control` the checked bulkem_control(), `started` the call's start time.
-fit_future <- function(input, args, control, verbose, started, noise.support = numeric(0)) {
+fit_future <- function(input, args, control, verbose, started, noise.support = numeric(0),
+                       given = NULL) {
   datasets <- input$datasets
   n <- length(datasets)
   ranges <- shard_ranges(n, shard_count(control$shards, n))
@@ -130,7 +132,8 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
   args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
   shards <- lapply(seq_len(n_shards), function(s) {
     at <- ranges$first[s]:ranges$last[s]
-    list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at))
+    list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at),
+         init = if (!is.null(given)) structure(unclass(given)[at], class = "bulkem_given"))
   })
   if (verbose) {
     message(sprintf(

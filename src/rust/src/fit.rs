@@ -32,10 +32,11 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let call = Call::from_r(&settings)?;
     let datasets = borrow_doubles(&datasets)?;
     let noise_supports = call.noise_supports_for(datasets.len());
+    let given_starts = call.given_starts_for(datasets.len())?;
     let Call { settings, engine, threads, tuning, .. } = call;
     let keep_starts = settings.keep_starts;
     let during = tuning.result_during;
-    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports };
+    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     let choice = job.settings.components.len() > 1;

@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
-use bulkem_core::{Criterion, EngineKind, Error, Family, Settings, ShortRuns, StartScheme, Support, Tuning};
+use bulkem_core::{
+    Criterion, EngineKind, Error, Family, Params, Settings, ShortRuns, StartScheme, Support, Tuning, MAX_COMPONENTS,
+};
 use extendr_api::prelude::*;
 
 use crate::error::Stop;
@@ -24,9 +26,46 @@ pub(crate) struct Call {
     /// `noise.support`: one support for every dataset, one per dataset, or
     /// none (each dataset's range); `None` for a dataset: its range.
     pub noise_supports: Vec<Option<Support>>,
+    /// `init`, as R flattens it (`given_starts_for`).
+    given: Vec<f64>,
 }
 
 impl Call {
+    /// The starting values the user gives (`init`) by dataset, for a call
+    /// on `datasets` datasets (Job::given_starts). R flattens them into one
+    /// vector of records, each (dataset from 1, K, K weights, K means, K
+    /// shapes, K degrees of freedom (NaN: not given), the noise weight (NaN:
+    /// not given)), and checked them.
+    pub fn given_starts_for(&self, datasets: usize) -> Result<Vec<Vec<Params>>, Stop> {
+        let mut out = vec![Vec::new(); if self.given.is_empty() { 0 } else { datasets }];
+        let mut rest = &self.given[..];
+        while let [d, k, tail @ ..] = rest {
+            let (d, k) = (whole(*d).map(|d| d as usize), whole(*k).map(|k| k as usize));
+            let (Some(d), Some(k)) = (d, k) else { return Err(internal("init: a record's dataset or K".into())) };
+            let width = 4 * k + 1;
+            if !(1..=datasets).contains(&d) || !(1..=MAX_COMPONENTS).contains(&k) || tail.len() < width {
+                return Err(internal(format!("init: a record for dataset {d} of {k} components")));
+            }
+            let (record, next) = tail.split_at(width);
+            let part = |i: usize| &record[i * k..(i + 1) * k];
+            let mut p = Params::zeroed(k);
+            p.alpha[..k].copy_from_slice(part(0));
+            p.mu[..k].copy_from_slice(part(1));
+            p.shape[..k].copy_from_slice(part(2));
+            for (to, &df) in p.df[..k].iter_mut().zip(part(3)) {
+                *to = if df.is_nan() { 0.0 } else { df };
+            }
+            let noise = record[4 * k];
+            p.noise = if noise.is_nan() { 0.0 } else { noise };
+            out[d - 1].push(p);
+            rest = next;
+        }
+        if !rest.is_empty() {
+            return Err(internal("init: a short record".into()));
+        }
+        Ok(out)
+    }
+
     /// The noise supports of a call on `datasets` datasets (Job::noise_supports).
     pub fn noise_supports_for(&self, datasets: usize) -> Vec<Option<Support>> {
         match self.noise_supports[..] {
@@ -171,7 +210,8 @@ impl Call {
             t => t as usize,
         };
         let noise_supports = supports(&s.reals("noise.support")?)?;
-        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports })
+        let given = s.reals("init")?;
+        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports, given })
     }
 }
 

@@ -50,6 +50,7 @@ fn main() {
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
+        given_starts: Vec::new(),
     };
     let t = Instant::now();
     let fits =

@@ -16,7 +16,7 @@ use crate::finals::Finals;
 use crate::finish::finish;
 use crate::job::{Fit, Job, Task};
 use crate::noise::Support;
-use crate::restarts::{run_refinement, run_with_restarts};
+use crate::restarts::{run_given, run_refinement, run_with_restarts};
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
 /// `threads` host threads. Setting `cancel` makes it return
@@ -138,7 +138,9 @@ fn run_into(
         // chunks run; every other dataset is finished after the engine
         // (with a refinement round to come, not before it)
         let refining = job.settings.refine > 0 && w.task.k > 1;
-        let finishing = AtomicBool::new(!refining);
+        // the given rounds run first: no dataset is final until the random
+        // round settles it
+        let finishing = AtomicBool::new(false);
         let early = |d: usize, b: &Best| {
             if finishing.load(Ordering::Acquire) && b.winner.is_some() && !fits.is_set(d) {
                 fits.set(d, Box::new(finish(job, &w.task, d, &prepared[d], b, cancel)));
@@ -146,6 +148,9 @@ fn run_into(
         };
         let bests = Bests::with_settled(n, w.task.keep_starts, &early);
         let (restarts, refine) = (job.settings.restarts, job.settings.refine);
+        let first_given = u32::try_from(job.settings.start_count_before_given()).unwrap_or(u32::MAX);
+        run_given(engine, w, &job.given_starts, first_given, &bests, cancel, counters)?;
+        finishing.store(!refining, Ordering::Release);
         run_with_restarts(engine, w, restarts, job.settings.short_runs, &bests, cancel, counters)?;
         finishing.store(true, Ordering::Release);
         run_refinement(engine, w, refine, restarts, &bests, threads, cancel, counters)?;
@@ -249,6 +254,7 @@ mod tests {
             settings: Settings { mixed_precision, noise, ..settings(family, vec![1]) },
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
+            given_starts: Vec::new(),
         };
         let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
             Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
@@ -289,6 +295,7 @@ mod tests {
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),
+                given_starts: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

@@ -28,6 +28,11 @@ pub struct Job<'a> {
     /// With Settings::noise, the noise component's support by dataset
     /// (the data's units); empty, or `None` for a dataset: its range.
     pub noise_supports: Vec<Option<Support>>,
+    /// Starting values the user gives (`init`), by dataset, in the data's
+    /// units: each runs as one more start of the K it has, beside the
+    /// random starts, numbered after them (restarts.rs's given rounds);
+    /// empty, or empty for a dataset: none.
+    pub given_starts: Vec<Vec<Params>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -174,6 +179,30 @@ impl Job<'_> {
                 message: format!("{} initial parameters for {} datasets", self.inits.len(), self.datasets.len()),
             });
         }
+        if !self.given_starts.is_empty() && self.given_starts.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "init",
+                message: format!(
+                    "starting values for {} datasets, not {}",
+                    self.given_starts.len(),
+                    self.datasets.len()
+                ),
+            });
+        }
+        if let Some(p) = self.given_starts.iter().flatten().find(|p| !given_start_ok(p)) {
+            return Err(Error::Argument {
+                arg: "init",
+                message: format!(
+                    "a start of {} components must have 1 to {MAX_COMPONENTS} components, finite means, positive \
+                     shapes and weights that sum to 1",
+                    p.k
+                ),
+            });
+        }
+        let most = self.given_starts.iter().map(Vec::len).max().unwrap_or(0) as u64;
+        if self.settings.start_count_before_given().saturating_add(most) > u64::from(u32::MAX) {
+            return Err(Error::Argument { arg: "init", message: "too many starts: they must stay below 2^32".into() });
+        }
         if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
             return Err(Error::Argument {
                 arg: "noise.support",
@@ -189,7 +218,29 @@ impl Job<'_> {
     }
 }
 
+/// A given start's parameters make a mixture: 1 to MAX_COMPONENTS
+/// components, finite means, positive finite shapes, positive weights
+/// that (with the noise's) sum to 1, and ν positive or 0 (not given).
+fn given_start_ok(p: &Params) -> bool {
+    let k = p.k;
+    let finite_positive = |v: &[f64]| v.iter().all(|&x| x.is_finite() && x > 0.0);
+    (1..=MAX_COMPONENTS).contains(&k)
+        && p.mu[..k].iter().all(|m| m.is_finite())
+        && finite_positive(&p.shape[..k])
+        && finite_positive(&p.alpha[..k])
+        && p.df[..k].iter().all(|&v| v == 0.0 || (v.is_finite() && v > 0.0))
+        && (0.0..1.0).contains(&p.noise)
+        && (p.alpha[..k].iter().sum::<f64>() + p.noise - 1.0).abs() < 1e-6
+}
+
 impl Settings {
+    /// Start indices the random starts, every restart round and the
+    /// refinement round may take: given starts are numbered from here.
+    pub fn start_count_before_given(&self) -> u64 {
+        let max_k = self.components.iter().copied().max().unwrap_or(1) as u64;
+        u64::from(self.starts) * (u64::from(self.restarts) + 1) + u64::from(self.refine) * max_k
+    }
+
     /// The core's own check; R validates first, with the same argument names.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |arg, message: String| Err(Error::Argument { arg, message });
@@ -223,10 +274,7 @@ impl Settings {
         if self.short_runs.iters < 1 {
             return bad("control$short.iters", "must be at least 1".into());
         }
-        let max_k = self.components.iter().copied().max().unwrap_or(1) as u64;
-        if u64::from(self.starts) * (u64::from(self.restarts) + 1) + u64::from(self.refine) * max_k
-            > u64::from(u32::MAX)
-        {
+        if self.start_count_before_given() > u64::from(u32::MAX) {
             return bad("control$refine", "with the restarts' starts must stay below 2^32 starts".into());
         }
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {

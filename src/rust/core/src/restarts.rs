@@ -3,16 +3,20 @@
 //! `starts` starts, round after round, until it has a winner or the rounds
 //! run out. Then one refinement round (control$refine, refine.rs): every
 //! dataset with a winner gets starts from its winner with one component
-//! moved to a region the winner explains least.
+//! moved to a region the winner explains least. Given rounds come first:
+//! the starting values the user gives (Job::given_starts), one start per
+//! dataset and round.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::dataset::Prepared;
 use crate::engine::best::Bests;
 use crate::engine::counters::Counters;
 use crate::engine::queue;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
 use crate::job::{ShortRuns, Task};
+use crate::params::Params;
 use crate::refine::refinement;
 use crate::short::run_short_runs;
 
@@ -104,4 +108,38 @@ fn refinement_round<'a>(
     let datasets = w.datasets.iter().zip(&refine).map(|(ds, r)| ds.filter(|_| r.is_some())).collect();
     let task = Task { first_start: (restarts + 1) * t.starts, starts: regions * t.k as u32, ..*t };
     Ok(Work { refine, ..Work::new(task, datasets) })
+}
+
+/// Runs the user's starts of `w`'s K (`given[d]`, the data's units, each
+/// start of any K) on `engine`: round j runs the j-th start of this K of
+/// every dataset that has one, as start `first + j`, adding its work to
+/// `counters.total`. `first` is numbered after every random, restart and
+/// refinement start (Settings::start_count_before_given), so a given start
+/// never takes a random start's index, and a tie goes to the random one.
+pub(crate) fn run_given(
+    engine: &dyn Engine,
+    w: &Work,
+    given: &[Vec<Params>],
+    first: u32,
+    bests: &Bests,
+    cancel: &AtomicBool,
+    counters: &Counters,
+) -> Result<(), Error> {
+    let k = w.task.k;
+    let of_k = |d: usize| given.get(d).map_or(&[][..], Vec::as_slice).iter().filter(move |p| p.k == k);
+    let rounds = (0..w.datasets.len()).map(|d| of_k(d).count()).max().unwrap_or(0);
+    for j in 0..rounds {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let start = |d: usize, ds: &Prepared| of_k(d).nth(j).map(|p| ds.rescale(p));
+        let starts: Vec<Option<Params>> =
+            w.datasets.iter().enumerate().map(|(d, ds)| ds.and_then(|ds| start(d, ds))).collect();
+        let datasets = w.datasets.iter().zip(&starts).map(|(ds, p)| ds.filter(|_| p.is_some())).collect();
+        let task = Task { first_start: first + j as u32, starts: 1, ..w.task };
+        let round = Work { given: starts, ..Work::new(task, datasets) };
+        counters.total.fetch_add(round.start_fits(), Ordering::Relaxed);
+        engine.run(&round, bests, cancel, counters)?;
+    }
+    Ok(())
 }

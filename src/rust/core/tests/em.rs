@@ -75,6 +75,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
+        given_starts: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -220,6 +221,7 @@ fn cancelling_stops_the_call() {
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
+        given_starts: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -262,6 +264,7 @@ fn run_accelerated(
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
+        given_starts: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -355,6 +358,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
+        given_starts: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -419,6 +423,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),
+                given_starts: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

@@ -34,12 +34,16 @@ pub struct Work<'a> {
     /// the draws of the short runs to continue, start `first_start + j`
     /// being draw `picks[d][j]`; empty for every other round.
     pub picks: Vec<Option<Vec<u32>>>,
+    /// A given round's (Job::given_starts, restarts.rs): per dataset, the
+    /// user's start it runs (rescaled units), one start each; empty for
+    /// every other round.
+    pub given: Vec<Option<Params>>,
 }
 
 impl<'a> Work<'a> {
     /// The work of `task` on `datasets`, its starts drawn by the task's scheme.
     pub fn new(task: Task, datasets: Vec<Option<&'a Prepared>>) -> Work<'a> {
-        Work { task, datasets, refine: Vec::new(), picks: Vec::new() }
+        Work { task, datasets, refine: Vec::new(), picks: Vec::new(), given: Vec::new() }
     }
 
     /// The initial parameters of start `start` of dataset `d` (rescaled
@@ -47,10 +51,13 @@ impl<'a> Work<'a> {
     /// (starts.rs), or in a refinement round the refinement's start; with
     /// the noise component's weight where the dataset has one
     /// (Prepared::start). In a continuation round, the draw of the short
-    /// run it continues.
+    /// run it continues; in a given round, the user's start.
     pub fn initial_params(&self, d: usize, start: u32) -> Option<Params> {
         let t = &self.task;
         let ds = self.datasets.get(d).copied().flatten()?;
+        if let Some(given) = self.given.get(d) {
+            return given.filter(|_| start == t.first_start).map(|p| ds.start(p));
+        }
         let draw = match self.picks.get(d) {
             Some(picks) => *picks.as_ref()?.get(start.checked_sub(t.first_start)? as usize)?,
             None => start,

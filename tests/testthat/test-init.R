@@ -1,0 +1,122 @@
+# bulkem()'s `init` (issue 34, item 5): starting values of the user's own,
+# run as extra starts beside the random ones, in every form bulkem() takes
+# them; the random starts unchanged; bad starts as classed errors naming
+# `init`.
+
+# Three Normal groups, the third of 8 observations: one random start
+# (seed 4) misses it.
+three_groups <- function() {
+  set.seed(2)
+  c(rnorm(400, 0, 1), rnorm(300, 4, 1), rnorm(8, 12, 0.2))
+}
+
+normal_loglik <- function(f, x) {
+  sum(log(Reduce(`+`, lapply(seq_along(f$mu), function(m) f$alpha[m] * dnorm(x, f$mu[m], f$sigma[m])))))
+}
+
+test_that("a given start reaches the optimum the random start misses, as one more start", {
+  x <- three_groups()
+  given <- list(mu = c(0, 4, 12), sigma = c(1, 1, 0.2))
+  plain <- bulkem(list(a = x), num.components = 3, family = "normal", seed = 4, random.inits = 1,
+                  use.gpu = FALSE, control = list(keep.starts = TRUE))$a
+  with_init <- bulkem(list(a = x), num.components = 3, family = "normal", seed = 4, random.inits = 1,
+                      use.gpu = FALSE, init = given, control = list(keep.starts = TRUE))$a
+  # the random start alone misses the small group; the given one finds it
+  expect_lt(max(plain$mu), 10)
+  expect_gt(max(with_init$mu), 11.5)
+  expect_gt(with_init$loglik, plain$loglik + 10)
+  expect_equal(with_init$loglik, normal_loglik(with_init, x), tolerance = 1e-10)
+  expect_identical(with_init$starts_run, 2L)
+  # numbered after every start the random, restart and refinement rounds
+  # may take
+  ctl <- bulkem_control()
+  expect_identical(with_init$best_start, as.integer(1 * (ctl$restarts + 1) + ctl$refine * 3 + 1))
+  # it began where the user said (equal weights where none were given)
+  expect_equal(with_init$init_mu, given$mu)
+  expect_equal(with_init$init_sigma, given$sigma)
+  expect_equal(with_init$init_alpha, rep(1 / 3, 3))
+  # the random start is the same draw, run the same way
+  expect_identical(with_init$starts[1, ], plain$starts[1, ])
+})
+
+test_that("init takes one start, a list, starts by dataset name, and a result", {
+  x <- three_groups()
+  d <- list(a = x, b = x * 2 + 1)
+  one <- list(mu = c(0, 4, 12), sigma = c(1, 1, 0.2), alpha = c(0.5, 0.45, 0.05))
+  fit <- function(init, ...) {
+    bulkem(d, num.components = 3, family = "normal", seed = 4, random.inits = 1, use.gpu = FALSE,
+           init = init, ...)
+  }
+  every <- fit(one)
+  expect_identical(vapply(every, function(f) f$starts_run, 0L), c(a = 2L, b = 2L))
+  expect_equal(every$a$init_alpha, one$alpha)
+  # two starts for every dataset: the second of them is start 3
+  two <- fit(list(one, list(mu = c(-1, 3, 11), sigma = c(1, 1, 1))))
+  expect_identical(vapply(two, function(f) f$starts_run, 0L), c(a = 3L, b = 3L))
+  # by name: b's own start, none for a
+  by_name <- fit(list(b = list(mu = c(1, 9, 25), sigma = c(2, 2, 0.4))))
+  expect_identical(by_name$a$starts_run, 1L)
+  expect_identical(by_name$b$starts_run, 2L)
+  expect_gt(max(by_name$b$mu), 23)
+  expect_identical(by_name$a, fit(NULL)$a)
+  # a result: every K's fit starts its refit, which returns to its optimum
+  first <- bulkem(d, num.components = 2:3, family = "normal", seed = 9, use.gpu = FALSE)
+  again <- bulkem(d, num.components = 2:3, family = "normal", seed = 1, random.inits = 1,
+                  use.gpu = FALSE, init = first)
+  for (nm in names(d)) {
+    expect_equal(again[[nm]]$by_k$loglik, first[[nm]]$by_k$loglik, tolerance = 1e-9)
+    expect_identical(again[[nm]]$by_k$K, 2:3)
+  }
+})
+
+test_that("given starts carry the noise's weight and the t's degrees of freedom", {
+  set.seed(5)
+  x <- c(rnorm(300, 0, 1), rnorm(200, 5, 1), runif(10, -30, 40))
+  f <- bulkem(list(x), num.components = 2, family = "normal", noise = TRUE, seed = 1, random.inits = 1,
+              use.gpu = FALSE, init = list(mu = c(0, 5), sigma = c(1, 1), alpha = c(0.5, 0.45), noise = 0.05))[[1]]
+  expect_identical(f$starts_run, 2L)
+  expect_gt(f$noise, 0.005)
+  t <- bulkem(list(x), num.components = 2, family = "t", seed = 1, random.inits = 1, use.gpu = FALSE,
+              init = list(mu = c(0, 5), sigma = c(1, 1), df = c(3, 30)))[[1]]
+  expect_identical(t$starts_run, 2L)
+  expect_error(bulkem(list(x), num.components = 2, family = "t", df = 4, use.gpu = FALSE,
+                      init = list(mu = c(0, 5), sigma = c(1, 1), df = c(3, 30))),
+               class = "bulkem_error_argument", regexp = "`df` is fixed")
+})
+
+test_that("a sharded call passes each shard its datasets' starts", {
+  skip_if_not_installed("future")
+  skip_if_not_installed("future.apply")
+  x <- three_groups()
+  d <- list(a = x, b = x + 1, c = x * 3)
+  init <- list(b = list(mu = c(1, 5, 13), sigma = c(1, 1, 0.2)), c = list(mu = c(0, 12, 36), sigma = c(3, 3, 0.6)))
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old), add = TRUE)
+  args <- list(d, num.components = 3, family = "normal", seed = 4, random.inits = 1, use.gpu = FALSE, init = init)
+  local <- do.call(bulkem, args)
+  sharded <- do.call(bulkem, c(args, list(control = list(future = TRUE, shards = 3))))
+  for (nm in names(d)) expect_identical(sharded[[nm]], local[[nm]])
+  expect_identical(vapply(local, function(f) f$starts_run, 0L), c(a = 1L, b = 2L, c = 2L))
+})
+
+test_that("bad starting values are classed argument errors naming init", {
+  x <- three_groups()
+  bad <- function(init, ..., regexp) {
+    expect_error(bulkem(list(a = x), num.components = 2:3, family = "normal", use.gpu = FALSE, init = init, ...),
+                 class = "bulkem_error_argument", regexp = regexp)
+  }
+  bad(list(mu = 1:4, sigma = rep(1, 4)), regexp = "4 components is not among num.components")
+  bad(list(mu = c(0, 4), lambda = c(1, 1)), regexp = "not `lambda`")
+  bad(list(mu = c(0, 4)), regexp = "`sigma` must be 2 positive")
+  bad(list(mu = c(0, 4), sigma = c(1, -1)), regexp = "`sigma` must be 2 positive")
+  bad(list(mu = c(0, NA), sigma = c(1, 1)), regexp = "`mu` must be")
+  bad(list(mu = c(0, 4), sigma = c(1, 1), alpha = c(0.5, 0.6)), regexp = "summing to 1")
+  bad(list(zz = list(mu = c(0, 4), sigma = c(1, 1))), regexp = "not fitted: \"zz\"")
+  bad("start", regexp = "`init` must be a start")
+  bad(list(mu = c(0, 4), sigma = c(1, 1), noise = 0.1), regexp = "not `noise`")
+  expect_error(bulkem(list(a = x), family = "invgauss", use.gpu = FALSE, init = list(mu = c(-1, 4), lambda = c(1, 1))),
+               class = "bulkem_error_argument", regexp = "`mu` must be positive")
+  m <- list(cbind(rnorm(50), rnorm(50)))
+  expect_error(bulkem(m, use.gpu = FALSE, init = list(mu = c(0, 1), sigma = c(1, 1))),
+               class = "bulkem_error_argument", regexp = "multivariate fits do not take them")
+})
