@@ -177,6 +177,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
+  if (isTRUE(attr(fits, "weighted"))) {
+    stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() does not draw weighted replicates yet")
+  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")

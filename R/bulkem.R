@@ -335,6 +335,21 @@
 #'   j`, so `best_start` says whether one of yours won (a tie goes to the
 #'   random start) and the random starts are the draws they are without
 #'   `init`; `starts_run` counts yours. Univariate data only.
+#' @param weights A weight for each observation: frequency weights (a fit
+#'   with integer weights is the fit of the data with each value repeated
+#'   that many times) or case weights, finite and >= 0. For a list of
+#'   datasets, a list as long as it of numeric vectors as long as each
+#'   dataset (`NULL` for a dataset without weights); for a formula or a data
+#'   frame, as [lm()] takes them: an expression evaluated in the data, e.g.
+#'   `weights = count`, a row's weight dropped with it by `subset` and
+#'   `na.action`. Every sum of the E-step, the log-likelihood, the standard
+#'   errors, AIC, BIC (whose n is the sum of the weights, each fit's
+#'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
+#'   of distinct values, the refinement's regions and a noise component's
+#'   range look at the values alone. Fitted on the CPU engine for now (the
+#'   automatic choice goes there; a GPU engine asked for is an error);
+#'   univariate data only; `bulkem_bootstrap()` does not take weighted fits
+#'   yet.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -396,6 +411,8 @@
 #'     \item{`starts_ok`}{how many starts ended without degenerating.}
 #'     \item{`starts_run`}{how many starts were run: `random.inits`, times
 #'       the rounds `control$restarts` added.}
+#'     \item{`nobs`}{the n of BIC: the sum of the weights with `weights`,
+#'       else `n`.}
 #'     \item{`aic`, `bic`}{information criteria with `3 * K - 1` parameters
 #'       (more with a noise component or estimated `df`).}
 #'     \item{`icl`}{the integrated completed likelihood: `bic` minus twice
@@ -528,7 +545,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    seed = NULL, control = list(), ...,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
-                   criterion = c("bic", "icl", "aic"), init = NULL,
+                   criterion = c("bic", "icl", "aic"), init = NULL, weights = NULL,
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -548,9 +565,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     value = value, group = group, formula = formula,
     given = c(datasets = !missing(datasets), data = !missing(data), na.action = !missing(na.action)),
     env = parent.frame(),
-    threads = if (inherits(checked_control, "error")) 1L else checked_control$threads)
+    threads = if (inherits(checked_control, "error")) 1L else checked_control$threads,
+    weights = if (!missing(weights)) substitute(weights))
   datasets <- input$datasets
   multivariate <- isTRUE(input$multivariate)
+  if (multivariate && is.null(input$weights) && !missing(weights) && !is.null(weights)) {
+    stop_arg("`weights` are taken for univariate data; multivariate fits do not take them yet")
+  }
+  weights <- check_weights(input$weights, datasets, multivariate)
   if (!multivariate && !missing(covariance)) {
     stop_arg("`covariance` applies to multivariate data (a list of matrices, or a formula ",
              "with a matrix response); univariate data have one variance per component")
@@ -598,11 +620,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
                                   noise = noise, df = df, criterion = criterion),
-                      control, verbose, started, noise.support, given))
+                      control, verbose, started, noise.support, given, weights))
   }
   engine <- choose_engine(use.gpu, control$engine)
+  # weights are fitted by the CPU engine alone for now: the automatic
+  # choice goes there, an explicit GPU engine is refused by the core
+  if (!is.null(weights) && is.na(use.gpu) && control$engine == "auto") engine <- "cpu"
   run <- function(engine) {
-    fit_(datasets, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
+    fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
                                  given_records(given)), reporter$update)
   }
@@ -637,7 +662,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
              kernel_launches = res$kernel_launches,
              kernel_seconds = res$kernel_seconds,
              timings = timings, na.action = input$na.action, groups = input$groups,
-             response = input$response)
+             response = input$response, weighted = if (!is.null(weights)) TRUE)
 }
 
 # bulkem()'s `...` takes nothing: it is there so that the arguments after it

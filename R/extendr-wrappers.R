@@ -47,14 +47,16 @@ bootstrap_ <- function(datasets, plan, settings, report) .Call(wrap__bootstrap_,
 condition_classes_ <- function() .Call(wrap__condition_classes_)
 
 #' Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-#' checked by bulkem() in R; they are read in place, not copied. `settings`
+#' checked by bulkem() in R; they are read in place, not copied, as are
+#' `weights` (an empty list, or one weight vector, or NULL, per dataset:
+#' each observation's weight). `settings`
 #' is the named list R's core_settings() makes (converted once, by
 #' settings.rs); every K of its `num.components` is fitted, and with
 #' several each dataset keeps its fit of lowest BIC. `report` draws the
 #' progress. Returns the fits, or the condition that stopped the call, for
 #' R to raise (R/conditions.R).
 #' @noRd
-fit_ <- function(datasets, settings, report) .Call(wrap__fit_, datasets, settings, report)
+fit_ <- function(datasets, weights, settings, report) .Call(wrap__fit_, datasets, weights, settings, report)
 
 #' Fits every dataset of `datasets`, a list of double matrices with the same
 #' number of columns (observations in rows), checked by bulkem() in R and

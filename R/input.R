@@ -38,7 +38,7 @@
 # `given` says which arguments the caller supplied; `subset` is the
 # unevaluated expression or NULL; `env` is the caller's frame.
 make_datasets <- function(datasets, data, subset, na.action, value, group, formula,
-                          given, env, threads = 1L) {
+                          given, env, threads = 1L, weights = NULL) {
   na <- resolve_na_action(na.action, given[["na.action"]])
   if (!given[["datasets"]]) {
     if (is.null(formula)) {
@@ -47,13 +47,13 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
     }
     # bulkem(formula = y ~ g, data = df), as one would call lm()
     return(datasets_from_formula(formula, data, subset, na, env,
-                                 labels = formula_labels(formula, "`formula`", "`data`")))
+                                 labels = formula_labels(formula, "`formula`", "`data`"), weights = weights))
   }
   if (inherits(datasets, "formula")) {
     unused_with(c(value = !is.null(value), group = !is.null(group), formula = !is.null(formula)),
                 "a formula `datasets` (the formula says which columns hold the values and groups)")
     return(datasets_from_formula(datasets, data, subset, na, env,
-                                 labels = formula_labels(datasets, "the formula", "`data`")))
+                                 labels = formula_labels(datasets, "the formula", "`data`"), weights = weights))
   }
   if (is.data.frame(datasets)) {
     if (given[["data"]]) {
@@ -63,9 +63,9 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
     if (!is.null(formula)) {
       unused_with(c(value = !is.null(value), group = !is.null(group)), "`formula`")
       return(datasets_from_formula(formula, datasets, subset, na, env,
-                                   labels = formula_labels(formula, "`formula`", "`datasets`")))
+                                   labels = formula_labels(formula, "`formula`", "`datasets`"), weights = weights))
     }
-    return(datasets_from_columns(datasets, value, group, subset, na, env))
+    return(datasets_from_columns(datasets, value, group, subset, na, env, weights))
   }
   if (is.matrix(datasets)) {
     # one multivariate dataset, or one univariate dataset per column?
@@ -89,7 +89,10 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   }
   dropped <- drop_missing(checked$datasets, checked$has_na, na)
   list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
-       multivariate = FALSE, variables = NULL)
+       multivariate = FALSE, variables = NULL,
+       weights = if (!is.null(weights)) {
+         weights_of_list(eval(weights, env), checked$datasets, checked$has_na, dropped$datasets)
+       })
 }
 
 # How the caller gave the formula and the data, for error messages.
@@ -176,7 +179,7 @@ drop_missing_rows <- function(datasets, has_na, na, variables) {
 # into the formula `rt ~ subject + block` (any column name works, as a
 # symbol) and built like one. Several values, value = c("a", "b"), are
 # multivariate data: the formula `cbind(a, b) ~ subject + block`.
-datasets_from_columns <- function(df, value, group, subset, na, env) {
+datasets_from_columns <- function(df, value, group, subset, na, env, weights = NULL) {
   for (arg in c("value", "group")) {
     col <- if (arg == "value") value else group
     what <- if (arg == "value") "one of its columns" else "one or more of its columns"
@@ -220,7 +223,7 @@ datasets_from_columns <- function(df, value, group, subset, na, env) {
                                   "` and `group = ", deparse1(group), "`"),
                  data = "`datasets`")
   datasets_from_formula(f, df, subset, na, env, labels,
-                        response = if (several) paste(value, collapse = ", "))
+                        response = if (several) paste(value, collapse = ", "), weights = weights)
 }
 
 # The message for names in `value` or `group` (`arg`) that are not columns
@@ -247,7 +250,7 @@ absent_columns <- function(arg, absent, columns) {
 # or more columns (cbind(a, b) ~ g) gives multivariate datasets: the rows of
 # the matrix, a row missing where any of its values is; `response`, when
 # given, replaces the left-hand side as written.
-datasets_from_formula <- function(f, data, subset, na, env, labels, response = NULL) {
+datasets_from_formula <- function(f, data, subset, na, env, labels, response = NULL, weights = NULL) {
   if (!inherits(f, "formula")) {
     stop_arg("`formula` must be a formula such as value ~ group, not ", format_value(f))
   }
@@ -293,6 +296,9 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
                 na.action = stats::na.pass, drop.unused.levels = TRUE)
   build[[1L]] <- quote(stats::model.frame)
   if (is.null(subset)) build$subset <- NULL
+  # weights as lm() takes them: evaluated in the data, a row's weight
+  # dropped with it
+  if (!is.null(weights)) build$weights <- weights
   mf <- tryCatch(eval(build, env), error = function(e) {
     stop_arg("cannot make the datasets from ", labels$formula, ": ", conditionMessage(e))
   })
@@ -319,7 +325,10 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
     stop_arg("the values `", paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " "), "` of ",
              labels$formula, " must be a numeric vector, not ", describe_type(y))
   }
+  # the grouping variables: the columns after the response, but not the
+  # weights model.frame() adds as "(weights)"
   groups <- as.list(mf[-1L])
+  groups <- groups[names(groups) != "(weights)"]
   for (v in names(groups)) {
     if (is.list(groups[[v]]) || !is.null(dim(groups[[v]]))) {
       stop_arg("the group `", v, "` of ", labels$formula, " must be a vector ",
@@ -374,7 +383,13 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
     keys <- as.data.frame(lapply(groups, function(v) v[first]), optional = TRUE, stringsAsFactors = FALSE)
     names(keys) <- names(groups)
   }
-  list(datasets = datasets, n_dropped = as.integer(n_dropped),
+  w <- stats::model.weights(kept_frame)
+  if (!is.null(weights) && !is.null(w)) {
+    if (!is.numeric(w) || is.factor(w)) stop_arg("`weights` must be numeric, not ", describe_type(w))
+    w <- as.double(w)
+    weights <- if (is.null(g)) list(w) else unname(split(w, g[keep]))
+  }
+  list(datasets = datasets, n_dropped = as.integer(n_dropped), weights = weights,
        na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
        response = if (is.null(response)) paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " ") else response,
        multivariate = multivariate, variables = if (multivariate) variables)

@@ -174,7 +174,7 @@ coef.bulkem <- function(object, ...) as.data.frame.bulkem(object)
 #' @param object A `bulkem_fit` (one element of a `bulkem` result).
 #' @param ... Not used.
 #' @returns `logLik()`: an object of class `logLik`; `nobs()`: the number of
-#'   observations.
+#'   observations (with `weights`, the sum of the weights: the n of BIC).
 #' @examples
 #' set.seed(2)
 #' fit <- bulkem(c(rnorm(100), rnorm(100, 5)), family = "normal", use.gpu = FALSE)[[1]]
@@ -188,13 +188,17 @@ NULL
 #' @importFrom stats logLik
 #' @export
 logLik.bulkem_fit <- function(object, ...) {
-  structure(object$loglik, df = as.integer(fit_df(object)), nobs = object$n, class = "logLik")
+  structure(object$loglik, df = as.integer(fit_df(object)), nobs = fit_nobs(object), class = "logLik")
 }
 
 #' @rdname bulkem-loglik
 #' @importFrom stats nobs
 #' @export
-nobs.bulkem_fit <- function(object, ...) object$n
+nobs.bulkem_fit <- function(object, ...) fit_nobs(object)
+
+# The n of BIC: the sum of the weights of a fit with `weights` (a double),
+# else the number of observations, `n` (an integer).
+fit_nobs <- function(f) if (is.null(f$nobs) || isTRUE(f$nobs == f$n)) f$n else f$nobs
 
 #' Print bulkem results and fits
 #'

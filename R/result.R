@@ -7,7 +7,8 @@
 # ?bulkem ("Value") for what each means.
 result_attributes <- c("engine", "threads", "elapsed", "seed", "family", "num.components",
                        "em_iterations", "kernel_launches", "kernel_seconds", "timings",
-                       "shards", "na.action", "groups", "response", "covariance", "variables")
+                       "shards", "na.action", "groups", "response", "covariance", "variables",
+                       "weighted")
 
 # `fits`: a list of bulkem_fit (names kept); `...`: attributes by name (of
 # result_attributes; NULL ones are left out). `groups`, when given, is a

@@ -200,11 +200,11 @@ glance_fits <- function(fits) {
   get <- function(value, type) vapply(fits, value, type, USE.NAMES = FALSE)
   ll <- get(fit_loglik, 0)
   df <- get(fit_df, 0)
-  n <- get(function(f) as.integer(f$n), 0L)
+  n <- get(function(f) as.double(fit_nobs(f)), 0)
   data.frame(dataset = seq_along(fits), family = get(function(f) f$family, ""),
              k = get(function(f) NROW(f$mu), 0L), logLik = ll,
              AIC = -2 * ll + 2 * df, BIC = -2 * ll + log(n) * df, deviance = -2 * ll,
-             df = as.integer(df), nobs = n, status = get(function(f) f$status, ""),
+             df = as.integer(df), nobs = get(function(f) as.integer(f$n), 0L), status = get(function(f) f$status, ""),
              converged = get(function(f) isTRUE(f$converged), NA),
              iterations = get(function(f) as.integer(f$num_iterations), 0L),
              starts_ok = get(function(f) as.integer(f$starts_ok), 0L),

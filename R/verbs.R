@@ -9,7 +9,8 @@
 #' `deviance()` give one value per dataset: a numeric vector named by
 #' dataset (`"1"`, `"2"`, .. when the datasets have no names), `NA` where a
 #' dataset has no fit (its `status` is `"failed"` or `"invalid"`), except
-#' `nobs()`, which is always the dataset's number of observations. On one
+#' `nobs()`, which is always the dataset's number of observations (with
+#' `weights`, the sum of its weights, the n of BIC). On one
 #' fit they give the usual single values (`logLik()` with its `df` and
 #' `nobs`, so [stats::AIC()] and [stats::BIC()] work on it).
 #'
@@ -94,13 +95,14 @@ AIC.bulkem <- function(object, ..., k = 2) {
 #' @export
 BIC.bulkem <- function(object, ...) {
   one_result(...)
-  per_dataset(object, function(f) -2 * fit_loglik(f) + log(f$n) * fit_df(f))
+  per_dataset(object, function(f) -2 * fit_loglik(f) + log(fit_nobs(f)) * fit_df(f))
 }
 
 #' @rdname bulkem-ic
 #' @export
 nobs.bulkem <- function(object, ...) {
-  out <- vapply(unclass(object), function(f) as.integer(f$n), 0L, USE.NAMES = FALSE)
+  out <- vapply(unclass(object), function(f) as.double(fit_nobs(f)), 0, USE.NAMES = FALSE)
+  if (!isTRUE(attr(object, "weighted"))) out <- as.integer(out)
   names(out) <- dataset_names(object)
   out
 }

@@ -24,7 +24,7 @@ test_that("a 2015-style positional call returns every documented field", {
   f <- fits[[1]]
   expect_s3_class(f, "bulkem_fit")
   expect_named(f, c("lambda", "mu", "alpha", "init_lambda", "init_mu", "init_alpha",
-                    "loglik", "num_iterations", "fit_success", "family", "n", "k",
+                    "loglik", "num_iterations", "fit_success", "family", "n", "nobs", "k",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "icl", "starts_at_best", "spurious", "spurious_starts",
                     "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df"))
@@ -136,7 +136,7 @@ test_that("the engine reports progress to R while it works", {
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
   # 80 starts on one thread: 1.2 s on a Zen 5 core with the AVX-512 E-step,
   # several of the 0.25 s between reports
-  res <- bulkem:::fit_(d, bulkem:::core_settings("invgauss", 2L, 1000L, 80L, 1e-12, 1,
+  res <- bulkem:::fit_(d, list(), bulkem:::core_settings("invgauss", 2L, 1000L, 80L, 1e-12, 1,
     bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L)), "cpu"), report)
   expect_gt(length(calls), 0)
   totals <- vapply(calls, `[`, 0, 2)

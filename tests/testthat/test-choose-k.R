@@ -46,7 +46,7 @@ test_that("several Ks: one pass, progress never goes back, the same shape as one
   d <- replicate(30, c(rnorm(300), rnorm(300, 4)), simplify = FALSE)
   seen <- list()
   report <- function(done, total) seen[[length(seen) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, bulkem:::core_settings("normal", 1:3, 2000L, 30L, 1e-12, 5,
+  res <- bulkem:::fit_(d, list(), bulkem:::core_settings("normal", 1:3, 2000L, 30L, 1e-12, 5,
     bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L)), "cpu"), report)
   expect_gt(length(seen), 1)
   done <- vapply(seen, `[`, 0, 1)
@@ -57,7 +57,7 @@ test_that("several Ks: one pass, progress never goes back, the same shape as one
   # the glue returns a list of fits, whether one K or several
   expect_length(res$fits, 30)
   expect_s3_class(res$fits[[1]], "bulkem_fit")
-  one <- bulkem:::fit_(d[1:2], bulkem:::core_settings("normal", 2L, 100L, 3L, 1e-6, 5,
+  one <- bulkem:::fit_(d[1:2], list(), bulkem:::core_settings("normal", 2L, 100L, 3L, 1e-6, 5,
     bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L)), "cpu"), NULL)
   expect_length(one$fits, 2)
   expect_s3_class(one$fits[[1]], "bulkem_fit")

@@ -71,7 +71,7 @@ test_that("a fit edited into an inconsistent one is an argument error, not a cra
 
 test_that("the glue returns a core error as a condition object, for R to raise", {
   settings <- bulkem:::core_settings("weibull", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
-  x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
+  x <- bulkem:::fit_(list(c(1, 2, 3)), list(), settings, NULL)
   expect_identical(class(x), c("bulkem_error_internal", "bulkem_error", "error", "condition"))
   expect_null(conditionCall(x))
   expect_error(bulkem:::core_value(x), "unknown family", class = "bulkem_error_internal")
@@ -158,7 +158,7 @@ test_that("one table of condition classes: the glue's, and R builds every condit
   expect_identical(tab$argument, argument_classes)
   # the conditions the glue returns have the table's classes
   settings <- bulkem:::core_settings("weibull", 2L, 10L, 1L, 1e-6, 1, bulkem:::check_control(list(threads = 1)), "cpu")
-  x <- bulkem:::fit_(list(c(1, 2, 3)), settings, NULL)
+  x <- bulkem:::fit_(list(c(1, 2, 3)), list(), settings, NULL)
   expect_identical(class(x), tab$internal)
   d <- bulkem:::weighted_densities_(1:3 + 0.5, "normal", c(0.5, 0.5), 1, 1, numeric(0))
   expect_identical(class(d), tab$argument)

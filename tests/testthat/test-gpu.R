@@ -447,7 +447,7 @@ test_that("cuda-batched reports progress while its kernel runs", {
   d <- replicate(4000, b1_dataset(2000), simplify = FALSE)
   calls <- list()
   report <- function(done, total) calls[[length(calls) + 1]] <<- c(done, total)
-  res <- bulkem:::fit_(d, bulkem:::core_settings("invgauss", 2L, 500L, 100L, 1e-12, 1,
+  res <- bulkem:::fit_(d, list(), bulkem:::core_settings("invgauss", 2L, 500L, 100L, 1e-12, 1,
     bulkem:::check_control(list(accelerate = FALSE, restarts = 0L)), "cuda-batched"), report)
   dones <- vapply(calls, `[`, 0, 1)
   totals <- vapply(calls, `[`, 0, 2)

@@ -50,7 +50,15 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
             null,
             replicates: plan.count("replicates")?,
             extra: plan.counts("extra")?,
-            job: Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts: Vec::new() },
+            job: Job {
+                datasets,
+                settings,
+                inits: Vec::new(),
+                tuning,
+                noise_supports,
+                given_starts: Vec::new(),
+                weights: Vec::new(),
+            },
         };
         let counters = Counters::default();
         let report = Function::try_from(report).ok();

@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 30] = [
+const FIELDS: [&str; 31] = [
     "shape",
     "mu",
     "alpha",
@@ -31,6 +31,7 @@ const FIELDS: [&str; 30] = [
     "fit_success",
     "family",
     "n",
+    "nobs",
     "k",
     "converged",
     "status",
@@ -98,6 +99,7 @@ mod field {
     pub const FIT_SUCCESS: usize = at("fit_success");
     pub const FAMILY: usize = at("family");
     pub const N: usize = at("n");
+    pub const NOBS: usize = at("nobs");
     pub const K: usize = at("k");
     pub const CONVERGED: usize = at("converged");
     pub const STATUS: usize = at("status");
@@ -481,6 +483,7 @@ impl FitLists {
         set(field::FIT_SUCCESS, if f.params.is_some() { yes } else { no });
         set(field::FAMILY, self.family_name);
         set(field::N, ints.get(Some(i32::try_from(f.n).unwrap_or(i32::MAX))));
+        store(field::NOBS, &[f.nobs]);
         set(field::CONVERGED, if f.status == Status::Converged { yes } else { no });
         set(field::STATUS, status_of(f.status));
         set(field::MESSAGE, if f.message.is_empty() { self.empty } else { strings(&[f.message.as_str()]) });

@@ -15,7 +15,9 @@ use crate::settings::Call;
 use crate::watch::{run_watched, timings};
 
 /// Fits every dataset of `datasets`, a list of double vectors (or NULLs)
-/// checked by bulkem() in R; they are read in place, not copied. `settings`
+/// checked by bulkem() in R; they are read in place, not copied, as are
+/// `weights` (an empty list, or one weight vector, or NULL, per dataset:
+/// each observation's weight). `settings`
 /// is the named list R's core_settings() makes (converted once, by
 /// settings.rs); every K of its `num.components` is fitted, and with
 /// several each dataset keeps its fit of lowest BIC. `report` draws the
@@ -23,20 +25,21 @@ use crate::watch::{run_watched, timings};
 /// R to raise (R/conditions.R).
 /// @noRd
 #[extendr]
-fn fit_(datasets: List, settings: List, report: Robj) -> Robj {
-    or_condition(fit(datasets, settings, report))
+fn fit_(datasets: List, weights: List, settings: List, report: Robj) -> Robj {
+    or_condition(fit(datasets, weights, settings, report))
 }
 
-fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
+fn fit(datasets: List, weights: List, settings: List, report: Robj) -> Result<List, Stop> {
     let started = std::time::Instant::now();
     let call = Call::from_r(&settings)?;
     let datasets = borrow_doubles(&datasets)?;
     let noise_supports = call.noise_supports_for(datasets.len());
     let given_starts = call.given_starts_for(datasets.len())?;
+    let weights = borrow_doubles(&weights)?.into_iter().map(|w| (!w.is_empty()).then_some(w)).collect();
     let Call { settings, engine, threads, tuning, .. } = call;
     let keep_starts = settings.keep_starts;
     let during = tuning.result_during;
-    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts };
+    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts, weights };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     let choice = job.settings.components.len() > 1;

@@ -51,6 +51,7 @@ fn main() {
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
+        weights: Vec::new(),
     };
     let t = Instant::now();
     let fits =

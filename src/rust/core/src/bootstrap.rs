@@ -267,6 +267,7 @@ fn refit_block(
                 tuning: job.tuning.clone(),
                 noise_supports,
                 given_starts: Vec::new(),
+                weights: Vec::new(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
@@ -344,6 +345,7 @@ mod tests {
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
             given_starts: Vec::new(),
+            weights: Vec::new(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();
@@ -413,6 +415,7 @@ mod tests {
             tuning: Tuning::default(),
             noise_supports: vec![support],
             given_starts: Vec::new(),
+            weights: Vec::new(),
         };
         let mut null = Params::from_slices(&[0.49, 0.49], &[-1.5, 2.5], &[0.3, 0.3]).unwrap();
         null.noise = 0.02;

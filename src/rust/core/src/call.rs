@@ -59,6 +59,15 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
+    if kind != EngineKind::Cpu && job.weights.iter().any(Option::is_some) {
+        return Err(Error::Argument {
+            arg: "weights",
+            message: format!(
+                "are fitted on the CPU engine only for now, not on {}: use control = list(engine = \"cpu\")",
+                kind.name()
+            ),
+        });
+    }
     if s.mixed_precision && kind == EngineKind::CudaBatched {
         let what = match (s.noise, s.family.has_df()) {
             (true, _) => Some("a noise component (noise = TRUE)"),
@@ -106,7 +115,12 @@ fn run_into(
     let clock = std::time::Instant::now();
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
         let values = job.datasets[d];
-        prepare(values, job.settings.family).map(|mut ds| {
+        let ds = prepare(values, job.settings.family);
+        let ds = match job.weights.get(d).copied().flatten() {
+            Some(w) => ds.and_then(|ds| ds.with_weights(w, values)),
+            None => ds,
+        };
+        ds.map(|mut ds| {
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
             ds.fixed_df.clone_from(&job.settings.df);
             if !job.settings.noise {
@@ -255,6 +269,7 @@ mod tests {
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
             given_starts: Vec::new(),
+            weights: Vec::new(),
         };
         let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
             Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
@@ -296,6 +311,7 @@ mod tests {
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),
                 given_starts: Vec::new(),
+                weights: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

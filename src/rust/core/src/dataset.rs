@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::estep::{e_step, e_step_noisy};
+use crate::estep::{e_step, e_step_noisy, e_step_weighted};
 use std::sync::OnceLock;
 
 use crate::family::{self, with_family, ComponentFamily};
@@ -42,6 +42,15 @@ pub struct Prepared {
     pub noise: Option<Noise>,
     /// Student's t: the user's fixed ν (Settings::df); empty: estimated.
     pub fixed_df: Vec<f64>,
+    /// Each observation's weight (`weights`, frequency or case weights, at
+    /// least 0), when the job gives them: every sum of the E-step, the
+    /// information and the log-likelihood weighs its observation by it.
+    /// (Starts, the screen's distinct values, the refinement's regions and
+    /// a noise component's range look at the values alone.)
+    pub w: Option<Vec<f64>>,
+    /// Σ w, or the number of observations without weights: the n of BIC,
+    /// of the screen's expected counts and of the rescaling's Jacobian.
+    pub total: f64,
     /// `x` in ascending order, made on first use (`sorted`).
     sorted: OnceLock<Vec<f64>>,
 }
@@ -72,6 +81,14 @@ pub enum Invalid {
         min: f64,
         max: f64,
     },
+    /// Weights that are not finite numbers >= 0, or not one per
+    /// observation.
+    BadWeights {
+        count: usize,
+        first: usize,
+    },
+    /// Every weight 0.
+    ZeroWeights,
     /// The data's scale (the inverse Gaussian's mean, the Normal's standard
     /// deviation) is below the smallest normal double (f64::MIN_POSITIVE,
     /// 2.2e-308): subnormal, with too few significant bits left to fit on,
@@ -117,6 +134,13 @@ impl fmt::Display for Invalid {
             Invalid::AllEqual { n, value } => {
                 write!(f, "has all {n} values equal ({value}); a mixture cannot be fitted")
             }
+            Invalid::BadWeights { count, first } => write!(
+                f,
+                "has {count} weight{} that {} not a finite number >= 0 (the first at position {first})",
+                s(count),
+                if count == 1 { "is" } else { "are" }
+            ),
+            Invalid::ZeroWeights => write!(f, "has every weight 0: nothing is left to fit"),
             Invalid::TooSpread { min, max } => write!(
                 f,
                 "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
@@ -163,6 +187,38 @@ impl Prepared {
         self
     }
 
+    /// The dataset with its observations weighted by `w` (one per value
+    /// of `values`, the data it was prepared from), or why it cannot be.
+    pub fn with_weights(mut self, w: &[f64], values: &[f64]) -> Result<Prepared, Invalid> {
+        if w.len() != values.len() {
+            return Err(Invalid::BadWeights {
+                count: w.len().abs_diff(values.len()),
+                first: w.len().min(values.len()) + 1,
+            });
+        }
+        if let Some((count, first)) = count_bad(w, |v| !(v.is_finite() && v >= 0.0)) {
+            return Err(Invalid::BadWeights { count, first });
+        }
+        if !w.iter().any(|&v| v > 0.0) {
+            return Err(Invalid::ZeroWeights);
+        }
+        // Σ h, weighted: the family's h of each rescaled value (and, fitted
+        // on the logarithms, the Jacobian −log x of each value)
+        let logs = self.family.on_log_scale();
+        let h = |(i, &x): (usize, &f64)| {
+            let h = with_family!(self.family, F => F::log_h(x));
+            if logs {
+                h - values[i].ln()
+            } else {
+                h
+            }
+        };
+        self.h_sum = self.x.iter().enumerate().map(h).zip(w).map(|(h, &w)| w * h).sum();
+        self.total = w.iter().sum();
+        self.w = Some(w.to_vec());
+        Ok(self)
+    }
+
     /// The noise component's t(x) per observation, if the dataset has one.
     pub fn noise_terms(&self) -> Option<&[f64]> {
         self.noise.as_ref().map(|n| &n.terms[..])
@@ -171,6 +227,9 @@ impl Prepared {
     /// One E-step pass of `p` (rescaled units) over the prepared data, with
     /// the noise component if the dataset has one.
     pub fn e_step(&self, p: &Params) -> Stats {
+        if let Some(w) = &self.w {
+            return e_step_weighted(self.family, &self.x, &self.g, self.noise_terms(), w, p);
+        }
         match self.noise_terms() {
             Some(t) => e_step_noisy(self.family, &self.x, &self.g, t, p),
             None => e_step(self.family, &self.x, &self.g, p),
@@ -245,7 +304,11 @@ impl Prepared {
             // the fitted family's on the logarithms, with the Jacobian
             // −Σ log x that h_sum holds here taken out and added back
             logs = values.iter().map(|v| v.ln()).collect();
-            (&logs[..], -logs.iter().sum::<f64>())
+            let jacobian = match &self.w {
+                Some(w) => -logs.iter().zip(w).map(|(l, w)| w * l).sum::<f64>(),
+                None => -logs.iter().sum::<f64>(),
+            };
+            (&logs[..], jacobian)
         } else {
             (values, 0.0)
         };
@@ -265,14 +328,15 @@ impl Prepared {
         params: &Params,
         h_sum: f64,
     ) -> f64 {
-        let n = values.len() as f64;
+        let n = self.total;
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
             let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
             let h_unscaled = with_family!(family, F => F::log_h_sum_unscaled(h_sum, n, self.scale));
-            let stats = match noise {
-                Some(t) => e_step_noisy(family, values, &g, t, params),
-                None => e_step(family, values, &g, params),
+            let stats = match (&self.w, noise) {
+                (Some(w), _) => e_step_weighted(family, values, &g, noise, w, params),
+                (None, Some(t)) => e_step_noisy(family, values, &g, t, params),
+                (None, None) => e_step(family, values, &g, params),
             };
             let ll = stats.ll + h_unscaled;
             if ll.is_finite() {
@@ -393,6 +457,8 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         init: None,
         noise: None,
         fixed_df: Vec::new(),
+        w: None,
+        total: nf,
         sorted: OnceLock::new(),
     })
 }

@@ -11,8 +11,8 @@ use crate::params::{Family, Params, Stats};
 use crate::student;
 
 /// How far the log-likelihood may fall before it is more than rounding.
-pub(crate) fn fall_tolerance(loglik: f64, n: usize) -> f64 {
-    FALL_TOLERANCE * (loglik.abs() + n as f64)
+pub(crate) fn fall_tolerance(loglik: f64, n: f64) -> f64 {
+    FALL_TOLERANCE * (loglik.abs() + n)
 }
 
 /// Where an accelerated start is in its cycle of three E-step passes: the
@@ -82,7 +82,8 @@ impl EmState {
         epsilon: f64,
     ) -> Option<StartFit> {
         let loglik = stats.ll + ds.h_sum;
-        let n = ds.x.len();
+        // the observations' count, Σ w with weights
+        let n = ds.total;
         if let Some(sq) = &mut self.squarem {
             if sq.phase == Phase::Extrapolated {
                 // Accepted when θ' is at least as likely as θ1 and its
@@ -180,7 +181,7 @@ fn extrapolate(
     t1: &Params,
     t2: &Params,
     step_max: f64,
-    n: usize,
+    n: f64,
     spread: f64,
 ) -> Option<(Params, f64)> {
     let k = t0.k;
@@ -229,9 +230,7 @@ fn extrapolate(
                 return None;
             }
         }
-        if !(p.alpha[m] * n as f64 >= MIN_COMPONENT_OBS)
-            || check_component(family, p.mu[m], p.shape[m], spread).is_err()
-        {
+        if !(p.alpha[m] * n >= MIN_COMPONENT_OBS) || check_component(family, p.mu[m], p.shape[m], spread).is_err() {
             return None;
         }
     }

@@ -14,7 +14,7 @@
 
 use crate::family::{with_family, ComponentFamily};
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all};
+use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, weighted_block_log_likelihood};
 use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
 use crate::student;
@@ -96,7 +96,7 @@ pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats
     if family.has_df() {
         return student::e_step(&x[..x.len().min(g.len())], None, p);
     }
-    with_family!(family, F => dispatch::<F, false>(x, g, &[], p))
+    with_family!(family, F => dispatch::<F, false, false>(x, g, &[], &[], p))
 }
 
 /// e_step of a mixture with a noise component (noise.rs): `t` holds each
@@ -128,32 +128,67 @@ pub fn e_step_noisy_blocked(family: Family, x: &[f64], g: &[f64], t: &[f64], p: 
     if family.has_df() {
         return student::e_step(x, Some(t), p);
     }
-    with_family!(family, F => dispatch::<F, true>(x, g, t, p))
+    with_family!(family, F => dispatch::<F, true, false>(x, g, t, &[], p))
 }
 
-fn dispatch<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
+/// e_step (with a noise component if `t` is given) of data whose
+/// observations have weights `w` (frequency or case weights, as long as
+/// x): every sum weighted, S0 = Σ w r, S1 = Σ w r x, S2 = Σ w r g, and the
+/// log-likelihood Σ w log f(x). By the block loops.
+pub fn e_step_weighted(family: Family, x: &[f64], g: &[f64], t: Option<&[f64]>, w: &[f64], p: &Params) -> Stats {
+    let n = x.len().min(g.len()).min(w.len()).min(t.map_or(usize::MAX, <[f64]>::len));
+    let (x, g, w) = (&x[..n], &g[..n], &w[..n]);
+    if family.has_df() {
+        return student::e_step_weighted(x, t.map(|t| &t[..n]), w, p);
+    }
+    match t {
+        Some(t) => with_family!(family, F => dispatch::<F, true, true>(x, g, &t[..n], w, p)),
+        None => with_family!(family, F => dispatch::<F, false, true>(x, g, &[], w, p)),
+    }
+}
+
+fn dispatch<F: ComponentFamily, const NOISY: bool, const W: bool>(
+    x: &[f64],
+    g: &[f64],
+    t: &[f64],
+    w: &[f64],
+    p: &Params,
+) -> Stats {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { e_step_avx2::<F, NOISY>(x, g, t, p) };
+            return unsafe { e_step_avx2::<F, NOISY, W>(x, g, t, w, p) };
         }
     }
-    e_step_blocks::<F, NOISY>(x, g, t, p)
+    e_step_blocks::<F, NOISY, W>(x, g, t, w, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn e_step_avx2<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Stats {
-    e_step_blocks::<F, NOISY>(x, g, t, p)
+unsafe fn e_step_avx2<F: ComponentFamily, const NOISY: bool, const W: bool>(
+    x: &[f64],
+    g: &[f64],
+    t: &[f64],
+    w: &[f64],
+    p: &Params,
+) -> Stats {
+    e_step_blocks::<F, NOISY, W>(x, g, t, w, p)
 }
 
 /// The block loops; with `NOISY`, row k of `l` is the noise's term
-/// log π0 + t(x) (`t` is read only then).
+/// log π0 + t(x) (`t` is read only then); with `W`, each observation's
+/// responsibilities and log-density weighted by its `wt` (read only then).
 #[inline(always)]
-fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt: &[f64], p: &Params) -> Stats {
+fn e_step_blocks<F: ComponentFamily, const NOISY: bool, const W: bool>(
+    x: &[f64],
+    g: &[f64],
+    nt: &[f64],
+    wt: &[f64],
+    p: &Params,
+) -> Stats {
     let k = p.k;
     let rows = k + NOISY as usize;
     let terms = F::terms(p);
@@ -164,6 +199,7 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
+    let mut w_pad = [0.0f64; BLOCK];
     let mut s0 = [[0.0f64; LANES]; MAX_COMPONENTS + 1];
     let mut s1 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut s2 = [[0.0f64; LANES]; MAX_COMPONENTS];
@@ -264,7 +300,17 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool>(x: &[f64], g: &[f64], nt
         for j in 0..len {
             inv[j] = 1.0 / sum[j];
         }
-        ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
+        if W {
+            // the weight goes into each responsibility: 1/Σ becomes w/Σ
+            w_pad[..len].copy_from_slice(&wt[i * BLOCK..i * BLOCK + len]);
+            w_pad[len..].fill(0.0);
+            weighted_block_log_likelihood(&mx, &mut sum, &w_pad, len, &mut ll_max);
+            for j in 0..len {
+                inv[j] *= w_pad[j];
+            }
+        } else {
+            ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
+        }
         for m in 0..k {
             let lm = &l[m];
             for j in (0..BLOCK).step_by(LANES) {
@@ -325,15 +371,17 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>
 
 /// Σ over `xs` of the log of each observation's largest posterior
 /// probability (`posterior`'s, the noise's column included): ICL's
-/// classification term. Observations outside the support add nothing.
-pub fn map_log_posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>) -> f64 {
+/// classification term; with weights `w`, each observation's log weighted
+/// by its own. Observations outside the support add nothing.
+pub fn map_log_posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>, w: Option<&[f64]>) -> f64 {
     let z = posterior(family, xs, p, noise);
     let n = xs.len();
     let rows = z.len().checked_div(n).unwrap_or(0);
+    let weight = |i: usize| w.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
     (0..n)
-        .map(|i| (0..rows).map(|m| z[m * n + i]).fold(f64::NAN, f64::max))
-        .filter(|top| top.is_finite())
-        .map(f64::ln)
+        .map(|i| (i, (0..rows).map(|m| z[m * n + i]).fold(f64::NAN, f64::max)))
+        .filter(|(_, top)| top.is_finite())
+        .map(|(i, top)| weight(i) * top.ln())
         .sum()
 }
 
@@ -558,6 +606,60 @@ pub(crate) mod tests {
                     // responsibilities sum to one per observation
                     let s0: f64 = fast.s0[..k].iter().sum();
                     assert!((s0 - n as f64).abs() < 1e-10 * n as f64);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_weights_are_repeated_observations() {
+        // every family, with and without a noise component, K 1 to 4,
+        // lengths around the block size: the weighted pass's sums and
+        // log-likelihood are the expanded data's (to rounding), and zero
+        // weights leave observations out
+        for n in [1usize, 5, 63, 64, 65, 130] {
+            let xs: Vec<f64> = (0..n).map(|i| 0.05 + ((i * 7919) % 1000) as f64 / 250.0).collect();
+            let w: Vec<f64> = (0..n).map(|i| (i % 4) as f64).collect();
+            let expanded: Vec<usize> = (0..n).flat_map(|i| std::iter::repeat_n(i, i % 4)).collect();
+            let t_of = |v: &[f64]| v.iter().map(|x| -0.3 - 0.1 * x).collect::<Vec<f64>>();
+            for k in 1..=4 {
+                let alpha = vec![1.0 / k as f64; k];
+                let mu: Vec<f64> = (0..k).map(|m| 0.3 + 0.7 * m as f64).collect();
+                let shape: Vec<f64> = (0..k).map(|m| 0.5 + 0.4 * m as f64).collect();
+                for family in [Family::InvGauss, Family::Normal, Family::Gamma, Family::StudentT] {
+                    let mut p = params(&alpha, &mu, &shape);
+                    if family.has_df() {
+                        p.df[..k].iter_mut().enumerate().for_each(|(m, v)| *v = 3.0 + 5.0 * m as f64);
+                    }
+                    let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                    let ex: Vec<f64> = expanded.iter().map(|&i| xs[i]).collect();
+                    let eg: Vec<f64> = expanded.iter().map(|&i| g[i]).collect();
+                    for noisy in [false, true] {
+                        let mut q = p;
+                        if noisy {
+                            q.noise = 0.1;
+                            q.alpha[..k].iter_mut().for_each(|a| *a *= 0.9);
+                        }
+                        let (t, et) = (t_of(&xs), t_of(&ex));
+                        let weighted = e_step_weighted(family, &xs, &g, noisy.then_some(&t[..]), &w, &q);
+                        let plain =
+                            if noisy { e_step_noisy(family, &ex, &eg, &et, &q) } else { e_step(family, &ex, &eg, &q) };
+                        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+                        let what = format!("n={n} k={k} {family:?} noise={noisy}");
+                        assert!(close(weighted.ll, plain.ll), "{what}: {} vs {}", weighted.ll, plain.ll);
+                        assert!(close(weighted.s0_noise, plain.s0_noise), "{what}");
+                        for m in 0..k {
+                            for (a, b) in [
+                                (weighted.s0[m], plain.s0[m]),
+                                (weighted.s1[m], plain.s1[m]),
+                                (weighted.s2[m], plain.s2[m]),
+                                (weighted.su[m], plain.su[m]),
+                                (weighted.s_df[m], plain.s_df[m]),
+                            ] {
+                                assert!(close(a, b), "{what} m={m}: {a} vs {b}");
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -42,7 +42,7 @@ pub(crate) fn finish(
             .iter()
             .map(|r| StartRecord {
                 init: r.init.map(|p| ds.unscale(&p)),
-                loglik: r.loglik - n as f64 * ds.scale.ln(),
+                loglik: r.loglik - ds.total * ds.scale.ln(),
                 ..*r
             })
             .collect();
@@ -54,7 +54,7 @@ pub(crate) fn finish(
         let message = format!("all {} random starts failed (the first because {reason})", best.starts_run);
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
     };
-    let jacobian = n as f64 * ds.scale.ln();
+    let jacobian = ds.total * ds.scale.ln();
     let family = job.settings.family;
     // a start in components by ascending mu (rescaling keeps their order)
     // at the maximum itself, not where the stop rule left it (polish.rs);
@@ -98,7 +98,7 @@ pub(crate) fn finish(
         best.spurious.as_ref().filter(|s| !spurious && s.fit.loglik > fit.loglik).map(|s| s.fit.loglik - jacobian);
     let init = ds.unscale(&w.init).permuted(&order);
     let loglik = ds.log_likelihood(family, values, &params);
-    let log_map = map_log_posterior(family, values, &params, ds.noise.as_ref().map(|n| &n.support));
+    let log_map = map_log_posterior(family, values, &params, ds.noise.as_ref().map(|n| &n.support), ds.w.as_deref());
     if !loglik.is_finite() {
         let message = "the best start's log-likelihood is not finite on the original data".to_string();
         return Fit { starts, ..Fit::without_params(n, t.k, Status::Failed, message, best.starts_run, best.starts_ok) };
@@ -123,6 +123,7 @@ pub(crate) fn finish(
     message = with_information(message, saddle, loglik, covariance.as_ref(), family, t.k, ds.noise.is_some(), df);
     Fit {
         n,
+        nobs: ds.total,
         k: t.k,
         status,
         message,

@@ -119,7 +119,7 @@ pub fn moved(family: Family, p: &Params, noise: bool, d: &[f64], t: f64, spread:
 /// if it has one): the free parameters in the order of `Layout`, a full
 /// symmetric matrix, column-major.
 pub fn observed_information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Vec<f64> {
-    information(family, xs, noise, p).observed
+    information(family, xs, noise, None, p).observed
 }
 
 /// What one pass over the data gives at a point θ, each in the order of
@@ -143,12 +143,19 @@ pub(crate) struct Information {
 
 /// The observed information, the complete-data diagonal and the score of
 /// the mixture `p` on data `xs` (in the units of `p`; `noise` as for
-/// `observed_information`).
-pub(crate) fn information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+/// `observed_information`; `w`, each observation's weight, if they have
+/// any: every sum, the log-likelihood's too, weighted).
+pub(crate) fn information(
+    family: Family,
+    xs: &[f64],
+    noise: Option<&[f64]>,
+    w: Option<&[f64]>,
+    p: &Params,
+) -> Information {
     if family.has_df() {
-        return information_student(xs, noise, p);
+        return information_student(xs, noise, w, p);
     }
-    with_family!(family, F => information_of::<F>(xs, noise, p))
+    with_family!(family, F => information_of::<F>(xs, noise, w, p))
 }
 
 /// Observations per block of the pass: each block's per-observation terms
@@ -157,30 +164,41 @@ pub(crate) fn information(family: Family, xs: &[f64], noise: Option<&[f64]>, p: 
 /// and the sums run over contiguous memory (as the E-step does).
 const BLOCK: usize = 64;
 
-fn information_of<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+fn information_of<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -> Information {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above). The code is
             // the same; plain multiplies and adds are never fused, so the
             // result is bitwise the same as the baseline build's.
-            return unsafe { information_avx2::<F>(xs, noise, p) };
+            return unsafe { information_avx2::<F>(xs, noise, w, p) };
         }
     }
-    information_blocks::<F>(xs, noise, p)
+    information_blocks::<F>(xs, noise, w, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn information_avx2<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
-    information_blocks::<F>(xs, noise, p)
+unsafe fn information_avx2<F: ComponentFamily>(
+    xs: &[f64],
+    noise: Option<&[f64]>,
+    w: Option<&[f64]>,
+    p: &Params,
+) -> Information {
+    information_blocks::<F>(xs, noise, w, p)
 }
 
 /// The pass. With a noise component its responsibility takes row K of `r`
 /// and, as the dependent weight, the place of α_K: ∂ log f / ∂α_j =
 /// r_j/α_j − r_0/π_0 for every j ≤ K, and no mean or shape of its own.
+/// With weights `w`, each observation's terms are weighted by its own.
 #[inline(always)]
-fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+fn information_blocks<F: ComponentFamily>(
+    xs: &[f64],
+    noise: Option<&[f64]>,
+    w: Option<&[f64]>,
+    p: &Params,
+) -> Information {
     let k = p.k;
     let at = Layout { k, noise: noise.is_some(), df: false };
     let np = at.len();
@@ -213,8 +231,14 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
     let mut g_cols = vec![[0.0f64; BLOCK]; np];
     let mut c_cols = vec![[0.0f64; BLOCK]; np];
     let mut h_cols = vec![[0.0f64; BLOCK]; 3 * k];
+    // with weights: the block's, and a column of g times them
+    let mut wb = [0.0f64; BLOCK];
+    let mut wg = [0.0f64; BLOCK];
     for (i, xc) in xs.chunks(BLOCK).enumerate() {
         let len = xc.len();
+        if let Some(w) = w {
+            wb[..len].copy_from_slice(&w[i * BLOCK..i * BLOCK + len]);
+        }
         xb[..len].copy_from_slice(xc);
         for j in 0..len {
             gb[j] = F::aux(xb[j]);
@@ -249,7 +273,10 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
         let mut inv = [0.0f64; BLOCK];
         for j in 0..len {
             inv[j] = 1.0 / total[j];
-            loglik += top[j] + total[j].ln();
+            match w {
+                None => loglik += top[j] + total[j].ln(),
+                Some(_) => loglik += wb[j] * (top[j] + total[j].ln()),
+            }
         }
         for rm in &mut r[..rows] {
             for j in 0..len {
@@ -280,6 +307,26 @@ fn information_blocks<F: ComponentFamily>(xs: &[f64], noise: Option<&[f64]>, p: 
                 c_cols[i_mu][j] = rm * u_mu * u_mu;
                 c_cols[i_s][j] = rm * u_s * u_s;
             }
+        }
+        if w.is_some() {
+            let wb = &wb[..len];
+            for a in 0..np {
+                let ga = &g_cols[a][..len];
+                for (v, (g, w)) in wg.iter_mut().zip(ga.iter().zip(wb)) {
+                    *v = g * w;
+                }
+                g_sum[a] += sum(&wg[..len]);
+                complete[a] += dot(&c_cols[a][..len], wb);
+                for b in a..np {
+                    gg[a * np + b] += dot(&wg[..len], &g_cols[b][..len]);
+                }
+            }
+            for (m, acc) in blocks[..k].iter_mut().enumerate() {
+                for (e, v) in acc.iter_mut().enumerate() {
+                    *v += dot(&h_cols[3 * m + e][..len], wb);
+                }
+            }
+            continue;
         }
         for a in 0..np {
             let ga = &g_cols[a][..len];
@@ -354,8 +401,9 @@ fn assemble(
 
 /// The pass for Student's t (student.rs), one observation at a time: the
 /// same sums as information_blocks', with ν among a component's own
-/// parameters when it is estimated.
-fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Information {
+/// parameters when it is estimated; with weights `w`, each observation's
+/// terms weighted by its own (a weight of 1 changes no bit).
+fn information_student(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -> Information {
     let k = p.k;
     let at = Layout { k, noise: noise.is_some(), df: p.estimates_df() };
     let np = at.len();
@@ -382,12 +430,13 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Informa
     let (mut z, mut log1p) = ([0.0; MAX_COMPONENTS], [0.0; MAX_COMPONENTS]);
     for (i, &x) in xs.iter().enumerate() {
         let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
-        loglik += student::responsibilities(x, &t, k, noise_term, &mut r, &mut z, &mut log1p);
+        let wi = w.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
+        loglik += wi * student::responsibilities(x, &t, k, noise_term, &mut r, &mut z, &mut log1p);
         let (r_l, ia_l) = (r[last], inv_alpha[last]);
         for a in 0..last {
             let (r_j, r_k) = (r[a] * inv_alpha[a], r_l * ia_l);
             g[at.alpha(a)] = r_j - r_k;
-            complete[at.alpha(a)] += r_j * inv_alpha[a] + r_k * ia_l;
+            complete[at.alpha(a)] += wi * (r_j * inv_alpha[a] + r_k * ia_l);
         }
         for m in 0..k {
             let (grad, hess) = student::derivatives(x, p.mu[m], &consts[m]);
@@ -400,17 +449,17 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Informa
                 &[(0, 0, 0), (0, 1, 1), (1, 1, 3)]
             };
             for (e, &(a, b, h)) in pairs.iter().enumerate() {
-                blocks[m][e] += rm * (hess[h] + grad[a] * grad[b]);
+                blocks[m][e] += wi * (rm * (hess[h] + grad[a] * grad[b]));
             }
             for a in 0..count {
                 g[own[a]] = rm * grad[a];
-                complete[own[a]] += rm * grad[a] * grad[a];
+                complete[own[a]] += wi * (rm * grad[a] * grad[a]);
             }
         }
         for a in 0..np {
-            g_sum[a] += g[a];
+            g_sum[a] += wi * g[a];
             for b in a..np {
-                gg[a * np + b] += g[a] * g[b];
+                gg[a * np + b] += wi * (g[a] * g[b]);
             }
         }
     }
@@ -422,7 +471,7 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Informa
 /// dataset `ds` (with its noise component, if it has one); or why there
 /// are none.
 pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
-    covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), &ds.rescale(params)))
+    covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &ds.rescale(params)))
 }
 
 /// The covariance and standard errors, in the data's own units, from the
@@ -648,7 +697,7 @@ pub(crate) mod tests {
                         break;
                     }
                     previous = st.ll;
-                    p = crate::mstep::m_step(family, p.k, &st, xs.len(), 1.0).unwrap();
+                    p = crate::mstep::m_step(family, p.k, &st, xs.len() as f64, 1.0).unwrap();
                 }
                 (xs, p)
             })
@@ -661,7 +710,7 @@ pub(crate) mod tests {
             for (xs, p) in cases(family) {
                 let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
                 let ll = |p: &Params| crate::estep::e_step(family, &xs, &g, p).ll;
-                let info = information(family, &xs, None, &p);
+                let info = information(family, &xs, None, None, &p);
                 assert!((info.loglik - ll(&p)).abs() < 1e-11 * ll(&p).abs(), "{family:?} K = {}", p.k);
                 // ∂ℓ/∂μ_m and ∂ℓ/∂s_m by central differences
                 for m in 0..p.k {
@@ -752,7 +801,7 @@ pub(crate) mod tests {
                         -(f(h[a], h[b]) - f(h[a], -h[b]) - f(-h[a], h[b]) + f(-h[a], -h[b])) / (4.0 * h[a] * h[b]);
                 }
             }
-            let info = information(Family::StudentT, &xs, None, &p);
+            let info = information(Family::StudentT, &xs, None, None, &p);
             assert!((info.loglik - ll(&theta)).abs() < 1e-9 * info.loglik.abs());
             let w = worst(&info.observed, &numeric, np);
             assert!(w < 1e-4, "fixed ν {fixed}: worst relative difference {w:e}");

@@ -33,6 +33,10 @@ pub struct Job<'a> {
     /// random starts, numbered after them (restarts.rs's given rounds);
     /// empty, or empty for a dataset: none.
     pub given_starts: Vec<Vec<Params>>,
+    /// Each observation's weight (`weights`: frequency or case weights,
+    /// at least 0), by dataset, as long as it; empty, or `None` for a
+    /// dataset: every observation weighs 1.
+    pub weights: Vec<Option<&'a [f64]>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -203,6 +207,12 @@ impl Job<'_> {
         if self.settings.start_count_before_given().saturating_add(most) > u64::from(u32::MAX) {
             return Err(Error::Argument { arg: "init", message: "too many starts: they must stay below 2^32".into() });
         }
+        if !self.weights.is_empty() && self.weights.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "weights",
+                message: format!("weights for {} datasets, not {}", self.weights.len(), self.datasets.len()),
+            });
+        }
         if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
             return Err(Error::Argument {
                 arg: "noise.support",
@@ -327,6 +337,8 @@ impl Settings {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fit {
     pub n: usize,
+    /// The n of BIC: Σ w with weights, else `n`.
+    pub nobs: f64,
     /// Components fitted.
     pub k: usize,
     pub status: Status,
@@ -402,12 +414,13 @@ impl Fit {
     pub fn information_criteria(&self) -> (f64, f64) {
         let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
         let df = free_parameters(p.k, self.noise_support.is_some(), p.estimates_df()) as f64;
-        (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * (self.n as f64).ln())
+        (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * self.nobs.ln())
     }
 
     pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_run: u32, starts_ok: u32) -> Fit {
         Fit {
             n,
+            nobs: n as f64,
             k,
             status,
             message,

@@ -225,6 +225,31 @@ pub fn block_log_likelihood(
     ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln()
 }
 
+/// `block_log_likelihood` of a block whose observations have weights `w`
+/// (the padding past `len` weight 0): Σ_j w_j (mx_j + log sum_j), added
+/// into the lanes of `ll`. One logarithm per observation: a weighted sum of
+/// logarithms is not the logarithm of one product. `sum` is overwritten.
+#[inline(always)]
+pub fn weighted_block_log_likelihood(
+    mx: &[f64; ESTEP_BLOCK],
+    sum: &mut [f64; ESTEP_BLOCK],
+    w: &[f64; ESTEP_BLOCK],
+    len: usize,
+    ll: &mut [f64; ESTEP_LANES],
+) {
+    if len < ESTEP_BLOCK {
+        sum[len..].fill(1.0);
+    }
+    ln_ge1_all(sum);
+    for j in (0..ESTEP_BLOCK).step_by(ESTEP_LANES) {
+        for lane in 0..ESTEP_LANES {
+            let i = j + lane;
+            // the padding's weight is 0, and its terms are finite
+            ll[lane] += w[i] * (mx[i] + sum[i]);
+        }
+    }
+}
+
 /// splitmix64's output mixer: a bijection of u64 whose every output bit
 /// depends on every input bit (used to hash data and derive seeds).
 pub fn mix64(mut z: u64) -> u64 {

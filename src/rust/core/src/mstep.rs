@@ -28,7 +28,7 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
 
 /// α = S0/N (the noise component's weight likewise), and each component's
 /// (μ, shape) from the family's M-step (ComponentFamily::component_m_step).
-pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+pub fn m_step(family: Family, k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
     if family == Family::StudentT {
         return m_step_student(k, st, n, spread);
     }
@@ -36,9 +36,9 @@ pub fn m_step(family: Family, k: usize, st: &Stats, n: usize, spread: f64) -> Re
 }
 
 /// `m_step` for Student's t (student.rs): the same guards, and ν.
-fn m_step_student(k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
-    let nf = n as f64;
+    let nf = n;
     for m in 0..k {
         let s0 = st.s0[m];
         if !(s0 >= MIN_COMPONENT_OBS) {
@@ -60,9 +60,9 @@ fn m_step_student(k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params,
 }
 
 /// `m_step` for the family `F`.
-fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: usize, spread: f64) -> Result<Params, Degenerate> {
+fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
-    let nf = n as f64;
+    let nf = n;
     for m in 0..k {
         let (s0, s1, s2) = (st.s0[m], st.s1[m], st.s2[m]);
         if !(s0 >= MIN_COMPONENT_OBS) {
@@ -115,7 +115,7 @@ mod tests {
                     st.s2[m] += r * family::aux(family, x);
                 }
             }
-            let p = m_step(family, 2, &st, xs.len(), 1.0).unwrap();
+            let p = m_step(family, 2, &st, xs.len() as f64, 1.0).unwrap();
             let r1: Vec<f64> = r0.iter().map(|r| 1.0 - r).collect();
             for (m, r) in [&r0, &r1].into_iter().enumerate() {
                 let (alpha, mu, shape) = brute_force(family, &xs, r);
@@ -140,7 +140,7 @@ mod tests {
                 st.s2[0] += w * family::aux(family, *x);
             }
             // N = 1 so the weight guard does not apply to this tiny example
-            let p = m_step(family, 1, &st, 1, 0.0).unwrap();
+            let p = m_step(family, 1, &st, 1.0, 0.0).unwrap();
             let q = |mu: f64, shape: f64| {
                 xs.iter().zip(r).map(|(x, w)| w * family::log_density(family, *x, mu, shape)).sum::<f64>()
             };
@@ -158,16 +158,16 @@ mod tests {
         st.s0[0] = 1.5; // under two observations' worth
         st.s1[0] = 1.5;
         st.s2[0] = 1.6;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100, 1.0), Err(Degenerate::WeightCollapsed));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0), Err(Degenerate::WeightCollapsed));
         // all weight on one value: S2 − S0²/S1 = 0, λ infinite
         st.s0[0] = 10.0;
         st.s1[0] = 10.0;
         st.s2[0] = 10.0;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100, 1.0), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0), Err(Degenerate::NotFinite));
         // Normal with σ tiny relative to the data's spread
         st.s2[0] = 10.0 * (1.0 + 1e-14);
-        assert_eq!(m_step(Family::Normal, 1, &st, 100, 1.0), Err(Degenerate::SpreadCollapsed));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0), Err(Degenerate::SpreadCollapsed));
         st.s0[0] = f64::NAN;
-        assert_eq!(m_step(Family::Normal, 1, &st, 100, 1.0), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0), Err(Degenerate::NotFinite));
     }
 }

@@ -42,9 +42,9 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     if at.outcome != Outcome::Converged {
         return Polished { fit: *at, information: None };
     }
-    let tolerance = |ll: f64| fall_tolerance(ll, ds.x.len());
+    let tolerance = |ll: f64| fall_tolerance(ll, ds.total);
     let mut fit = *at;
-    let mut here = information(family, &ds.x, ds.noise_terms(), &fit.params);
+    let mut here = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &fit.params);
     here.loglik += ds.h_sum;
     let mut before: Option<(StartFit, Information)> = None;
     let steps = if fit.params.estimates_df() { POLISH_STEPS_DF } else { POLISH_STEPS };
@@ -64,7 +64,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
         for &(m, b) in &bounds {
             q.df[m] = b;
         }
-        let mut next = information(family, &ds.x, ds.noise_terms(), &q);
+        let mut next = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &q);
         next.loglik += ds.h_sum;
         before = Some((fit, std::mem::replace(&mut here, next)));
         fit.params = q;

@@ -25,7 +25,7 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
     if at.outcome != Outcome::Converged {
         return None;
     }
-    let d = ascent_direction(t.family, &ds.x, ds.noise_terms(), &at.params)?;
+    let d = ascent_direction(t.family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &at.params)?;
     let floor = at.loglik + SAME_OPTIMUM * (1.0 + at.loglik.abs());
     let mut best: Option<StartFit> = None;
     for step in SADDLE_STEPS {
@@ -33,7 +33,7 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
             let noise = ds.noise.is_some();
             let Some(init) = moved(t.family, &at.params, noise, &d, sign * step, ds.spread) else { continue };
             let f = run_em(t.family, ds, init, t.max_iters, t.epsilon, t.accelerate, cancel);
-            let sound = f.outcome == Outcome::Converged && !t.screen.spurious_on(t.family, &f.params, &ds.x);
+            let sound = f.outcome == Outcome::Converged && !t.screen.spurious_on(t.family, &f.params, &ds.x, ds.total);
             if sound && f.loglik > floor && best.is_none_or(|b| f.loglik > b.loglik) {
                 best = Some(f);
             }
@@ -50,9 +50,15 @@ pub fn escape(t: &Task, ds: &Prepared, at: &StartFit, cancel: &AtomicBool) -> Op
 /// moves each parameter by about one complete-data standard error. `None`
 /// where the information is not finite or has no eigenvalue below
 /// −MIN_INFORMATION_LEFT. On the rescaled data of a prepared dataset
-/// (`noise`: its noise component's t(x), if it has one).
-pub fn ascent_direction(family: Family, xs: &[f64], noise: Option<&[f64]>, p: &Params) -> Option<Vec<f64>> {
-    let Information { observed: info, complete, .. } = information(family, xs, noise, p);
+/// (`noise`: its noise component's t(x), if it has one; `w`: its weights).
+pub fn ascent_direction(
+    family: Family,
+    xs: &[f64],
+    noise: Option<&[f64]>,
+    w: Option<&[f64]>,
+    p: &Params,
+) -> Option<Vec<f64>> {
+    let Information { observed: info, complete, .. } = information(family, xs, noise, w, p);
     let np = complete.len();
     if info.iter().chain(&complete).any(|v| !v.is_finite()) || complete.iter().any(|&c| c <= 0.0) {
         return None;
@@ -96,7 +102,7 @@ mod tests {
                 Family::StudentT => unreachable!("not among Family::FITTED"),
             };
             let merged = params(&[0.5, 0.5], &[mean, mean], &[shape, shape]);
-            let Some(d) = ascent_direction(family, &xs, None, &merged) else {
+            let Some(d) = ascent_direction(family, &xs, None, None, &merged) else {
                 assert_ne!(family, Family::Normal, "the merged Normal fit is a saddle");
                 continue;
             };
@@ -115,7 +121,7 @@ mod tests {
                 assert!(ll(&q) > at, "{family:?}: the step {t} does not raise the log-likelihood");
             }
             // at the maximum itself there is no ascent direction
-            assert!(ascent_direction(family, &xs, None, &truth).is_none() || ll(&truth) < at);
+            assert!(ascent_direction(family, &xs, None, None, &truth).is_none() || ll(&truth) < at);
         }
     }
 }

@@ -60,10 +60,11 @@ impl Screen {
     }
 
     /// Whether a start that ended at `p` on the (rescaled) data `x` is
-    /// spurious: the rules on its parameters, then the spike on heaped
+    /// spurious: the rules on its parameters (`n` observations, Σ w with
+    /// weights), then the spike on heaped
     /// values. What every engine applies (the CUDA kernel mirrors it).
-    pub fn spurious_on(&self, family: Family, p: &Params, x: &[f64]) -> bool {
-        self.spurious(family, p, x.len()) || self.heaped(family, p, x)
+    pub fn spurious_on(&self, family: Family, p: &Params, x: &[f64], n: f64) -> bool {
+        self.spurious(family, p, n) || self.heaped(family, p, x)
     }
 
     /// Some component's window, mean ± SPURIOUS_DISTINCT_SDS sds, holds
@@ -96,13 +97,13 @@ impl Screen {
     /// the rules on its parameters alone.
     /// Ratios of sds and expected counts do not change with the data's
     /// scale, so `p` may be in rescaled or original units.
-    pub fn spurious(&self, family: Family, p: &Params, n: usize) -> bool {
+    pub fn spurious(&self, family: Family, p: &Params, n: f64) -> bool {
         let k = p.k;
         let sd = |m: usize| component_sd(family, p.mu[m], p.shape[m]);
         let largest = (0..k).map(sd).fold(0.0, f64::max);
         (0..k).any(|m| {
             let s = sd(m);
-            s < self.ratio * largest || (n as f64 * p.alpha[m] < self.count && s < self.count_ratio * largest)
+            s < self.ratio * largest || (n * p.alpha[m] < self.count && s < self.count_ratio * largest)
         })
     }
 }
@@ -124,15 +125,15 @@ mod tests {
         let s = Screen::default();
         // Nile-like: a component of 3.4 observations at 0.23% of the widest sd
         let spike = normal(&[0.966, 0.034], &[900.0, 1100.0], &[130.0, 0.3]);
-        assert!(s.spurious(Family::Normal, &spike, 100));
+        assert!(s.spurious(Family::Normal, &spike, 100.0));
         // the same narrow component carrying 30 observations is a real one...
-        assert!(!s.spurious(Family::Normal, &spike, 1000));
+        assert!(!s.spurious(Family::Normal, &spike, 1000.0));
         // ...unless narrower than Hathaway's bound, whatever its weight
         let needle = normal(&[0.5, 0.5], &[0.0, 5.0], &[1.0, 5e-4]);
-        assert!(s.spurious(Family::Normal, &needle, 10_000));
+        assert!(s.spurious(Family::Normal, &needle, 10_000.0));
         // a small cluster as wide as its neighbours is kept
         let cluster = normal(&[0.485, 0.485, 0.03], &[0.0, 10.0, 20.0], &[1.0, 1.2, 0.9]);
-        assert!(!s.spurious(Family::Normal, &cluster, 100));
+        assert!(!s.spurious(Family::Normal, &cluster, 100.0));
         // the 2015 demo's truth: sds differ 60-fold, both components large
         let mut demo = Params::zeroed(2);
         demo.alpha[..2].copy_from_slice(&[0.3, 0.7]);
@@ -140,17 +141,17 @@ mod tests {
         demo.shape[..2].copy_from_slice(&[30.0, 0.2]);
         let ratio = component_sd(Family::InvGauss, 1.0, 30.0) / component_sd(Family::InvGauss, 3.0, 0.2);
         assert!(ratio < 1.0 / 50.0);
-        assert!(!s.spurious(Family::InvGauss, &demo, 2000));
+        assert!(!s.spurious(Family::InvGauss, &demo, 2000.0));
     }
 
     #[test]
     fn a_zero_threshold_turns_its_rule_off_and_bad_ones_are_named() {
         let spike = normal(&[0.966, 0.034], &[900.0, 1100.0], &[130.0, 0.1]);
         let off = Screen { ratio: 0.0, count: 0.0, count_ratio: 0.0, distinct: 0.0 };
-        assert!(!off.spurious(Family::Normal, &spike, 100));
-        assert!(Screen { ratio: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
-        assert!(Screen { count: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
-        assert!(!Screen { count: 0.0, ratio: 1e-4, ..Screen::default() }.spurious(Family::Normal, &spike, 100));
+        assert!(!off.spurious(Family::Normal, &spike, 100.0));
+        assert!(Screen { ratio: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100.0));
+        assert!(Screen { count: 0.0, ..Screen::default() }.spurious(Family::Normal, &spike, 100.0));
+        assert!(!Screen { count: 0.0, ratio: 1e-4, ..Screen::default() }.spurious(Family::Normal, &spike, 100.0));
         assert_eq!(Screen::default().check(), None);
         assert_eq!(Screen { ratio: 2.0, ..Screen::default() }.check().map(|e| e.0), Some("control$spurious.ratio"));
         assert_eq!(
@@ -173,11 +174,11 @@ mod tests {
         let s = Screen::default();
         // a component of sd 0.04 at 165: its ±2 sd window holds one value
         let spike = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, 0.04]);
-        assert!(!s.spurious(Family::Normal, &spike, x.len()), "the old rules let it pass");
-        assert!(s.heaped(Family::Normal, &spike, &x) && s.spurious_on(Family::Normal, &spike, &x));
+        assert!(!s.spurious(Family::Normal, &spike, x.len() as f64), "the old rules let it pass");
+        assert!(s.heaped(Family::Normal, &spike, &x) && s.spurious_on(Family::Normal, &spike, &x, x.len() as f64));
         // the same component as wide as 1 cm holds 5 values: kept
         let wide = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, 1.0]);
-        assert!(!s.spurious_on(Family::Normal, &wide, &x));
+        assert!(!s.spurious_on(Family::Normal, &wide, &x, x.len() as f64));
         // brute force: the count of distinct values in each window, by sorting
         for sd in [0.04, 0.3, 0.5, 0.6, 1.0, 2.0] {
             let p = normal(&[0.92, 0.08], &[170.0, 165.0], &[11.0, sd]);

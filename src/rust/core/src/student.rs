@@ -33,7 +33,9 @@ use crate::family::component::standard_normal;
 use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
 use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all};
+use crate::mathx::{
+    block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all, weighted_block_log_likelihood,
+};
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
@@ -128,38 +130,42 @@ pub(crate) fn responsibilities(
 /// a loop the compiler vectorises (estep.rs's layout), in AVX2 where the
 /// CPU has it (the same bits: plain multiplies and adds are never fused).
 pub fn e_step(x: &[f64], noise: Option<&[f64]>, p: &Params) -> Stats {
-    let (noise, noisy) = match noise {
-        Some(t) => (t, true),
-        None => (&[][..], false),
-    };
+    match noise {
+        Some(t) => dispatch::<true, false>(x, t, &[], p),
+        None => dispatch::<false, false>(x, &[], &[], p),
+    }
+}
+
+/// e_step of observations with weights `w` (as long as x): every sum and
+/// the log-likelihood weighted (estep.rs's e_step_weighted).
+pub fn e_step_weighted(x: &[f64], noise: Option<&[f64]>, w: &[f64], p: &Params) -> Stats {
+    let n = x.len().min(w.len());
+    match noise {
+        Some(t) => dispatch::<true, true>(&x[..n], t, &w[..n], p),
+        None => dispatch::<false, true>(&x[..n], &[], &w[..n], p),
+    }
+}
+
+fn dispatch<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[f64], p: &Params) -> Stats {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above)
-        return unsafe {
-            if noisy {
-                e_step_avx2::<true>(x, noise, p)
-            } else {
-                e_step_avx2::<false>(x, noise, p)
-            }
-        };
+        return unsafe { e_step_avx2::<NOISY, W>(x, nt, wt, p) };
     }
-    if noisy {
-        e_step_blocks::<true>(x, noise, p)
-    } else {
-        e_step_blocks::<false>(x, noise, p)
-    }
+    e_step_blocks::<NOISY, W>(x, nt, wt, p)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn e_step_avx2<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats {
-    e_step_blocks::<NOISY>(x, nt, p)
+unsafe fn e_step_avx2<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[f64], p: &Params) -> Stats {
+    e_step_blocks::<NOISY, W>(x, nt, wt, p)
 }
 
 /// The block loops; with `NOISY`, row K of `l` is the noise's term
-/// log π₀ + t(x), read from `nt` (as long as `x`).
+/// log π₀ + t(x), read from `nt` (as long as `x`); with `W`, each
+/// observation's responsibilities and log-density weighted by its `wt`.
 #[inline(always)]
-fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats {
+fn e_step_blocks<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[f64], p: &Params) -> Stats {
     let k = p.k;
     let rows = k + NOISY as usize;
     let t = terms(p);
@@ -172,6 +178,7 @@ fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats 
     // the last, short block padded with x = 0 (and t = 0), weight 0
     let mut x_pad = [0.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
+    let mut w_pad = [0.0f64; BLOCK];
     // the sums in LANES interleaved accumulators, so that they vectorise:
     // Σr, Σr·u, Σr·u·x, Σr·u·x², Σr·(log u − u)
     let mut acc = [[[0.0f64; LANES]; 5]; MAX_COMPONENTS];
@@ -223,7 +230,16 @@ fn e_step_blocks<const NOISY: bool>(x: &[f64], nt: &[f64], p: &Params) -> Stats 
         for j in 0..BLOCK {
             inv[j] = if j < len { 1.0 / sum[j] } else { 0.0 };
         }
-        ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
+        if W {
+            w_pad[..len].copy_from_slice(&wt[start..start + len]);
+            w_pad[len..].fill(0.0);
+            weighted_block_log_likelihood(&mx, &mut sum, &w_pad, len, &mut ll_max);
+            for j in 0..len {
+                inv[j] *= w_pad[j];
+            }
+        } else {
+            ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
+        }
         for m in 0..k {
             let (u0, log_u0) = (t.u0[m], t.log_u0[m]);
             let [s0, su, s1, s2, sl] = &mut acc[m];
@@ -537,7 +553,7 @@ mod tests {
             let st = ds.e_step(&p);
             assert!(st.ll >= last - 1e-9 * st.ll.abs(), "the log-likelihood fell: {last} -> {}", st.ll);
             last = st.ll;
-            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len(), ds.spread).expect("a usable M-step");
+            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len() as f64, ds.spread).expect("a usable M-step");
         }
         let never = AtomicBool::new(false);
         let fit = ds.unscale(&run_em(Family::StudentT, &ds, start, 5000, 1e-10, true, &never).params);

@@ -76,6 +76,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
+        weights: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -131,7 +132,7 @@ fn the_log_likelihood_never_falls_and_is_reported_exactly() {
             assert!((ll - exact).abs() < 1e-11 * exact.abs());
             assert!(ll >= prev - 1e-9 * prev.abs(), "{family:?}: {ll} after {prev}");
             prev = ll;
-            p = m_step(family, 2, &st, xs.len(), 1.0).unwrap();
+            p = m_step(family, 2, &st, xs.len() as f64, 1.0).unwrap();
         }
     }
     // and the value reported for a fit is the exact log-likelihood of its parameters
@@ -222,6 +223,7 @@ fn cancelling_stops_the_call() {
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
+        weights: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -265,6 +267,7 @@ fn run_accelerated(
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
+        weights: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -359,6 +362,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
+        weights: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -424,6 +428,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),
                 given_starts: Vec::new(),
+                weights: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

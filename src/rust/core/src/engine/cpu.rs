@@ -31,7 +31,7 @@ impl Engine for Cpu {
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
             }
-            let spurious = fit.is_some_and(|f| t.screen.spurious_on(t.family, &f.params, &ds.x));
+            let spurious = fit.is_some_and(|f| t.screen.spurious_on(t.family, &f.params, &ds.x, ds.total));
             bests.with(d, |b| b.record(start, init, fit, spurious));
             counters.done.fetch_add(1, Ordering::Relaxed);
             if unrecorded[item / starts].fetch_sub(1, Ordering::AcqRel) == 1 {

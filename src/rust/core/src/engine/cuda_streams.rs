@@ -193,7 +193,7 @@ fn fit_dataset(
                 match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
                         debug_assert!(fit.outcome != Outcome::Cancelled);
-                        let spurious = t.screen.spurious_on(t.family, &fit.params, &ds.x);
+                        let spurious = t.screen.spurious_on(t.family, &fit.params, &ds.x, ds.total);
                         best.record(s, Some(init), Some(fit), spurious);
                         counters.done.fetch_add(1, Ordering::Relaxed);
                     }

@@ -376,7 +376,7 @@ pub fn run_em(
             return end(params, loglik, Outcome::Failed(Degenerate::NotFinite));
         }
         if let Some(prev) = previous {
-            if loglik < prev - fall_tolerance(prev, data.n) {
+            if loglik < prev - fall_tolerance(prev, data.n as f64) {
                 return end(params, loglik, Outcome::Failed(Degenerate::LoglikFell));
             }
             if loglik - prev < epsilon {
