@@ -346,10 +346,9 @@
 #'   errors, AIC, BIC (whose n is the sum of the weights, each fit's
 #'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
 #'   of distinct values, the refinement's regions and a noise component's
-#'   range look at the values alone. Fitted on the CPU engine for now (the
-#'   automatic choice goes there; a GPU engine asked for is an error);
-#'   univariate data only; `bulkem_bootstrap()` does not take weighted fits
-#'   yet.
+#'   range look at the values alone. Every engine fits them (not with
+#'   `control$precision = "mixed"`); univariate data only;
+#'   `bulkem_bootstrap()` does not take weighted fits yet.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -623,9 +622,6 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                       control, verbose, started, noise.support, given, weights))
   }
   engine <- choose_engine(use.gpu, control$engine)
-  # weights are fitted by the CPU engine alone for now: the automatic
-  # choice goes there, an explicit GPU engine is refused by the core
-  if (!is.null(weights) && is.na(use.gpu) && control$engine == "auto") engine <- "cpu"
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,

@@ -90,8 +90,8 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   dropped <- drop_missing(checked$datasets, checked$has_na, na)
   list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
        multivariate = FALSE, variables = NULL,
-       weights = if (!is.null(weights)) {
-         weights_of_list(eval(weights, env), checked$datasets, checked$has_na, dropped$datasets)
+       weights = if (!is.null(w <- eval(weights, env))) {
+         weights_of_list(w, checked$datasets, checked$has_na, dropped$datasets)
        })
 }
 

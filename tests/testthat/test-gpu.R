@@ -150,6 +150,35 @@ test_that("given starts (init) run alike on every engine", {
   expect_engines_agree(d, num.components = 2:3, family = "normal", random.inits = 2, init = init)
 })
 
+test_that("weights are fitted alike on every engine, and frequency weights as the expanded data", {
+  skip_if_no_gpu()
+  set.seed(64)
+  heap <- function(x) {
+    u <- sort(unique(x))
+    list(values = u, counts = as.numeric(table(factor(x, levels = u))), all = x)
+  }
+  normal <- replicate(6, heap(round(c(rnorm(300, 0, 1), rnorm(200, 4, 1.5)), 1)), simplify = FALSE)
+  d <- lapply(normal, `[[`, "values")
+  w <- lapply(normal, `[[`, "counts")
+  # one dataset without weights among weighted ones
+  w[3] <- list(NULL)
+  expect_engines_agree(d, num.components = 2, family = "normal", random.inits = 6, weights = w)
+  expect_engines_agree(d, num.components = 2, family = "t", random.inits = 4, weights = w)
+  ig <- replicate(5, heap(round(c(b1_dataset(400), 40, 55), 2)), simplify = FALSE)
+  expect_engines_agree(lapply(ig, `[[`, "values"), num.components = 2, random.inits = 6, noise = TRUE,
+                       weights = lapply(ig, `[[`, "counts"))
+  # cuda-batched: the weighted fit is the expanded data's
+  a <- bulkem(lapply(normal, `[[`, "all"), family = "normal", seed = 3, control = list(engine = "cuda-batched"))
+  b <- bulkem(d, family = "normal", seed = 3, weights = lapply(normal, `[[`, "counts"),
+              control = list(engine = "cuda-batched"))
+  for (i in seq_along(normal)) {
+    expect_equal(b[[i]]$loglik, a[[i]]$loglik, tolerance = 1e-9)
+    expect_equal(b[[i]]$mu, a[[i]]$mu, tolerance = 1e-7)
+  }
+  expect_error(bulkem(d, family = "normal", weights = w, control = list(engine = "cuda-batched", precision = "mixed")),
+               class = "bulkem_error_argument", regexp = "mixed")
+})
+
 test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(63)

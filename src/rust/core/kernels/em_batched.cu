@@ -68,7 +68,13 @@
 // and component, and df per component; fp64 only); N is 1
 // for a mixture with a noise component (noise.rs): a uniform whose
 // log-density less h, t(x), comes per observation in noise_t (laid out as
-// obs), its weight beside the components' (fp64 kernels only).
+// obs), its weight beside the components' (fp64 kernels only); W is 1 for
+// observations with weights (bulkem(weights = ), fp64 kernels only): each
+// observation's weight, laid out as obs in `weights`, multiplies its
+// responsibilities and its share of the log-likelihood (one logarithm per
+// observation, not the product's), and ds_total (the sum of a dataset's
+// weights) takes n's place as the M-step's total, the stop rule's scale
+// and the screen's count.
 
 // The special functions (ln_gamma, digammas, gamma_shape, df_root) come
 // from special.cuh, concatenated before this file.
@@ -274,25 +280,32 @@ __device__ __forceinline__ void two_components(const T l0, const T l1, T& mx, T&
 // One observation's responsibilities r (with its largest term mx and its
 // sum of exponentials relative to it) added into a pass's sums: a Pass in
 // fp64, a Pass32 in fp32.
-template <int K, typename P, typename T>
-__device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, const T g, const T mx, const T sum) {
+// With W, r is already weighted by the observation's weight `wt`, and its
+// log-likelihood, wt (mx + log sum), is added up directly.
+template <int K, int W, typename P, typename T>
+__device__ __forceinline__ void add_observation(P& p, const T r[K], const T x, const T g, const T mx, const T sum,
+                                                const T wt) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         p.s0[m] += r[m];
         p.s1[m] += r[m] * x;
         p.s2[m] += r[m] * g;
     }
-    p.ll_max += mx;
-    p.times(sum);
+    if (W) {
+        p.ll_max += wt * (mx + log(sum));
+    } else {
+        p.ll_max += mx;
+        p.times(sum);
+    }
 }
 
 // The t's sums of one observation (student.rs's E-step): with w = 1 + z
 // and lw = log w per component, u = ((df+1)/df) / w, and S0, Su, S1 = sum r
 // u x, S2 = sum r u x^2, sum r (log u - u).
-template <int K>
+template <int K, int W>
 __device__ __forceinline__ void add_observation_t(Pass<K>& p, const double r[K], const double x, const double w[K],
                                                   const double lw[K], const State<K>& st, const double mx,
-                                                  const double sum) {
+                                                  const double sum, const double wt) {
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         const double u = st.u0[m] / w[m];
@@ -303,16 +316,21 @@ __device__ __forceinline__ void add_observation_t(Pass<K>& p, const double r[K],
         p.s2[m] += ru * x * x;
         p.sl[m] += r[m] * (st.log_u0[m] - lw[m] - u);
     }
-    p.ll_max += mx;
-    p.times(sum);
+    if (W) {
+        p.ll_max += wt * (mx + log(sum));
+    } else {
+        p.ll_max += mx;
+        p.times(sum);
+    }
 }
 
 // One observation of the E-step (estep.rs; student.rs for the t):
 // responsibilities of the K components, accumulated into the pass's sums.
 // The largest term's exponential is exp(0) = 1, so K - 1 are computed (for
-// K = 2, one).
-template <int K, int F, int N>
-__device__ __forceinline__ void accumulate(const double2 xg, const double t, const State<K>& st, Pass<K>& p) {
+// K = 2, one). With W, weighted by the observation's weight `wt`.
+template <int K, int F, int N, int W>
+__device__ __forceinline__ void accumulate(const double2 xg, const double t, const double wt, const State<K>& st,
+                                           Pass<K>& p) {
     double l[K];
     // the t's 1 + z and log(1 + z), z = (x - mu)^2 / (df sigma^2)
     double w[K], lw[K];
@@ -347,7 +365,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
         const double inv = reciprocal(sum);
         r[0] = (first ? big : small) * inv;
         r[K - 1] = (first ? small : big) * inv;
-        p.s0n += noise * inv;
+        p.s0n += W ? (noise * inv) * wt : noise * inv;
     } else if (N) {
         // the noise's term beside the components' (estep.rs's row K): every
         // exponential computed, the largest being exp(0)
@@ -365,7 +383,7 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
         const double inv = reciprocal(sum);
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
-        p.s0n += en * inv;
+        p.s0n += W ? (en * inv) * wt : en * inv;
     } else if (K == 2) {
         two_components<double>(l[0], l[1], mx, sum, r[0], r[K - 1]);
     } else if (K > 2) {
@@ -399,10 +417,14 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
         sum = 1.0;
         r[0] = 1.0;
     }
+    if (W) {
+#pragma unroll
+        for (int m = 0; m < K; ++m) r[m] *= wt;
+    }
     if (F == FAM_T) {
-        add_observation_t<K>(p, r, xg.x, w, lw, st, mx, sum);
+        add_observation_t<K, W>(p, r, xg.x, w, lw, st, mx, sum, wt);
     } else {
-        add_observation<K>(p, r, xg.x, xg.y, mx, sum);
+        add_observation<K, W>(p, r, xg.x, xg.y, mx, sum, wt);
     }
 }
 
@@ -472,7 +494,7 @@ __device__ __forceinline__ void accumulate32(const float2 xg, const State<K>& st
 #pragma unroll
         for (int m = 0; m < K; ++m) r[m] = l[m] * inv;
     }
-    add_observation<K>(p, r, xg.x, xg.y, mx, sum);
+    add_observation<K, 0>(p, r, xg.x, xg.y, mx, sum, 1.0f);
 }
 
 // Q(theta | the pass's sums): the expected complete-data log-likelihood,
@@ -499,8 +521,8 @@ __device__ __forceinline__ double q_value(const Pass<K>& p, const double c[K], c
 // first fp64 pass's gain against the next would look like a fall. So fp32
 // passes' weights are s0 / sum(s0).
 template <int K, int MIXED>
-__device__ __forceinline__ double weights_total(const Pass<K>& p, int n) {
-    if (!MIXED) return (double)n;
+__device__ __forceinline__ double weights_total(const Pass<K>& p, double total) {
+    if (!MIXED) return total;
     double t = 0.0;
 #pragma unroll
     for (int m = 0; m < K; ++m) t += p.s0[m];
@@ -543,7 +565,8 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // the current parameters, stop (returns the outcome code; FIT_SWITCHED from
 // mixed precision's fp32 passes, see above) or move to the
 // next iterate (returns -1): the M-step's parameters, or with ACC = 1
-// (control$accelerate) the SQUAREM cycle's. `keep` is the fit's store of
+// (control$accelerate) the SQUAREM cycle's. `total` is the dataset's n (as
+// a double), or with weights the sum of its weights. `keep` is the fit's store of
 // row_width values (alpha[K], mu[K], shape[K], the t's df[K], the noise's
 // weight).
 //
@@ -554,7 +577,7 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // replaces θ0 in keep; if s is not above 1 or θ' is not a usable mixture,
 // the cycle ends at θ2.
 template <int K, int F, int MIXED, int ACC, int N>
-__device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, int n, double spread,
+__device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, double total, double spread,
                                        int max_iters, double epsilon, int df_fixed, double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
     constexpr int NA = noise_at<K, F>();
@@ -563,7 +586,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         // accepted when θ' is at least as likely as θ1 and its M-step is
         // usable; otherwise the cycle ends at θ2
         const bool ok = loglik >= st.ll1 &&
-                        m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, n),
+                        m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
                                      spread, a2, m2, sh2, d2, n2) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
@@ -584,11 +607,11 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
     }
     if (!MIXED) {
         if (!isfinite(loglik)) return OUTCOME_NOT_FINITE;
-        if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + (double)n)) return OUTCOME_LOGLIK_FELL;
+        if (st.has_prev && loglik < st.prev - FALL_TOLERANCE * (fabs(st.prev) + total)) return OUTCOME_LOGLIK_FELL;
         if (st.has_prev && loglik - st.prev < epsilon) return OUTCOME_CONVERGED;
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
-    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, n),
+    const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
                                  spread, a2, m2, sh2, d2, n2);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
@@ -667,7 +690,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                         extrapolated = extrapolated && st.df[m] >= DF_MIN && st.df[m] <= DF_MAX;
                     }
                     if (F == FAM_T) keep[3 * K + m] = d2[m];
-                    extrapolated = extrapolated && st.alpha[m] * (double)n >= MIN_COMPONENT_OBS &&
+                    extrapolated = extrapolated && st.alpha[m] * total >= MIN_COMPONENT_OBS &&
                                    check_component<F>(st.mu[m], st.shape[m], spread) == 0;
                 }
                 st.step = step;
@@ -719,6 +742,8 @@ struct Batch {
     int screen_distinct;  // screen.rs Screen::distinct
     const double* noise_t;  // t(x) of each observation, laid out as obs (N = 1; else null)
     int df_fixed;           // 1: the t's df stay as init gives them (bulkem(df = ))
+    const double* weights;  // each observation's weight, laid out as obs (W = 1; else null)
+    const double* ds_total; // the sum of each dataset's weights (W = 1; else null)
 };
 
 template <int K, int F, int N>
@@ -768,7 +793,7 @@ __device__ __noinline__ int too_few_distinct(const double2* x, int n, double mu,
 }
 
 template <int K, int F>
-__device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int n, const double2* x) {
+__device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, double total, int n, const double2* x) {
     double sd[K];
     double largest = 0.0;
 #pragma unroll
@@ -780,7 +805,7 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         const bool narrow = sd[m] < b.screen_ratio * largest;
-        const bool small = (double)n * st.alpha[m] < b.screen_count && sd[m] < b.screen_count_ratio * largest;
+        const bool small = total * st.alpha[m] < b.screen_count && sd[m] < b.screen_count_ratio * largest;
         any |= narrow || small;
     }
     // the spike on heaped values, only where the rules above let it pass
@@ -790,8 +815,8 @@ __device__ __forceinline__ int spurious(const Batch& b, const State<K>& st, int 
 }
 
 template <int K, int F, int N>
-__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome, int n,
-                                          const double2* x) {
+__device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>& st, double loglik, int outcome,
+                                          double total, int n, const double2* x) {
     const size_t w = row_width<K, F, N>();
 #pragma unroll
     for (int m = 0; m < K; ++m) {
@@ -804,11 +829,11 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
     b.out_ll[f] = loglik;
     b.out_info[FIT_INFO * f] = st.iterations;
     b.out_info[FIT_INFO * f + 1] = outcome;
-    b.out_info[FIT_INFO * f + 2] = spurious<K, F>(b, st, n, x);
+    b.out_info[FIT_INFO * f + 2] = spurious<K, F>(b, st, total, n, x);
 }
 
 // One lane per fit, one observation per step (see the top of the file).
-template <int K, int F, int MIXED, int ACC, int N>
+template <int K, int F, int MIXED, int ACC, int N, int W>
 __device__ __forceinline__ void em_lane(const Batch& b) {
     int fit = blockIdx.x * blockDim.x + threadIdx.x;
     if (fit >= b.n_fits) return;
@@ -819,7 +844,9 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
     const double2* x = b.obs + b.ds_offset[d];
     const float2* x32 = MIXED ? b.obs32 + b.ds_offset[d] : nullptr;
     const double* tn = N ? b.noise_t + b.ds_offset[d] : nullptr;
+    const double* wv = W ? b.weights + b.ds_offset[d] : nullptr;
     int n = b.ds_n[d];
+    double total = W ? b.ds_total[d] : (double)n;
     load_fit<K, F, N>(b, fit, st);
     p.reset();
     p32.reset();
@@ -837,22 +864,24 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
             if ((i + 1) % SINGLE_BLOCK == 0 || i + 1 == n) p32.flush(p);
         } else {
             const double2 next = __ldg(x + (i + 1 < n ? i + 1 : 0));
-            accumulate<K, F, N>(cur, N ? __ldg(tn + i) : 0.0, st, p);
+            accumulate<K, F, N, W>(cur, N ? __ldg(tn + i) : 0.0, W ? __ldg(wv + i) : 1.0, st, p);
             cur = next;
         }
         if (++i < n) continue;
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
-        const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.df_fixed,
-                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
+        const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
+                                                           b.df_fixed, b.out_params + (size_t)fit * row_width<K, F, N>());
         if (outcome >= 0) {
-            store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
+            store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);
             fit = (int)atomicAdd(b.next, 1u);
             if (fit >= b.n_fits) return;
             d = b.fit_ds[fit];
             x = b.obs + b.ds_offset[d];
             if (N) tn = b.noise_t + b.ds_offset[d];
+            if (W) wv = b.weights + b.ds_offset[d];
             n = b.ds_n[d];
+            total = W ? b.ds_total[d] : (double)n;
             load_fit<K, F, N>(b, fit, st);
             if (MIXED) {
                 x32 = b.obs32 + b.ds_offset[d];
@@ -881,7 +910,7 @@ __device__ __forceinline__ double group_sum(double v, unsigned mask, int width) 
 // Every lane of a group holds the same totals and makes the same decisions;
 // groups of one warp run their own fits, and their shuffles name only their
 // own lanes, so they may diverge.
-template <int K, int F, int MIXED, int ACC, int N>
+template <int K, int F, int MIXED, int ACC, int N, int W>
 __device__ __forceinline__ void em_group(const Batch& b) {
     const int width = b.group;
     const int lane = threadIdx.x & 31;
@@ -894,7 +923,9 @@ __device__ __forceinline__ void em_group(const Batch& b) {
         const int d = b.fit_ds[fit];
         const double2* x = b.obs + b.ds_offset[d];
         const int n = b.ds_n[d];
+        const double total = W ? b.ds_total[d] : (double)n;
         const double* tn = N ? b.noise_t + b.ds_offset[d] : nullptr;
+        const double* wv = W ? b.weights + b.ds_offset[d] : nullptr;
         load_fit<K, F, N>(b, fit, st);
         for (;;) {
             p.reset();
@@ -919,7 +950,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 double2 cur = __ldg(x + sub);
                 for (int i = sub; i < n; i += width) {
                     const double2 next = __ldg(x + (i + width < n ? i + width : sub));
-                    accumulate<K, F, N>(cur, N ? __ldg(tn + i) : 0.0, st, p);
+                    accumulate<K, F, N, W>(cur, N ? __ldg(tn + i) : 0.0, W ? __ldg(wv + i) : 1.0, st, p);
                     cur = next;
                 }
             }
@@ -939,10 +970,10 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 }
             }
             if (N) p.s0n = group_sum(p.s0n, mask, width);
-            const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, n, b.ds_spread[d], b.max_iters, b.epsilon, b.df_fixed,
-                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
+            const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
+                                                           b.df_fixed, b.out_params + (size_t)fit * row_width<K, F, N>());
             if (outcome >= 0) {
-                if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, n, x);
+                if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);
                 unsigned int next = 0;
                 if (sub == 0) next = atomicAdd(b.next, 1u);
                 fit = (int)__shfl_sync(mask, next, 0, width);
@@ -954,15 +985,16 @@ __device__ __forceinline__ void em_group(const Batch& b) {
     }
 }
 
-// The host appends one instantiation per (family, K, precision, noise) it
-// needs (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0, 0) for the
-// 2-component inverse Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, no
-// noise component, which defines em_batched_lane and em_batched_group.
-#define EM_BATCHED(K, F, MIXED, ACC, N)                                                    \
-    static_assert(!(MIXED && (N || F == FAM_T)), "mixed precision fits neither noise nor t"); \
+// The host appends one instantiation per (family, K, precision, noise,
+// weights) it needs (gpu/kernels.rs), e.g. EM_BATCHED(2, 1, 0, 0, 0, 0) for
+// the 2-component inverse Gaussian (FAM_INVGAUSS = 1) in fp64, plain EM, no
+// noise component, no weights, which defines em_batched_lane and
+// em_batched_group.
+#define EM_BATCHED(K, F, MIXED, ACC, N, W)                                                 \
+    static_assert(!(MIXED && (N || W || F == FAM_T)), "mixed precision fits neither noise, weights nor t"); \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
-        em_lane<K, F, MIXED, ACC, N>(b);                                                   \
+        em_lane<K, F, MIXED, ACC, N, W>(b);                                                \
     }                                                                                      \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_group(const Batch b) {   \
-        em_group<K, F, MIXED, ACC, N>(b);                                                  \
+        em_group<K, F, MIXED, ACC, N, W>(b);                                               \
     }

@@ -11,7 +11,9 @@
 //   (family FAM_T) has its six rows of terms (student.rs) and 1 + 5k rows:
 //   lse, then r, r u, r u x, r u x^2, r (log u - u). With a noise component,
 //   noise_t holds t(x) of each observation (noise.rs) and a last row holds
-//   the noise's r; noise_t is null without one.
+//   the noise's r; noise_t is null without one. With weights (w not null),
+//   every row of an observation is multiplied by its weight (by 1.0
+//   exactly without: the same bits).
 //
 // em_fused_sum: the single-launch fused sum kernel. One block of
 //   SUM_THREADS per active start reduces all 1 + 3k rows of that start in one
@@ -24,6 +26,7 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
                                         int n, int k, int family,
                                         const double* __restrict__ terms,
                                         const double* __restrict__ noise_t,
+                                        const double* __restrict__ w,
                                         double* __restrict__ per_obs) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int a = blockIdx.y;
@@ -32,6 +35,7 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
     const bool noisy = noise_t != nullptr;
     const double xi = x[i];
     const double gi = g[i];
+    const double wi = w != nullptr ? w[i] : 1.0;
     const double* t = terms + (size_t)a * TERMS_PER_START;
     double r[MAX_COMPONENTS];
     double rn = 0.0;
@@ -42,34 +46,34 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
         double u[MAX_COMPONENTS], lw[MAX_COMPONENTS];
         const double lse = responsibilities_t(xi, k, t, noisy, ln, r, u, lw, rn);
         double* out = per_obs + (size_t)a * rows * n;
-        out[i] = lse;
+        out[i] = lse * wi;
 #pragma unroll
         for (int m = 0; m < MAX_COMPONENTS; ++m) {
             if (m < k) {
                 const double ru = r[m] * u[m];
-                out[(size_t)(1 + m) * n + i] = r[m];
-                out[(size_t)(1 + k + m) * n + i] = ru;
-                out[(size_t)(1 + 2 * k + m) * n + i] = ru * xi;
-                out[(size_t)(1 + 3 * k + m) * n + i] = ru * xi * xi;
-                out[(size_t)(1 + 4 * k + m) * n + i] = r[m] * (t[5 * MAX_COMPONENTS + m] - lw[m] - u[m]);
+                out[(size_t)(1 + m) * n + i] = r[m] * wi;
+                out[(size_t)(1 + k + m) * n + i] = ru * wi;
+                out[(size_t)(1 + 2 * k + m) * n + i] = (ru * xi) * wi;
+                out[(size_t)(1 + 3 * k + m) * n + i] = (ru * xi * xi) * wi;
+                out[(size_t)(1 + 4 * k + m) * n + i] = (r[m] * (t[5 * MAX_COMPONENTS + m] - lw[m] - u[m])) * wi;
             }
         }
-        if (noisy) out[(size_t)(1 + 5 * k) * n + i] = rn;
+        if (noisy) out[(size_t)(1 + 5 * k) * n + i] = rn * wi;
         return;
     }
     const int rows = 1 + 3 * k + (noisy ? 1 : 0);
     const double lse = responsibilities(xi, gi, k, family, t, noisy, ln, r, rn);
     double* out = per_obs + (size_t)a * rows * n;
-    out[i] = lse;
+    out[i] = lse * wi;
 #pragma unroll
     for (int m = 0; m < MAX_COMPONENTS; ++m) {
         if (m < k) {
-            out[(size_t)(1 + m) * n + i] = r[m];
-            out[(size_t)(1 + k + m) * n + i] = r[m] * xi;
-            out[(size_t)(1 + 2 * k + m) * n + i] = r[m] * gi;
+            out[(size_t)(1 + m) * n + i] = r[m] * wi;
+            out[(size_t)(1 + k + m) * n + i] = (r[m] * xi) * wi;
+            out[(size_t)(1 + 2 * k + m) * n + i] = (r[m] * gi) * wi;
         }
     }
-    if (noisy) out[(size_t)(1 + 3 * k) * n + i] = rn;
+    if (noisy) out[(size_t)(1 + 3 * k) * n + i] = rn * wi;
 }
 
 extern "C" __global__ void em_fused_sum(const double* __restrict__ per_obs, int n, int rows,

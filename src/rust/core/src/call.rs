@@ -59,13 +59,10 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
-    if kind != EngineKind::Cpu && job.weights.iter().any(Option::is_some) {
+    if s.mixed_precision && kind == EngineKind::CudaBatched && job.weights.iter().any(Option::is_some) {
         return Err(Error::Argument {
-            arg: "weights",
-            message: format!(
-                "are fitted on the CPU engine only for now, not on {}: use control = list(engine = \"cpu\")",
-                kind.name()
-            ),
+            arg: "control$precision",
+            message: "= \"mixed\" does not fit weights: use precision = \"double\"".into(),
         });
     }
     if s.mixed_precision && kind == EngineKind::CudaBatched {

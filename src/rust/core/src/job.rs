@@ -170,6 +170,10 @@ pub struct Task {
     pub screen: Screen,
     /// Settings::noise: every dataset has a noise component (Prepared::noise).
     pub noise: bool,
+    /// The call has weights (Job::weights): the GPU kernels weigh every
+    /// observation of every dataset (by 1 where a dataset has none), the
+    /// same kernel whichever datasets a round or chunk holds.
+    pub weighted: bool,
 }
 
 impl Job<'_> {
@@ -222,9 +226,10 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The task of fitting `k` components (Settings::task).
+    /// The task of fitting `k` components (Settings::task), weighted if
+    /// the job has weights.
     pub fn task(&self, k: usize) -> Task {
-        self.settings.task(k)
+        Task { weighted: self.weights.iter().any(Option::is_some), ..self.settings.task(k) }
     }
 }
 
@@ -327,6 +332,7 @@ impl Settings {
             keep_starts: self.keep_starts,
             screen: self.screen,
             noise: self.noise,
+            weighted: false,
         }
     }
 }

@@ -74,6 +74,7 @@ struct Buffers {
     x: Option<CudaSlice<f64>>,
     g: Option<CudaSlice<f64>>,
     noise_t: Option<CudaSlice<f64>>,
+    w: Option<CudaSlice<f64>>,
     terms: Option<CudaSlice<f64>>,
     per_obs: Option<CudaSlice<f64>>,
     sums: Option<CudaSlice<f64>>,
@@ -129,6 +130,10 @@ fn fit_dataset(
         let nt = ensure(&mut bufs.noise_t, stream, n)?;
         stream.memcpy_htod(t, &mut nt.slice_mut(0..n)).map_err(|e| format!("uploading data: {e:?}"))?;
     }
+    if let Some(w) = &ds.w {
+        let wd = ensure(&mut bufs.w, stream, n)?;
+        stream.memcpy_htod(w, &mut wd.slice_mut(0..n)).map_err(|e| format!("uploading weights: {e:?}"))?;
+    }
     ensure(&mut bufs.terms, stream, chunk * TERMS_PER_START)?;
     ensure(&mut bufs.per_obs, stream, chunk * rows * n)?;
     ensure(&mut bufs.sums, stream, chunk * rows)?;
@@ -139,6 +144,10 @@ fn fit_dataset(
     };
     let noise_t = match noise {
         Some(_) => Some(bufs.noise_t.as_ref().ok_or("buffer missing")?),
+        None => None,
+    };
+    let weights = match &ds.w {
+        Some(_) => Some(bufs.w.as_ref().ok_or("buffer missing")?),
         None => None,
     };
 
@@ -176,7 +185,7 @@ fn fit_dataset(
             stream
                 .memcpy_htod(&terms_host[..a * TERMS_PER_START], &mut terms_dev.slice_mut(0..a * TERMS_PER_START))
                 .map_err(|e| format!("uploading parameters: {e:?}"))?;
-            gpu.kernels.obs_terms(stream, x, g, n, k, t.family, terms_dev, noise_t, per_obs, a)?;
+            gpu.kernels.obs_terms(stream, x, g, n, k, t.family, terms_dev, noise_t, weights, per_obs, a)?;
             gpu.kernels.fused_sum(stream, per_obs, n, rows, sums_dev, a)?;
             counters.kernel_launches.fetch_add(2, Ordering::Relaxed);
             stream

@@ -57,7 +57,7 @@ type MvKey = (usize, usize, i32, bool, i32);
 
 /// What an em_batched instance is compiled for: (family, K, mixed
 /// precision, SQUAREM, a noise component).
-type BatchedKey = (Family, usize, bool, bool, bool);
+type BatchedKey = (Family, usize, bool, bool, bool, bool);
 
 /// The two mappings of em_batched.cu for one (family, K).
 #[derive(Clone)]
@@ -107,7 +107,7 @@ impl Kernels {
     }
 
     /// The em_batched kernels for (family, k, mixed precision, SQUAREM, a
-    /// noise component), compiled on first use.
+    /// noise component, weights), compiled on first use.
     pub fn batched(
         &self,
         family: Family,
@@ -115,18 +115,21 @@ impl Kernels {
         mixed: bool,
         accelerate: bool,
         noise: bool,
+        weights: bool,
     ) -> Result<Batched, String> {
         let mut cache = self.batched.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(family, k, mixed, accelerate, noise)) {
+        let key = (family, k, mixed, accelerate, noise, weights);
+        if let Some(f) = cache.get(&key) {
             return Ok(f.clone());
         }
         let code = family.kernel_code();
         let source = format!(
-            "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {}, {})\n",
+            "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {code}, {}, {}, {}, {})\n",
             prelude(),
             mixed as i32,
             accelerate as i32,
-            noise as i32
+            noise as i32,
+            weights as i32
         );
         let names = ["em_batched_lane", "em_batched_group"];
         let mut f = contained("compiling em_batched", || build(&self.ctx, &self.arch, source, &names))?.into_iter();
@@ -134,7 +137,7 @@ impl Kernels {
             return Err("em_batched missing after compilation".into());
         };
         let b = Batched { lane, group };
-        cache.insert((family, k, mixed, accelerate, noise), b.clone());
+        cache.insert(key, b.clone());
         Ok(b)
     }
 
@@ -168,6 +171,7 @@ impl Kernels {
         family: Family,
         terms: &CudaSlice<f64>,
         noise_t: Option<&CudaSlice<f64>>,
+        weights: Option<&CudaSlice<f64>>,
         per_obs: &mut CudaSlice<f64>,
         starts: usize,
     ) -> Result<(), String> {
@@ -182,8 +186,8 @@ impl Kernels {
         };
         let (n, k, code) = (as_int(n, "observations in a dataset")?, as_int(k, "components")?, family.kernel_code());
         // SAFETY: arguments match em_obs_terms(x, g, n, k, family, terms,
-        // noise_t, per_obs) in order and type (noise_t a device pointer or
-        // null); x, g and noise_t hold n values, terms holds TERMS_PER_START
+        // noise_t, w, per_obs) in order and type (noise_t and w device
+        // pointers or null); x, g, noise_t and w hold n values, terms holds TERMS_PER_START
         // per start and per_obs (1 + 3k + noise) * n per start ((1 + 5k +
         // noise) * n for Student's t), for `starts` starts (checked by the
         // caller's buffer sizing).
@@ -193,6 +197,10 @@ impl Kernels {
             builder.arg(x).arg(g).arg(&n).arg(&k).arg(&code).arg(terms);
             match noise_t {
                 Some(t) => builder.arg(t),
+                None => builder.arg(&null),
+            };
+            match weights {
+                Some(w) => builder.arg(w),
                 None => builder.arg(&null),
             };
             unsafe { builder.arg(per_obs).launch(cfg) }
@@ -257,19 +265,28 @@ mod tests {
         assert_eq!(compile(format!("{}{COMMON}{STREAMS}", prelude())), Ok(()));
         for k in 1..=MAX_COMPONENTS {
             for fam in [0, 1, 2, 3] {
-                // mixed precision has no noise component and no t (family 3)
-                for (mixed, acc, noise) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (0, 1, 1)] {
+                // mixed precision has no noise component, no weights and no t (family 3)
+                for (mixed, acc, noise, w) in [
+                    (0, 0, 0, 0),
+                    (1, 0, 0, 0),
+                    (0, 1, 0, 0),
+                    (1, 1, 0, 0),
+                    (0, 0, 1, 0),
+                    (0, 1, 1, 0),
+                    (0, 1, 0, 1),
+                    (0, 0, 1, 1),
+                ] {
                     if mixed == 1 && fam == Family::StudentT.kernel_code() {
                         continue;
                     }
                     let source = format!(
-                        "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {fam}, {mixed}, {acc}, {noise})\n",
+                        "{}{COMMON}{SPECIAL}{BATCHED}\nEM_BATCHED({k}, {fam}, {mixed}, {acc}, {noise}, {w})\n",
                         prelude()
                     );
                     assert_eq!(
                         compile(source),
                         Ok(()),
-                        "K = {k}, family {fam}, mixed {mixed}, acc {acc}, noise {noise}"
+                        "K = {k}, family {fam}, mixed {mixed}, acc {acc}, noise {noise}, weights {w}"
                     );
                 }
             }

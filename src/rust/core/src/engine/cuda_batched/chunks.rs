@@ -34,10 +34,12 @@ pub fn plan(work: &Work, budget: usize, pieces: usize, tuning: &Tuning) -> Vec<C
     order.sort_by_key(|&d| std::cmp::Reverse(len(d)));
     let limit = tuning.chunk_bytes.unwrap_or(CHUNK_BYTES_MAX);
     // per fit: init and out_params (3k each, and a noise weight), log-likelihood,
-    // info (2 ints), dataset index; per observation (x, g), and t(x) with noise
+    // info (2 ints), dataset index; per observation (x, g), t(x) with noise
+    // and its weight with weights
     let noise = work.task.noise as usize;
+    let weighted = work.task.weighted as usize;
     let fit_bytes = (6 * k + 2 * noise + 4) * 8;
-    let need = |d: usize| (16 + 8 * noise) * len(d) + 32 + starts * fit_bytes;
+    let need = |d: usize| (16 + 8 * noise + 8 * weighted) * len(d) + 32 + starts * fit_bytes;
     let total: usize = order.iter().map(|&d| need(d)).sum();
     let chunk_bytes = budget.min(limit).min(total.div_ceil(pieces.max(1)).max(1));
     let ramp = tuning.chunk_ramp.unwrap_or(RAMP);

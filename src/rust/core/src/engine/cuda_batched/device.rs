@@ -62,6 +62,8 @@ struct BatchArgs {
     screen_distinct: i32,
     noise_t: u64,
     df_fixed: i32,
+    weights: u64,
+    ds_total: u64,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -157,6 +159,9 @@ pub fn run(
         let init = up(&p.init)?;
         // a null pointer unless the fits have a noise component
         let noise_t = if p.noise_t.is_empty() { None } else { Some(up(&p.noise_t)?) };
+        // null pointers unless the call has weights
+        let weights = if p.weights.is_empty() { None } else { Some(up(&p.weights)?) };
+        let ds_total = if p.ds_total.is_empty() { None } else { Some(up(&p.ds_total)?) };
         // Nothing here is set on the device: a memset is a kernel, and it
         // would wait for the other workers' kernels, which hold every SM
         // until their queues run dry (uploads took a third of each worker's
@@ -220,6 +225,8 @@ pub fn run(
             screen_distinct: t.screen.distinct as i32,
             noise_t: noise_t.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
             df_fixed: p.row.df_fixed as i32,
+            weights: weights.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
+            ds_total: ds_total.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);
@@ -231,6 +238,7 @@ pub fn run(
         // every per-dataset array one value per dataset, fit_ds n_fits indices
         // below the dataset count, init and out_params p.row's width (the
         // kernel's row_width for its K, family and N) per fit, noise_t one value per observation when the kernel has N = 1,
+        // weights one per observation and ds_total one per dataset when it has W = 1,
         // out_info INFO per fit; next starts at the number of lanes or warps
         // launched.
         unsafe { stream.launch_builder(kernel).arg(&args).launch(cfg) }.map_err(fail("launching em_batched"))?;

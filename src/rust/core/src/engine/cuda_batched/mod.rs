@@ -102,10 +102,13 @@ impl Engine for CudaBatched {
         let chunks = chunks::plan(work, free / (2 * per_gpu), pieces, &self.tuning);
         // false packs into ordinary memory, for the measurement of gpu/staging.rs
         let pinned = self.tuning.pinned;
+        let weighted = t.weighted;
         let mut lanes = 0;
         for gpu in &self.gpus {
-            let kernel =
-                gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise).map_err(Error::Gpu)?;
+            let kernel = gpu
+                .kernels
+                .batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise, weighted)
+                .map_err(Error::Gpu)?;
             lanes +=
                 device::lanes_in_flight(gpu, &kernel).map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
         }
@@ -115,8 +118,10 @@ impl Engine for CudaBatched {
         let setup = || {
             let w = next_worker.fetch_add(1, Ordering::Relaxed);
             let gpu = &self.gpus[w % self.gpus.len()];
-            let kernel =
-                gpu.kernels.batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise).map_err(Error::Gpu)?;
+            let kernel = gpu
+                .kernels
+                .batched(t.family, t.k, t.mixed_precision, t.accelerate, t.noise, weighted)
+                .map_err(Error::Gpu)?;
             let on_gpu = |e: String| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal));
             let stream = contained("creating a CUDA stream", || {
                 gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
@@ -127,7 +132,10 @@ impl Engine for CudaBatched {
             // stream of their own (device::run says why)
             let finisher = match t.mixed_precision {
                 true => Some(device::Finisher {
-                    kernels: gpu.kernels.batched(t.family, t.k, false, t.accelerate, t.noise).map_err(Error::Gpu)?,
+                    kernels: gpu
+                        .kernels
+                        .batched(t.family, t.k, false, t.accelerate, t.noise, weighted)
+                        .map_err(Error::Gpu)?,
                     stream: device::priority_stream(gpu).map_err(on_gpu)?,
                 }),
                 false => None,
@@ -137,7 +145,7 @@ impl Engine for CudaBatched {
         let ran = queue::run(chunks.len(), workers, cancel, setup, |(gpu, kernel, finisher, stream), c| {
             let chunk = &chunks[c];
             let clock = std::time::Instant::now();
-            let packed = pack::pack(work, chunk, self.host_threads, cancel, pinned.then_some(&gpu.staging))?;
+            let packed = pack::pack(work, chunk, weighted, self.host_threads, cancel, pinned.then_some(&gpu.staging))?;
             counters.lap("batched: starts and packing", clock);
             if packed.fits() == 0 || cancel.load(Ordering::Relaxed) {
                 return Ok(());
@@ -226,6 +234,7 @@ mod tests {
             keep_starts: false,
             screen: Default::default(),
             noise: false,
+            weighted: false,
         };
         Work::new(task, prepared.iter().map(Some).collect())
     }

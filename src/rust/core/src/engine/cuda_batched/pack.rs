@@ -22,6 +22,11 @@ pub struct Packed {
     /// the noise component's t(x) per observation, laid out as `obs` (empty
     /// without one)
     pub noise_t: HostBuf<f64>,
+    /// each observation's weight, laid out as `obs` (1 for a dataset
+    /// without weights; empty unless the call has weights)
+    pub weights: HostBuf<f64>,
+    /// the sum of each dataset's weights (empty unless the call has them)
+    pub ds_total: Vec<f64>,
     pub ds_offset: Vec<i64>,
     pub ds_n: Vec<i32>,
     pub ds_hsum: Vec<f64>,
@@ -106,10 +111,12 @@ impl Row {
 /// kernel's arrays: observations as (x, g) pairs, and the starting values of
 /// fits j*S .. (j+1)*S of the chunk's dataset j (its starts first_start + 0..S). A start that could not be
 /// drawn keeps NaN parameters (the kernel fails it at once) and is recorded
-/// as such. `staging`: the GPU's pinned buffers (None: ordinary memory).
+/// as such. `weighted`: the call has weights (Task::weighted). `staging`:
+/// the GPU's pinned buffers (None: ordinary memory).
 pub fn pack(
     work: &Work,
     chunk: &Chunk,
+    weighted: bool,
     threads: usize,
     cancel: &AtomicBool,
     staging: Option<&Arc<Staging>>,
@@ -146,6 +153,8 @@ pub fn pack(
         obs: HostBuf::take(staging, 2 * total),
         obs32: HostBuf::take(staging, if t.mixed_precision { 2 * total } else { 0 }),
         noise_t: HostBuf::take(staging, if t.noise { total } else { 0 }),
+        weights: HostBuf::take(staging, if weighted { total } else { 0 }),
+        ds_total: if weighted { sets.iter().map(|ds| ds.total).collect() } else { Vec::new() },
         ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
@@ -156,6 +165,7 @@ pub fn pack(
         row,
     };
     let (mut obs, mut obs32, mut noise_t) = (&mut p.obs[..], &mut p.obs32[..], &mut p.noise_t[..]);
+    let mut weights = &mut p.weights[..];
     let (mut fit_ds, mut init, mut drawn) = (&mut p.fit_ds[..], &mut p.init[..], &mut p.drawn[..]);
     let mut pieces = Vec::with_capacity(nd);
     for ds in &sets {
@@ -163,16 +173,18 @@ pub fn pack(
         let (o32, rest_o32) =
             std::mem::take(&mut obs32).split_at_mut(if t.mixed_precision { 2 * ds.x.len() } else { 0 });
         let (nt, rest_nt) = std::mem::take(&mut noise_t).split_at_mut(if t.noise { ds.x.len() } else { 0 });
+        let (wt, rest_wt) = std::mem::take(&mut weights).split_at_mut(if weighted { ds.x.len() } else { 0 });
+        weights = rest_wt;
         let (f, rest_f) = std::mem::take(&mut fit_ds).split_at_mut(starts);
         let (i, rest_i) = std::mem::take(&mut init).split_at_mut(starts * w);
         let (d, rest_d) = std::mem::take(&mut drawn).split_at_mut(starts);
-        pieces.push(Mutex::new((o, o32, nt, f, i, d)));
+        pieces.push(Mutex::new((o, o32, nt, wt, f, i, d)));
         (obs, obs32, noise_t, fit_ds, init, drawn) = (rest_o, rest_o32, rest_nt, rest_f, rest_i, rest_d);
     }
     queue::for_each_light(nd, threads, cancel, |j| {
         let ds = sets[j];
         let mut piece = pieces[j].lock().unwrap_or_else(PoisonError::into_inner);
-        let (obs, obs32, noise_t, fit_ds, init, drawn) = &mut *piece;
+        let (obs, obs32, noise_t, weights, fit_ds, init, drawn) = &mut *piece;
         for (i, (x, g)) in ds.x.iter().zip(&ds.g).enumerate() {
             obs[2 * i] = *x;
             obs[2 * i + 1] = *g;
@@ -182,6 +194,10 @@ pub fn pack(
         }
         if let Some(t) = ds.noise_terms() {
             noise_t.copy_from_slice(&t[..noise_t.len()]);
+        }
+        match &ds.w {
+            Some(w) => weights.copy_from_slice(&w[..weights.len()]),
+            None => weights.fill(1.0),
         }
         for s in 0..starts {
             fit_ds[s] = j as i32;

@@ -1,0 +1,44 @@
+# What observation weights cost (issue 34's goal: each feature at most 1.5x
+# the plain fit of the same shape), side by side in one run on one machine:
+# the same datasets fitted without weights and with weights (each
+# observation a weight drawn from 0.5-1.5, so every pass takes the weighted
+# loops), plain EM with max.iters 100 (both run about as many passes), time
+# per E-step pass and the ratio. B1's shape on the CPU engine (100 datasets x
+# 2,000, K = 2, 10 starts), IG; the weighted pass is the block loops with
+# one logarithm per observation, the plain one the AVX2/AVX-512 pass.
+#   Rscript inst/bench/weights-cost.R [rounds=3] [noise=FALSE]
+suppressPackageStartupMessages(library(bulkem))
+here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
+source(file.path(here, "workloads.R"))
+arg <- function(name, default) {
+  a <- grep(paste0("^", name, "="), commandArgs(TRUE), value = TRUE)
+  if (length(a)) sub(".*=", "", a[1]) else default
+}
+rounds <- as.integer(arg("rounds", "3"))
+noise <- as.logical(arg("noise", "FALSE"))
+w <- workload("B1")
+set.seed(7)
+wts <- lapply(w$datasets, function(x) stats::runif(length(x), 0.5, 1.5))
+run <- function(weighted) {
+  t0 <- proc.time()[["elapsed"]]
+  f <- bulkem(w$datasets, 2, random.inits = w$args$random.inits, max.iters = 100, epsilon = 1e-6, seed = 1,
+              noise = noise, use.gpu = FALSE, weights = if (weighted) wts,
+              control = list(accelerate = FALSE, standard.errors = FALSE))
+  s <- proc.time()[["elapsed"]] - t0
+  c(seconds = s, passes = attr(f, "em_iterations"))
+}
+invisible(run(FALSE))  # warm-up
+rows <- lapply(seq_len(rounds), function(r) {
+  lapply(c(FALSE, TRUE), function(weighted) {
+    m <- run(weighted)
+    data.frame(round = r, weighted = weighted, seconds = round(m[["seconds"]], 3), passes = m[["passes"]],
+               ns_per_obs_pass = signif(1e9 * m[["seconds"]] / m[["passes"]] / length(w$datasets[[1]]), 4))
+  })
+})
+tab <- do.call(rbind, unlist(rows, recursive = FALSE))
+cat(sprintf("B1 on the CPU engine (%d threads), %d datasets x %d, K = 2, %d starts, noise = %s\n",
+            parallelly::availableCores(), length(w$datasets), length(w$datasets[[1]]), w$args$random.inits, noise))
+print(tab, row.names = FALSE)
+best <- tapply(tab$ns_per_obs_pass, tab$weighted, min)
+cat(sprintf("per pass, best of %d: plain %.4g ns/obs, weighted %.4g ns/obs, ratio %.3f\n",
+            rounds, best[["FALSE"]], best[["TRUE"]], best[["TRUE"]] / best[["FALSE"]]))
