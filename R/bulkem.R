@@ -565,7 +565,13 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     given = c(datasets = !missing(datasets), data = !missing(data), na.action = !missing(na.action)),
     env = parent.frame(),
     threads = if (inherits(checked_control, "error")) 1L else checked_control$threads,
-    weights = if (!missing(weights)) substitute(weights))
+    weights = if (missing(weights)) {
+      NULL
+    } else if (weights_in_data(if (!missing(datasets)) datasets, formula)) {
+      substitute(weights)
+    } else {
+      weights
+    })
   datasets <- input$datasets
   multivariate <- isTRUE(input$multivariate)
   if (multivariate && is.null(input$weights) && !missing(weights) && !is.null(weights)) {

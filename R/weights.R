@@ -2,6 +2,13 @@
 # the datasets or (lm()'s way) a column of the formula's data; checked here
 # and handed to the core with the datasets, read in place.
 
+# Whether bulkem()'s `weights` is an expression to evaluate in the data, as
+# lm() takes it (a formula or a data frame of values), rather than a value
+# (a list of weight vectors, evaluated where bulkem() was called).
+weights_in_data <- function(datasets, formula) {
+  !is.null(formula) || inherits(datasets, "formula") || is.data.frame(datasets)
+}
+
 # The weights of a list of datasets, `w` as the caller gave it, aligned with
 # the datasets after `na.action`: `before` are the datasets as given,
 # `has_na` which held missing values, `after` the datasets kept. A value

@@ -5,8 +5,9 @@
 # loops), plain EM with max.iters 100 (both run about as many passes), time
 # per E-step pass and the ratio. B1's shape on the CPU engine (100 datasets x
 # 2,000, K = 2, 10 starts), IG; the weighted pass is the block loops with
-# one logarithm per observation, the plain one the AVX2/AVX-512 pass.
-#   Rscript inst/bench/weights-cost.R [rounds=3] [noise=FALSE]
+# one logarithm per observation, the plain one the AVX2/AVX-512 pass. On a
+# GPU engine, B2's shape (10,000 x 1,000, K = 2, 100 starts).
+#   Rscript inst/bench/weights-cost.R [engine=cpu|cuda-batched|cuda-streams] [rounds=3] [noise=FALSE]
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
@@ -14,16 +15,18 @@ arg <- function(name, default) {
   a <- grep(paste0("^", name, "="), commandArgs(TRUE), value = TRUE)
   if (length(a)) sub(".*=", "", a[1]) else default
 }
+engine <- arg("engine", "cpu")
 rounds <- as.integer(arg("rounds", "3"))
 noise <- as.logical(arg("noise", "FALSE"))
-w <- workload("B1")
+shape <- switch(engine, cpu = "B1", "cuda-streams" = "B1", "B2")
+w <- workload(shape)
 set.seed(7)
 wts <- lapply(w$datasets, function(x) stats::runif(length(x), 0.5, 1.5))
 run <- function(weighted) {
   t0 <- proc.time()[["elapsed"]]
   f <- bulkem(w$datasets, 2, random.inits = w$args$random.inits, max.iters = 100, epsilon = 1e-6, seed = 1,
-              noise = noise, use.gpu = FALSE, weights = if (weighted) wts,
-              control = list(accelerate = FALSE, standard.errors = FALSE))
+              noise = noise, use.gpu = engine != "cpu", weights = if (weighted) wts,
+              control = list(accelerate = FALSE, standard.errors = FALSE, engine = engine))
   s <- proc.time()[["elapsed"]] - t0
   c(seconds = s, passes = attr(f, "em_iterations"))
 }
@@ -36,8 +39,9 @@ rows <- lapply(seq_len(rounds), function(r) {
   })
 })
 tab <- do.call(rbind, unlist(rows, recursive = FALSE))
-cat(sprintf("B1 on the CPU engine (%d threads), %d datasets x %d, K = 2, %d starts, noise = %s\n",
-            parallelly::availableCores(), length(w$datasets), length(w$datasets[[1]]), w$args$random.inits, noise))
+cat(sprintf("%s on the %s engine (%d threads), %d datasets x %d, K = 2, %d starts, noise = %s\n",
+            shape, engine, parallelly::availableCores(), length(w$datasets), length(w$datasets[[1]]),
+            w$args$random.inits, noise))
 print(tab, row.names = FALSE)
 best <- tapply(tab$ns_per_obs_pass, tab$weighted, min)
 cat(sprintf("per pass, best of %d: plain %.4g ns/obs, weighted %.4g ns/obs, ratio %.3f\n",

@@ -162,11 +162,32 @@ test_that("weights are fitted alike on every engine, and frequency weights as th
   w <- lapply(normal, `[[`, "counts")
   # one dataset without weights among weighted ones
   w[3] <- list(NULL)
-  expect_engines_agree(d, num.components = 2, family = "normal", random.inits = 6, weights = w)
-  expect_engines_agree(d, num.components = 2, family = "t", random.inits = 4, weights = w)
+  # the same optimum on every engine: heaped values make many starts tie at
+  # it, and which of them wins turns on the last bits of their
+  # log-likelihoods, so the winning start is not compared
+  agree <- function(datasets, ...) {
+    cpu <- bulkem(datasets, seed = 11, use.gpu = FALSE, ...)
+    for (engine in c("cuda-streams", "cuda-batched")) {
+      gpu <- bulkem(datasets, seed = 11, control = list(engine = engine), ...)
+      expect_identical(attr(gpu, "engine"), engine)
+      shape <- bulkem:::shape_name(cpu[[1]]$family)
+      for (i in seq_along(cpu)) {
+        a <- cpu[[i]]
+        b <- gpu[[i]]
+        expect_identical(b$status, a$status, label = paste(engine, "status of dataset", i))
+        expect_lt(abs(b$loglik - a$loglik) / abs(a$loglik), 1e-9, label = paste(engine, "loglik of dataset", i))
+        for (field in c("mu", "alpha", shape)) {
+          expect_lt(max(abs(b[[field]] - a[[field]]) / abs(a[[field]])), 1e-6,
+                    label = paste(engine, field, "of dataset", i))
+        }
+      }
+    }
+  }
+  agree(d, num.components = 2, family = "normal", random.inits = 6, weights = w)
+  agree(d, num.components = 2, family = "t", random.inits = 4, weights = w)
   ig <- replicate(5, heap(round(c(b1_dataset(400), 40, 55), 2)), simplify = FALSE)
-  expect_engines_agree(lapply(ig, `[[`, "values"), num.components = 2, random.inits = 6, noise = TRUE,
-                       weights = lapply(ig, `[[`, "counts"))
+  agree(lapply(ig, `[[`, "values"), num.components = 2, random.inits = 6, noise = TRUE,
+        weights = lapply(ig, `[[`, "counts"))
   # cuda-batched: the weighted fit is the expanded data's
   a <- bulkem(lapply(normal, `[[`, "all"), family = "normal", seed = 3, control = list(engine = "cuda-batched"))
   b <- bulkem(d, family = "normal", seed = 3, weights = lapply(normal, `[[`, "counts"),
