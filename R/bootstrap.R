@@ -177,6 +177,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
+  if (any(vapply(unclass(fits), function(f) isTRUE(f$equal_scale), NA))) {
+    stop_arg("`fits` share one shape across components (`equal.scale = TRUE`): bulkem_bootstrap() ",
+             "does not refit such mixtures yet")
+  }
   if (isTRUE(attr(fits, "weighted"))) {
     stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() does not draw weighted replicates yet")
   }

@@ -335,6 +335,18 @@
 #'   j`, so `best_start` says whether one of yours won (a tie goes to the
 #'   random start) and the random starts are the draws they are without
 #'   `init`; `starts_run` counts yours. Univariate data only.
+#' @param equal.scale If `TRUE`, one shape shared by the components: equal
+#'   variances for the Normal (mclust's "E" model), equal `sigma` for
+#'   the lognormal (on the logarithms) and Student's t (its scale; `df`
+#'   still per component), equal `lambda` for the inverse Gaussian, equal
+#'   `shape` for the gamma; K - 1 fewer free parameters in AIC, BIC and ICL
+#'   (`2K` instead of `3K - 1`). Its M-step pools the components' shape
+#'   statistics weighted by their expected counts (the exact maximisation
+#'   under the constraint); the standard errors come from the constrained
+#'   information (every component's shape has the common one's). Such fits
+#'   are returned where EM stopped (no Newton polish, no continuation from a
+#'   saddle point). Univariate data only (multivariate data have
+#'   `covariance = "tied"`); `bulkem_bootstrap()` does not take such fits yet.
 #' @param weights A weight for each observation: frequency weights (a fit
 #'   with integer weights is the fit of the data with each value repeated
 #'   that many times) or case weights, finite and >= 0. For a list of
@@ -544,7 +556,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    seed = NULL, control = list(), ...,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
-                   criterion = c("bic", "icl", "aic"), init = NULL, weights = NULL,
+                   criterion = c("bic", "icl", "aic"), init = NULL, weights = NULL, equal.scale = FALSE,
                    data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
@@ -584,6 +596,11 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   }
   covariance <- check_choice(covariance, "covariance", covariance_structures)
   criterion <- check_choice(criterion, "criterion", criteria)
+  check_flag(equal.scale, "equal.scale")
+  if (multivariate && equal.scale) {
+    stop_arg("`equal.scale` is for univariate data; multivariate data share one covariance ",
+             "matrix with covariance = \"tied\"")
+  }
   num.components <- check_components(num.components)
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
@@ -624,14 +641,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
-                                  noise = noise, df = df, criterion = criterion),
+                                  noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
                       control, verbose, started, noise.support, given, weights))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
-                                 given_records(given)), reporter$update)
+                                 given_records(given), equal.scale), reporter$update)
   }
 
   if (verbose) {

@@ -339,12 +339,12 @@ check_tuning <- function(tuning) {
 # it without a change here.
 core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
                           control, engine, noise = FALSE, noise.support = numeric(0), df = NULL,
-                          criterion = "bic", init = numeric(0)) {
+                          criterion = "bic", init = numeric(0), equal.scale = FALSE) {
   settings <- c(list(family = family, num.components = as.integer(num.components),
                      max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
                      epsilon = epsilon, seed = as.double(seed), noise = noise,
                      noise.support = as.double(noise.support), df = as.double(df),
-                     criterion = criterion, init = as.double(init)),
+                     criterion = criterion, init = as.double(init), equal.scale = equal.scale),
                 unclass(control))
   settings$engine <- engine
   attr(settings, "given") <- NULL

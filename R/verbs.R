@@ -14,7 +14,8 @@
 #' fit they give the usual single values (`logLik()` with its `df` and
 #' `nobs`, so [stats::AIC()] and [stats::BIC()] work on it).
 #'
-#' A K-component fit has \eqn{3K - 1}{3K - 1} free parameters (`df`): K means,
+#' A K-component fit has \eqn{3K - 1}{3K - 1} free parameters (`df`; \eqn{2K}{2K}
+#' with `equal.scale = TRUE`): K means,
 #' K inverse Gaussian shapes `lambda` or Normal standard deviations `sigma`,
 #' and K - 1 weights. `AIC = -2 logLik + k df` (`k = 2` by default),
 #' `BIC = -2 logLik + log(n) df`, and `deviance()` is `-2 logLik`, as for
@@ -60,7 +61,7 @@ per_dataset <- function(object, value) {
 fit_df <- function(fit) {
   if (!is.null(fit$df_model)) return(as.numeric(fit$df_model))
   k <- NROW(fit$mu)
-  as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit))
+  as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit) - (k - 1) * isTRUE(fit$equal_scale))
 }
 
 # Whether a fit estimated the t's degrees of freedom (not fixed by `df`).
@@ -364,8 +365,9 @@ bulkem_compare <- function(object) {
   why_not <- as.character(unlist(lapply(fits, k_why_not), use.names = FALSE))
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
   nu <- vapply(fits, estimates_nu, NA, USE.NAMES = FALSE)
+  shared <- vapply(fits, function(f) isTRUE(f$equal_scale), NA, USE.NAMES = FALSE)
   data.frame(dataset = rep(dataset_names(object), n), K = k,
-             df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n)),
+             df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n) - (k - 1) * rep(shared, n)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
              icl = as.numeric(col("icl")),
              status = as.character(col("status")), delta_bic = bic - rep(best, n),

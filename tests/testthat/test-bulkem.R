@@ -27,7 +27,8 @@ test_that("a 2015-style positional call returns every documented field", {
                     "loglik", "num_iterations", "fit_success", "family", "n", "nobs", "k",
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "icl", "starts_at_best", "spurious", "spurious_starts",
-                    "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df"))
+                    "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df",
+                    "equal_scale"))
   expect_null(f$df)
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)

@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 31] = [
+const FIELDS: [&str; 32] = [
     "shape",
     "mu",
     "alpha",
@@ -51,6 +51,7 @@ const FIELDS: [&str; 31] = [
     "noise",
     "noise_support",
     "df",
+    "equal_scale",
 ];
 /// With several Ks: the K chosen, every K's summary, every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of
@@ -120,6 +121,7 @@ mod field {
     pub const NOISE: usize = at("noise");
     pub const NOISE_SUPPORT: usize = at("noise_support");
     pub const DF: usize = at("df");
+    pub const EQUAL_SCALE: usize = at("equal_scale");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -494,6 +496,7 @@ impl FitLists {
         store(field::ICL, &[na(f.icl())]);
         set(field::STARTS_AT_BEST, count(f.starts_at_best));
         set(field::SPURIOUS, if f.spurious { yes } else { no });
+        set(field::EQUAL_SCALE, if f.equal_scale { yes } else { no });
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
         set(
             field::LOGLIK_SPURIOUS,

@@ -204,6 +204,7 @@ impl Call {
             noise: s.flag("noise")?,
             df: s.reals("df")?,
             criterion,
+            equal_scale: s.flag("equal.scale")?,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),

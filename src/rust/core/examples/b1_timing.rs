@@ -47,6 +47,7 @@ fn main() {
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),

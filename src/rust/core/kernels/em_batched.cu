@@ -108,12 +108,72 @@ __device__ __forceinline__ int check_component(double mu, double shape, double s
 // student.rs::component_m_step), S1 and S2 are weighted by u, and Su and
 // sum r (log u - u) (`su`, `sl`) and the pass's df (`df0`) give df, unless
 // `df_fixed`; other families leave `df` alone.
+// One shape shared by the components (bulkem(equal.scale = TRUE),
+// mstep.rs's m_step_pooled): ComponentFamily::pooled_statistic of a shape,
+// averaged over the components weighted by S0, and from_pooled of the
+// average (sigma^2; 1/lambda; log a - psi(a)).
+template <int F>
+__device__ __forceinline__ double pooled_statistic(double shape) {
+    if (F == FAM_INVGAUSS) return 1.0 / shape;
+    if (F == FAM_GAMMA) {
+        double di, tri;
+        digammas(shape, di, tri);
+        return log(shape) - di;
+    }
+    return shape * shape;
+}
+template <int F>
+__device__ __forceinline__ double from_pooled(double v) {
+    return F == FAM_INVGAUSS ? 1.0 / v : (F == FAM_GAMMA ? gamma_shape(v) : sqrt(v));
+}
+
 template <int K, int F>
 __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], const double su[K],
                                       const double sl[K], double s0n, const double df0[K], int df_fixed, double total,
                                       double spread, double alpha[K], double mu[K], double shape[K], double df[K],
-                                      double& noise) {
+                                      double& noise, int equal_scale) {
     noise = s0n / total;
+    if (equal_scale) {
+        // every component's mu and shape (and the t's df), then the shapes pooled
+        double new_mu[K], new_shape[K];
+        double s0_total = 0.0, v = 0.0;
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
+            new_mu[m] = s1[m] / (F == FAM_T ? su[m] : s0[m]);
+            new_shape[m] = F == FAM_INVGAUSS ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
+                           : F == FAM_GAMMA  ? gamma_shape(log(new_mu[m]) - s2[m] / s0[m])
+                           : F == FAM_T      ? sqrt((s2[m] - new_mu[m] * s1[m]) / s0[m])
+                                             : sqrt(s2[m] / s0[m] - new_mu[m] * new_mu[m]);
+            if (F == FAM_T) {
+                double new_df = df0[m];
+                if (!df_fixed) {
+                    const double half = (df0[m] + 1.0) / 2.0;
+                    double di, tri;
+                    digammas(half, di, tri);
+                    const double s_df = sl[m] + s0[m] * (di - log(half));
+                    new_df = df_root(-1.0 - s_df / s0[m]);
+                }
+                if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
+                df[m] = new_df;
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            s0_total += s0[m];
+            v += s0[m] * pooled_statistic<F>(new_shape[m]);
+        }
+        const double common = from_pooled<F>(v / s0_total);
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            const int bad = check_component<F>(new_mu[m], common, spread);
+            if (bad) return bad;
+            alpha[m] = s0[m] / total;
+            mu[m] = new_mu[m];
+            shape[m] = common;
+        }
+        return 0;
+    }
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
@@ -579,7 +639,8 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 // the cycle ends at θ2.
 template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, double total, double spread,
-                                       int max_iters, double epsilon, int df_fixed, double* __restrict__ keep) {
+                                       int max_iters, double epsilon, int df_fixed, int equal_scale,
+                                       double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
     constexpr int NA = noise_at<K, F>();
     double a2[K], m2[K], sh2[K], d2[K], n2;
@@ -588,7 +649,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         // usable; otherwise the cycle ends at θ2
         const bool ok = loglik >= st.ll1 &&
                         m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
-                                     spread, a2, m2, sh2, d2, n2) == 0;
+                                     spread, a2, m2, sh2, d2, n2, equal_scale) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -613,7 +674,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
     const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
-                                 spread, a2, m2, sh2, d2, n2);
+                                 spread, a2, m2, sh2, d2, n2, equal_scale);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
         double c2[K], k2[K];
@@ -745,6 +806,7 @@ struct Batch {
     int df_fixed;           // 1: the t's df stay as init gives them (bulkem(df = ))
     const double* weights;  // each observation's weight, laid out as obs (W = 1; else null)
     const double* ds_total; // the sum of each dataset's weights (W = 1; else null)
+    int equal_scale;        // 1: one shape shared by the components (bulkem(equal.scale = TRUE))
 };
 
 template <int K, int F, int N>
@@ -872,7 +934,8 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         // end of a pass
         const double loglik = p.loglik() + b.ds_hsum[d];
         const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
-                                                           b.df_fixed, b.out_params + (size_t)fit * row_width<K, F, N>());
+                                                           b.df_fixed, b.equal_scale,
+                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
         if (outcome >= 0) {
             store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);
             fit = (int)atomicAdd(b.next, 1u);
@@ -972,7 +1035,8 @@ __device__ __forceinline__ void em_group(const Batch& b) {
             }
             if (N) p.s0n = group_sum(p.s0n, mask, width);
             const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
-                                                           b.df_fixed, b.out_params + (size_t)fit * row_width<K, F, N>());
+                                                           b.df_fixed, b.equal_scale,
+                                                           b.out_params + (size_t)fit * row_width<K, F, N>());
             if (outcome >= 0) {
                 if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);
                 unsigned int next = 0;

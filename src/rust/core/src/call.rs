@@ -120,6 +120,7 @@ fn run_into(
         ds.map(|mut ds| {
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
             ds.fixed_df.clone_from(&job.settings.df);
+            ds.equal_scale = job.settings.equal_scale;
             if !job.settings.noise {
                 return ds;
             }
@@ -253,6 +254,7 @@ mod tests {
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         }
     }
 

@@ -42,6 +42,9 @@ pub struct Prepared {
     pub noise: Option<Noise>,
     /// Student's t: the user's fixed ν (Settings::df); empty: estimated.
     pub fixed_df: Vec<f64>,
+    /// `equal.scale` (Settings::equal_scale): one shape shared by the
+    /// components, every M-step's (mstep.rs).
+    pub equal_scale: bool,
     /// Each observation's weight (`weights`, frequency or case weights, at
     /// least 0), when the job gives them: every sum of the E-step, the
     /// information and the log-likelihood weighs its observation by it.
@@ -457,6 +460,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         init: None,
         noise: None,
         fixed_df: Vec::new(),
+        equal_scale: false,
         w: None,
         total: nf,
         sorted: OnceLock::new(),

@@ -89,8 +89,11 @@ impl EmState {
                 // Accepted when θ' is at least as likely as θ1 and its
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
-                let next =
-                    if loglik >= sq.ll1 { m_step(family, self.params.k, stats, n, ds.spread).ok() } else { None };
+                let next = if loglik >= sq.ll1 {
+                    m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale).ok()
+                } else {
+                    None
+                };
                 let reached = sq.step >= sq.step_max;
                 match next {
                     Some(next) => {
@@ -128,7 +131,7 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        let next = match m_step(family, self.params.k, stats, n, ds.spread) {
+        let next = match m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale) {
             Ok(next) => next,
             Err(why) => return end(Outcome::Failed(why)),
         };

@@ -84,7 +84,8 @@ pub(crate) fn finish(
     // an admissible winner that converged to a saddle point goes on from
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
-    let escaped = if at_saddle && !spurious { saddle::escape(t, ds, &fit, cancel) } else { None };
+    // (not with one shape shared: the ascent direction would part the shapes)
+    let escaped = if at_saddle && !spurious && !ds.equal_scale { saddle::escape(t, ds, &fit, cancel) } else { None };
     if let Some(f) = escaped {
         let (f, info, again) = polished(&f);
         // the escaped fit's components were numbered in the saddle's order
@@ -124,6 +125,7 @@ pub(crate) fn finish(
     Fit {
         n,
         nobs: ds.total,
+        equal_scale: ds.equal_scale,
         k: t.k,
         status,
         message,

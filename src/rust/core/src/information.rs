@@ -474,13 +474,45 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
     covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &ds.rescale(params)))
 }
 
+/// The inverse of the information of a fit with one shape shared by its
+/// components (`equal.scale`), in the unconstrained layout: with J mapping
+/// the free parameters φ (the K shapes one) to θ, the constrained
+/// log-likelihood ℓ(Jφ) has information Jᵀ I J (J is linear), whose
+/// inverse V_φ gives θ's covariance J V_φ Jᵀ: every shape has the common
+/// shape's variance, and their covariances are it too.
+fn invert_equal_scale(info: &Information) -> Result<Vec<f64>, Singular> {
+    let at = info.layout;
+    let (np, k) = (info.complete.len(), at.k);
+    let first = at.shape(0);
+    let to = |a: usize| {
+        if a < first {
+            a
+        } else if a < first + k {
+            first
+        } else {
+            a + 1 - k
+        }
+    };
+    let nc = np + 1 - k;
+    let mut observed = vec![0.0; nc * nc];
+    let mut complete = vec![0.0; nc];
+    for b in 0..np {
+        complete[to(b)] += info.complete[b];
+        for a in 0..np {
+            observed[to(a) + nc * to(b)] += info.observed[a + np * b];
+        }
+    }
+    let vc = invert(&observed, &complete)?;
+    Ok((0..np * np).map(|i| vc[to(i % np) + nc * to(i / np)]).collect())
+}
+
 /// The covariance and standard errors, in the data's own units, from the
 /// information `info` computed on the rescaled data of `ds`.
 pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
     let np = info.complete.len();
     let at = info.layout;
     let (k, noise) = (at.k, at.noise);
-    let v = invert(&info.observed, &info.complete)?;
+    let v = if ds.equal_scale { invert_equal_scale(info)? } else { invert(&info.observed, &info.complete)? };
     // the Jacobian's inverse: 1 for the weights, the scale for μ and for a
     // shape that is a scale (1 for one that is not: the gamma's)
     let shape_unit = if with_family!(ds.family, F => F::SHAPE_IS_SCALE) { ds.scale } else { 1.0 };
@@ -697,7 +729,7 @@ pub(crate) mod tests {
                         break;
                     }
                     previous = st.ll;
-                    p = crate::mstep::m_step(family, p.k, &st, xs.len() as f64, 1.0).unwrap();
+                    p = crate::mstep::m_step(family, p.k, &st, xs.len() as f64, 1.0, false).unwrap();
                 }
                 (xs, p)
             })

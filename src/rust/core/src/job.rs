@@ -95,6 +95,10 @@ pub struct Settings {
     pub df: Vec<f64>,
     /// `criterion`: what chooses K among several.
     pub criterion: Criterion,
+    /// `equal.scale`: one shape shared by the components (the Normal's
+    /// and the t's σ, the lognormal's sdlog, the inverse Gaussian's λ, the
+    /// gamma's shape), K − 1 fewer free parameters.
+    pub equal_scale: bool,
 }
 
 /// What chooses K among several (`criterion`): the lowest value wins.
@@ -174,6 +178,8 @@ pub struct Task {
     /// observation of every dataset (by 1 where a dataset has none), the
     /// same kernel whichever datasets a round or chunk holds.
     pub weighted: bool,
+    /// Settings::equal_scale: one shape shared by the components.
+    pub equal_scale: bool,
 }
 
 impl Job<'_> {
@@ -333,6 +339,7 @@ impl Settings {
             screen: self.screen,
             noise: self.noise,
             weighted: false,
+            equal_scale: self.equal_scale,
         }
     }
 }
@@ -345,6 +352,8 @@ pub struct Fit {
     pub n: usize,
     /// The n of BIC: Σ w with weights, else `n`.
     pub nobs: f64,
+    /// One shape shared by the components (Settings::equal_scale).
+    pub equal_scale: bool,
     /// Components fitted.
     pub k: usize,
     pub status: Status,
@@ -418,15 +427,25 @@ impl Fit {
     /// (AIC, BIC) with `free_parameters` parameters (a noise component's
     /// weight among them); NaN without a fit.
     pub fn information_criteria(&self) -> (f64, f64) {
-        let Some(p) = &self.params else { return (f64::NAN, f64::NAN) };
-        let df = free_parameters(p.k, self.noise_support.is_some(), p.estimates_df()) as f64;
+        let Some(df) = self.free_parameters() else { return (f64::NAN, f64::NAN) };
+        let df = df as f64;
         (-2.0 * self.loglik + 2.0 * df, -2.0 * self.loglik + df * self.nobs.ln())
+    }
+
+    /// The free parameters of the fit (AIC's and BIC's count): K − 1
+    /// weights, K means, K shapes (one with `equal_scale`), a noise
+    /// component's weight and estimated ν; `None` without a fit.
+    pub fn free_parameters(&self) -> Option<usize> {
+        let p = self.params.as_ref()?;
+        let shared = if self.equal_scale { p.k - 1 } else { 0 };
+        Some(free_parameters(p.k, self.noise_support.is_some(), p.estimates_df()) - shared)
     }
 
     pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_run: u32, starts_ok: u32) -> Fit {
         Fit {
             n,
             nobs: n as f64,
+            equal_scale: false,
             k,
             status,
             message,

@@ -27,16 +27,57 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
 }
 
 /// α = S0/N (the noise component's weight likewise), and each component's
-/// (μ, shape) from the family's M-step (ComponentFamily::component_m_step).
-pub fn m_step(family: Family, k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
+/// (μ, shape) from the family's M-step (ComponentFamily::component_m_step);
+/// with `equal_scale`, one shape shared by the components (`pool`).
+pub fn m_step(
+    family: Family,
+    k: usize,
+    st: &Stats,
+    n: f64,
+    spread: f64,
+    equal_scale: bool,
+) -> Result<Params, Degenerate> {
     if family == Family::StudentT {
-        return m_step_student(k, st, n, spread);
+        return m_step_student(k, st, n, spread, equal_scale);
+    }
+    if equal_scale {
+        return with_family!(family, F => m_step_pooled::<F>(k, st, n, spread));
     }
     with_family!(family, F => m_step_of::<F>(k, st, n, spread))
 }
 
+/// The common shape of components of shapes `shapes` and sums `s0`: the
+/// S0-weighted average of their `pooled_statistic` (for the t's scale, of
+/// σ²), mapped back.
+fn pool<F: ComponentFamily>(s0: &[f64], shapes: &[f64]) -> f64 {
+    let total: f64 = s0.iter().sum();
+    let v: f64 = s0.iter().zip(shapes).map(|(w, &s)| w * F::pooled_statistic(s)).sum::<f64>() / total;
+    F::from_pooled(v)
+}
+
+/// `m_step` with one shape shared by the components (`equal.scale`): each
+/// component's μ, the shapes pooled (`pool`), then the guards.
+fn m_step_pooled<F: ComponentFamily>(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
+    let mut p = Params::zeroed(k);
+    for m in 0..k {
+        let s0 = st.s0[m];
+        if !(s0 >= MIN_COMPONENT_OBS) {
+            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
+        }
+        (p.mu[m], p.shape[m]) = F::component_m_step(s0, st.s1[m], st.s2[m]);
+        p.alpha[m] = s0 / n;
+    }
+    let common = pool::<F>(&st.s0[..k], &p.shape[..k]);
+    for m in 0..k {
+        p.shape[m] = common;
+        check_component_of::<F>(p.mu[m], common, spread)?;
+    }
+    p.noise = st.s0_noise / n;
+    Ok(p)
+}
+
 /// `m_step` for Student's t (student.rs): the same guards, and ν.
-fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
+fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64, equal_scale: bool) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
     let nf = n;
     for m in 0..k {
@@ -45,7 +86,9 @@ fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, D
             return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
         }
         let (mu, sigma, df) = student::component_m_step(st, m);
-        check_component(Family::StudentT, mu, sigma, spread)?;
+        if !equal_scale {
+            check_component(Family::StudentT, mu, sigma, spread)?;
+        }
         if !student::df_ok(df) {
             return Err(Degenerate::NotFinite);
         }
@@ -53,6 +96,14 @@ fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, D
         p.mu[m] = mu;
         p.shape[m] = sigma;
         p.df[m] = df;
+    }
+    if equal_scale {
+        // the scale's update given the weights u is the Normal's: σ² pooled
+        let common = pool::<crate::family::Normal>(&st.s0[..k], &p.shape[..k]);
+        for m in 0..k {
+            p.shape[m] = common;
+            check_component(Family::StudentT, p.mu[m], common, spread)?;
+        }
     }
     p.noise = st.s0_noise / nf;
     p.df_fixed = st.df_fixed;
@@ -115,7 +166,7 @@ mod tests {
                     st.s2[m] += r * family::aux(family, x);
                 }
             }
-            let p = m_step(family, 2, &st, xs.len() as f64, 1.0).unwrap();
+            let p = m_step(family, 2, &st, xs.len() as f64, 1.0, false).unwrap();
             let r1: Vec<f64> = r0.iter().map(|r| 1.0 - r).collect();
             for (m, r) in [&r0, &r1].into_iter().enumerate() {
                 let (alpha, mu, shape) = brute_force(family, &xs, r);
@@ -140,7 +191,7 @@ mod tests {
                 st.s2[0] += w * family::aux(family, *x);
             }
             // N = 1 so the weight guard does not apply to this tiny example
-            let p = m_step(family, 1, &st, 1.0, 0.0).unwrap();
+            let p = m_step(family, 1, &st, 1.0, 0.0, false).unwrap();
             let q = |mu: f64, shape: f64| {
                 xs.iter().zip(r).map(|(x, w)| w * family::log_density(family, *x, mu, shape)).sum::<f64>()
             };
@@ -158,16 +209,16 @@ mod tests {
         st.s0[0] = 1.5; // under two observations' worth
         st.s1[0] = 1.5;
         st.s2[0] = 1.6;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0), Err(Degenerate::WeightCollapsed));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false), Err(Degenerate::WeightCollapsed));
         // all weight on one value: S2 − S0²/S1 = 0, λ infinite
         st.s0[0] = 10.0;
         st.s1[0] = 10.0;
         st.s2[0] = 10.0;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false), Err(Degenerate::NotFinite));
         // Normal with σ tiny relative to the data's spread
         st.s2[0] = 10.0 * (1.0 + 1e-14);
-        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0), Err(Degenerate::SpreadCollapsed));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false), Err(Degenerate::SpreadCollapsed));
         st.s0[0] = f64::NAN;
-        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false), Err(Degenerate::NotFinite));
     }
 }

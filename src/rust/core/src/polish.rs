@@ -39,7 +39,9 @@ pub struct Polished {
 /// lost, goes to the bound its score points to and stays there while the
 /// other parameters take their Newton step given it (`bounded_step`).
 pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
-    if at.outcome != Outcome::Converged {
+    // (a fit with one shared shape would need its Newton steps in the
+    // constrained parameters: it is returned where EM left it)
+    if at.outcome != Outcome::Converged || ds.equal_scale {
         return Polished { fit: *at, information: None };
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.total);

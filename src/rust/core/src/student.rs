@@ -553,7 +553,8 @@ mod tests {
             let st = ds.e_step(&p);
             assert!(st.ll >= last - 1e-9 * st.ll.abs(), "the log-likelihood fell: {last} -> {}", st.ll);
             last = st.ll;
-            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len() as f64, ds.spread).expect("a usable M-step");
+            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len() as f64, ds.spread, false)
+                .expect("a usable M-step");
         }
         let never = AtomicBool::new(false);
         let fit = ds.unscale(&run_em(Family::StudentT, &ds, start, 5000, 1e-10, true, &never).params);

@@ -72,6 +72,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -132,7 +133,7 @@ fn the_log_likelihood_never_falls_and_is_reported_exactly() {
             assert!((ll - exact).abs() < 1e-11 * exact.abs());
             assert!(ll >= prev - 1e-9 * prev.abs(), "{family:?}: {ll} after {prev}");
             prev = ll;
-            p = m_step(family, 2, &st, xs.len() as f64, 1.0).unwrap();
+            p = m_step(family, 2, &st, xs.len() as f64, 1.0, false).unwrap();
         }
     }
     // and the value reported for a fit is the exact log-likelihood of its parameters
@@ -219,6 +220,7 @@ fn cancelling_stops_the_call() {
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -263,6 +265,7 @@ fn run_accelerated(
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -358,6 +361,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
             noise: false,
             df: Vec::new(),
             criterion: Default::default(),
+            equal_scale: false,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -424,6 +428,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                     noise: false,
                     df: Vec::new(),
                     criterion: Default::default(),
+                    equal_scale: false,
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),

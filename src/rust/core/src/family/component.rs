@@ -161,6 +161,16 @@ pub trait ComponentFamily {
     /// mean `mean_ok` rejects).
     fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)>;
 
+    /// `equal.scale`: the statistic of a component's shape whose average
+    /// over the components, weighted by their S0, is the common shape's
+    /// (the M-step of one shape shared by every component): σ² (the
+    /// Normal's, the lognormal's on the logarithms), 1/λ (inverse
+    /// Gaussian), log a − ψ(a) (gamma).
+    fn pooled_statistic(shape: f64) -> f64;
+
+    /// The common shape of an average of `pooled_statistic`.
+    fn from_pooled(v: f64) -> f64;
+
     /// The standard deviation of one component: the quantity of the
     /// spurious-solution screen (screen.rs: a spike is a component far
     /// narrower than the widest) and of the M-step's collapse guard.

@@ -95,6 +95,17 @@ impl ComponentFamily for Gamma {
         valid_estimate::<Self>(mu, gamma_shape(mu.ln() - mean_log))
     }
 
+    /// log a − ψ(a), which the M-step sets to log μ − S2/S0.
+    #[inline(always)]
+    fn pooled_statistic(shape: f64) -> f64 {
+        shape.ln() - digammas(shape).0
+    }
+
+    #[inline(always)]
+    fn from_pooled(v: f64) -> f64 {
+        gamma_shape(v)
+    }
+
     /// μ/√a
     #[inline(always)]
     fn sd(mu: f64, shape: f64) -> f64 {

@@ -87,6 +87,17 @@ impl ComponentFamily for InvGauss {
         valid_estimate::<Self>(mu, 1.0 / inv_lambda)
     }
 
+    /// 1/λ: the M-step's 1/λ is Σr(1/x − 1/μ)/S0.
+    #[inline(always)]
+    fn pooled_statistic(shape: f64) -> f64 {
+        1.0 / shape
+    }
+
+    #[inline(always)]
+    fn from_pooled(v: f64) -> f64 {
+        1.0 / v
+    }
+
     /// √(μ³/λ)
     #[inline(always)]
     fn sd(mu: f64, shape: f64) -> f64 {

@@ -80,6 +80,17 @@ impl ComponentFamily for Normal {
         valid_estimate::<Self>(mu, (xs.iter().map(|&x| (x - mu) * (x - mu)).sum::<f64>() / n).sqrt())
     }
 
+    /// σ²: the M-step's σ² is S2/S0 − μ².
+    #[inline(always)]
+    fn pooled_statistic(shape: f64) -> f64 {
+        shape * shape
+    }
+
+    #[inline(always)]
+    fn from_pooled(v: f64) -> f64 {
+        v.sqrt()
+    }
+
     /// σ
     #[inline(always)]
     fn sd(_mu: f64, shape: f64) -> f64 {

@@ -64,6 +64,7 @@ struct BatchArgs {
     df_fixed: i32,
     weights: u64,
     ds_total: u64,
+    equal_scale: i32,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -227,6 +228,7 @@ pub fn run(
             df_fixed: p.row.df_fixed as i32,
             weights: weights.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
             ds_total: ds_total.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
+            equal_scale: t.equal_scale as i32,
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);

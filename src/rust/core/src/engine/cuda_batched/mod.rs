@@ -235,6 +235,7 @@ mod tests {
             screen: Default::default(),
             noise: false,
             weighted: false,
+            equal_scale: false,
         };
         Work::new(task, prepared.iter().map(Some).collect())
     }
