@@ -88,11 +88,11 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
                 multivariate = TRUE, variables = checked$variables))
   }
   dropped <- drop_missing(checked$datasets, checked$has_na, na)
-  list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
-       multivariate = FALSE, variables = NULL,
-       weights = if (!is.null(w <- eval(weights, env))) {
-         weights_of_list(w, checked$datasets, checked$has_na, dropped$datasets)
-       })
+  out <- list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
+              multivariate = FALSE, variables = NULL)
+  w <- eval(weights, env)
+  if (!is.null(w)) out$weights <- weights_of_list(w, checked$datasets, checked$has_na, dropped$datasets)
+  out
 }
 
 # How the caller gave the formula and the data, for error messages.
@@ -384,13 +384,15 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
     names(keys) <- names(groups)
   }
   w <- stats::model.weights(kept_frame)
-  if (!is.null(weights) && !is.null(w)) {
+  if (!is.null(w)) {
     if (!is.numeric(w) || is.factor(w)) stop_arg("`weights` must be numeric, not ", describe_type(w))
     w <- as.double(w)
-    weights <- if (is.null(g)) list(w) else unname(split(w, g[keep]))
+    w <- if (is.null(g)) list(w) else unname(split(w, g[keep]))
   }
-  list(datasets = datasets, n_dropped = as.integer(n_dropped), weights = weights,
-       na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
-       response = if (is.null(response)) paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " ") else response,
-       multivariate = multivariate, variables = if (multivariate) variables)
+  out <- list(datasets = datasets, n_dropped = as.integer(n_dropped),
+              na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
+              response = if (is.null(response)) paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " ") else response,
+              multivariate = multivariate, variables = if (multivariate) variables)
+  if (!is.null(w)) out$weights <- w
+  out
 }
