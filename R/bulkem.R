@@ -343,9 +343,10 @@
 #'   (`2K` instead of `3K - 1`). Its M-step pools the components' shape
 #'   statistics weighted by their expected counts (the exact maximisation
 #'   under the constraint); the standard errors come from the constrained
-#'   information (every component's shape has the common one's). Such fits
-#'   are returned where EM stopped (no Newton polish, no continuation from a
-#'   saddle point). Univariate data only (multivariate data have
+#'   information (every component's shape has the common one's). The
+#'   Newton polish takes the fit to the maximum in the constrained
+#'   parameters (a t fit is returned where EM stopped), and a fit at a
+#'   saddle point is not continued from it. Univariate data only (multivariate data have
 #'   `covariance = "tied"`); `bulkem_bootstrap()` does not take such fits yet.
 #' @param weights A weight for each observation: frequency weights (a fit
 #'   with integer weights is the fit of the data with each value repeated

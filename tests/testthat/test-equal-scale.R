@@ -47,6 +47,15 @@ test_that("equal variances reach mclust's E model: loglik, sigma, BIC", {
     expect_true(isTRUE(g$equal_scale))
     expect_identical(length(unique(g$sigma)), 1L)
   }
+  # at the defaults (epsilon 1e-6) the Newton polish in the constrained
+  # parameters takes the fit to the maximum itself: where EM run to a
+  # 1e-13 stop rule ends (mclust's E at tol 1e-12 stops 1e-6 short of it)
+  d <- bulkem(list(x), num.components = 3, family = "normal", equal.scale = TRUE, seed = 1, use.gpu = FALSE)[[1]]
+  tight <- bulkem(list(x), num.components = 3, family = "normal", equal.scale = TRUE, seed = 1, use.gpu = FALSE,
+                  epsilon = 1e-13, max.iters = 1e5, control = list(accelerate = FALSE))[[1]]
+  expect_equal(d$sigma, tight$sigma, tolerance = 1e-8)
+  expect_equal(d$mu, tight$mu, tolerance = 1e-8)
+  expect_equal(d$alpha, tight$alpha, tolerance = 1e-8)
   # 2K free parameters
   g <- glance(bulkem(list(x), num.components = 3, family = "normal", equal.scale = TRUE, seed = 1,
                      use.gpu = FALSE))

@@ -474,17 +474,13 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
     covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &ds.rescale(params)))
 }
 
-/// The inverse of the information of a fit with one shape shared by its
-/// components (`equal.scale`), in the unconstrained layout: with J mapping
-/// the free parameters φ (the K shapes one) to θ, the constrained
-/// log-likelihood ℓ(Jφ) has information Jᵀ I J (J is linear), whose
-/// inverse V_φ gives θ's covariance J V_φ Jᵀ: every shape has the common
-/// shape's variance, and their covariances are it too.
-fn invert_equal_scale(info: &Information) -> Result<Vec<f64>, Singular> {
-    let at = info.layout;
-    let (np, k) = (info.complete.len(), at.k);
-    let first = at.shape(0);
-    let to = |a: usize| {
+/// Where each free parameter θ_a of a fit with one shape shared by its
+/// components (`equal.scale`) goes in φ, the free parameters under that
+/// constraint: the K shapes to one, those after them one place down per
+/// shape merged. θ = Jφ, J this map's 0/1 matrix.
+pub(crate) fn shared_shape(at: Layout) -> impl Fn(usize) -> usize {
+    let (first, k) = (at.shape(0), at.k);
+    move |a: usize| {
         if a < first {
             a
         } else if a < first + k {
@@ -492,17 +488,38 @@ fn invert_equal_scale(info: &Information) -> Result<Vec<f64>, Singular> {
         } else {
             a + 1 - k
         }
-    };
-    let nc = np + 1 - k;
+    }
+}
+
+/// `info` of θ as φ's (`shared_shape`): the constrained log-likelihood
+/// ℓ(Jφ) has information Jᵀ I J (J is linear) and score Jᵀ ∇ℓ, and the
+/// complete-data diagonal is summed likewise. Its `layout` is still θ's.
+pub(crate) fn contract_shapes(info: &Information) -> Information {
+    let np = info.complete.len();
+    let to = shared_shape(info.layout);
+    let nc = np + 1 - info.layout.k;
     let mut observed = vec![0.0; nc * nc];
-    let mut complete = vec![0.0; nc];
+    let (mut complete, mut score) = (vec![0.0; nc], vec![0.0; nc]);
     for b in 0..np {
         complete[to(b)] += info.complete[b];
+        score[to(b)] += info.score[b];
         for a in 0..np {
             observed[to(a) + nc * to(b)] += info.observed[a + np * b];
         }
     }
-    let vc = invert(&observed, &complete)?;
+    Information { observed, complete, score, loglik: info.loglik, layout: info.layout }
+}
+
+/// The inverse of the information of a fit with one shape shared by its
+/// components, in θ's layout: V_φ = (Jᵀ I J)⁻¹ gives θ's covariance
+/// J V_φ Jᵀ, every shape with the common shape's variance, their
+/// covariances it too.
+fn invert_equal_scale(info: &Information) -> Result<Vec<f64>, Singular> {
+    let np = info.complete.len();
+    let to = shared_shape(info.layout);
+    let c = contract_shapes(info);
+    let nc = c.complete.len();
+    let vc = invert(&c.observed, &c.complete)?;
     Ok((0..np * np).map(|i| vc[to(i % np) + nc * to(i / np)]).collect())
 }
 

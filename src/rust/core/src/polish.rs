@@ -8,7 +8,7 @@
 
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
-use crate::information::{information, moved, Information, Layout};
+use crate::information::{contract_shapes, information, moved, shared_shape, Information, Layout};
 use crate::limits::{DF_MAX, DF_MIN, POLISH_SETTLED, POLISH_STEPS, POLISH_STEPS_DF};
 use crate::linalg::invert;
 use crate::outcome::{Outcome, StartFit};
@@ -39,9 +39,9 @@ pub struct Polished {
 /// lost, goes to the bound its score points to and stays there while the
 /// other parameters take their Newton step given it (`bounded_step`).
 pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
-    // (a fit with one shared shape would need its Newton steps in the
-    // constrained parameters: it is returned where EM left it)
-    if at.outcome != Outcome::Converged || ds.equal_scale {
+    // (a t fit with one shared scale is returned where EM left it: its ν
+    // bounds would need the constrained layout)
+    if at.outcome != Outcome::Converged || (ds.equal_scale && family.has_df()) {
         return Polished { fit: *at, information: None };
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.total);
@@ -57,7 +57,16 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             }
         }
         fit.loglik = here.loglik;
-        let Some(Step { delta, bounds }) = bounded_step(&here, &fit.params) else { break };
+        let step = match ds.equal_scale {
+            // one shape shared: the step in the constrained parameters, every
+            // shape then moved alike
+            true => bounded_step(&contract_shapes(&here), &fit.params).map(|s| {
+                let to = shared_shape(here.layout);
+                Step { delta: (0..here.complete.len()).map(|a| s.delta[to(a)]).collect(), bounds: s.bounds }
+            }),
+            false => bounded_step(&here, &fit.params),
+        };
+        let Some(Step { delta, bounds }) = step else { break };
         let settled = delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
         if settled && bounds.iter().all(|&(m, b)| fit.params.df[m] == b) {
             break;
