@@ -328,8 +328,9 @@
 #'   (`alpha` and `noise` then sum to 1), used for every dataset; a list of
 #'   such starts; a list of starts (or one, or `NULL`) by dataset name; or
 #'   a `bulkem` result of the same datasets, whose fits (every K's, with
-#'   several) start the refit. A start of K components is run with that K
-#'   only, and K must be among `num.components`. The j-th start of a K is
+#'   several; those of Ks not in `num.components` left out) start the
+#'   refit. A start of K components is run with that K only, and K must be
+#'   among `num.components`. The j-th start of a K is
 #'   numbered after every start the random, restart and refinement rounds
 #'   may take, `random.inits * (control$restarts + 1) + control$refine * K +
 #'   j`, so `best_start` says whether one of yours won (a tie goes to the

@@ -11,7 +11,10 @@ check_init <- function(init, n, names, family, num.components, noise, df) {
     if (length(init) != n) stop_arg("`init` holds starts for ", length(init), " datasets, not ", n)
     return(init)
   } else if (inherits(init, "bulkem")) {
-    init_from_result(init, n, names)
+    # a result's fits of other Ks than the call's are left out
+    lapply(init_from_result(init, n, names), function(starts) {
+      Filter(function(st) length(st$mu) %in% num.components, starts)
+    })
   } else if (is_start(init)) {
     rep(list(list(init)), n)
   } else if (is.list(init) && length(init) > 0 && any(nzchar(names(init)))) {

@@ -67,6 +67,12 @@ test_that("init takes one start, a list, starts by dataset name, and a result", 
     expect_equal(again[[nm]]$by_k$loglik, first[[nm]]$by_k$loglik, tolerance = 1e-9)
     expect_identical(again[[nm]]$by_k$K, 2:3)
   }
+  # a result's fits of Ks the call does not fit are left out
+  three <- bulkem(d, num.components = 3, family = "normal", seed = 1, random.inits = 1, use.gpu = FALSE,
+                  init = first)
+  expect_equal(vapply(unclass(three), function(f) f$loglik, 0),
+               vapply(unclass(first), function(f) f$by_k$loglik[2], 0), tolerance = 1e-9)
+  expect_identical(vapply(unclass(three), function(f) f$starts_run, 0L), c(a = 2L, b = 2L))
 })
 
 test_that("given starts carry the noise's weight and the t's degrees of freedom", {
