@@ -177,10 +177,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
-  if (any(vapply(unclass(fits), function(f) isTRUE(f$equal_scale), NA))) {
-    stop_arg("`fits` share one shape across components (`equal.scale = TRUE`): bulkem_bootstrap() ",
-             "does not refit such mixtures yet")
-  }
   if (isTRUE(attr(fits, "weighted"))) {
     stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() does not draw weighted replicates yet")
   }
@@ -220,7 +216,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                    random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
                    control = control, given_control = given, noise = noise,
                    noise.support = if (noise) Map(given_support, items, data),
-                   df = bootstrap_df(items))
+                   df = bootstrap_df(items),
+                   # fits of one shape shared (bulkem(equal.scale = TRUE)) are
+                   # refitted so, under the null and the alternative alike
+                   equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)))
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -322,7 +321,8 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   }
   run <- function(engine) {
     bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
-                                         s$seed, s$control, engine, noise, as.double(supports), s$df),
+                                         s$seed, s$control, engine, noise, as.double(supports), s$df,
+                                         equal.scale = isTRUE(s$equal.scale)),
                report)
   }
   res <- run_with_fallback(run, engine, s$use.gpu)

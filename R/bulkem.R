@@ -348,7 +348,8 @@
 #'   Newton polish takes the fit to the maximum in the constrained
 #'   parameters (a t fit is returned where EM stopped), and a fit at a
 #'   saddle point is not continued from it. Univariate data only (multivariate data have
-#'   `covariance = "tied"`); `bulkem_bootstrap()` does not take such fits yet.
+#'   `covariance = "tied"`); `bulkem_bootstrap()` refits its replicates with
+#'   one shared shape too.
 #' @param weights A weight for each observation: frequency weights (a fit
 #'   with integer weights is the fit of the data with each value repeated
 #'   that many times) or case weights, finite and >= 0. For a list of

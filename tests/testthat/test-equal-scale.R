@@ -128,6 +128,25 @@ test_that("equal.scale is checked and refused where it does not apply", {
                regexp = "equal.scale")
   expect_error(bulkem(list(cbind(x, x + rnorm(100))), equal.scale = TRUE, use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "tied")
-  fits <- bulkem(list(x), family = "normal", equal.scale = TRUE, use.gpu = FALSE)
-  expect_error(bulkem_bootstrap(fits, B = 9), class = "bulkem_error_argument", regexp = "equal.scale")
+})
+
+test_that("the bootstrap refits equal-scale fits with one shape shared", {
+  set.seed(55)
+  x <- c(rnorm(150, 0, 1), rnorm(100, 4, 1))
+  fits <- bulkem(list(a = x), family = "normal", equal.scale = TRUE, seed = 1, use.gpu = FALSE,
+                 control = list(keep.data = TRUE))
+  se <- bulkem_bootstrap(fits, B = 40, seed = 2, random.inits = 5, use.gpu = FALSE)
+  s <- se[se$term == "sigma", ]
+  # every replicate's components share sigma: so do the bootstrap's
+  # standard errors, which sit near the observed information's
+  expect_identical(length(unique(s$std.error)), 1L)
+  expect_equal(s$std.error[1], unname(fits$a$se[["sigma1"]]), tolerance = 0.4)
+  lrt <- bulkem_bootstrap(bulkem(list(a = x), family = "normal", num.components = 1, seed = 1,
+                                 use.gpu = FALSE, equal.scale = TRUE, control = list(keep.data = TRUE)),
+                          test = "lrt", B = 19, seed = 3, random.inits = 5, use.gpu = FALSE)
+  expect_lte(lrt$p_value[1], 0.05)
+  # the alternative is the K = 2 fit with one sigma, as bulkem() makes it
+  two <- bulkem(list(a = x), family = "normal", num.components = 2, equal.scale = TRUE, seed = 1,
+                use.gpu = FALSE)
+  expect_equal(lrt$loglik_alt[1], two$a$loglik, tolerance = 1e-6)
 })
