@@ -177,9 +177,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
-  if (isTRUE(attr(fits, "weighted"))) {
-    stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() does not draw weighted replicates yet")
-  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -207,7 +204,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control$keep.starts <- FALSE
   given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
-  data <- bootstrap_data(items, data)
+  data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   family <- attr(fits, "family")
   if (is.null(family)) family <- items[[1]]$family
@@ -239,9 +236,27 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
 
 
 # The datasets as fitted: kept in the fits, or given (missing values
-# dropped, as na.omit did), checked against the fits' sizes.
-bootstrap_data <- function(items, data) {
+# dropped, as na.omit did), checked against the fits' sizes. Fits with
+# frequency weights (`weighted`) are bootstrapped as the data they stand
+# for, each kept value repeated as often as its weight says: replicates of
+# the sum of the weights, refitted without weights.
+bootstrap_data <- function(items, data, weighted = FALSE) {
   nd <- length(items)
+  if (weighted) {
+    if (!is.null(data) || !all(vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE))) {
+      stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() takes them with the data and ",
+               "weights the fits kept (fit with control = list(keep.data = TRUE)), not `data`")
+    }
+    return(unname(lapply(items, function(f) {
+      w <- f$weights
+      if (is.null(w)) return(as.double(f$data))
+      if (any(w != round(w))) {
+        stop_arg("`fits` were fitted with weights that are not whole numbers: bulkem_bootstrap() ",
+                 "draws replicates of frequency-weighted data only")
+      }
+      rep(as.double(f$data), w)
+    })))
+  }
   if (is.null(data)) {
     kept <- vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE)
     if (!all(kept)) {

@@ -362,8 +362,10 @@
 #'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
 #'   of distinct values, the refinement's regions and a noise component's
 #'   range look at the values alone. Every engine fits them (not with
-#'   `control$precision = "mixed"`); univariate data only;
-#'   `bulkem_bootstrap()` does not take weighted fits yet.
+#'   `control$precision = "mixed"`); univariate data only.
+#'   `bulkem_bootstrap()` takes fits of whole-number (frequency) weights
+#'   kept with their data (`control = list(keep.data = TRUE)`, which keeps
+#'   each fit's `weights` beside its `data`) as the data they stand for.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -668,7 +670,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   engine <- res$engine
   fits <- res$fits
   if (control$keep.starts) fits <- attach_starts(fits, res$starts, family)
-  fits <- attach_inputs(fits, datasets, input, control$keep.data)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data, weights)
   # everything the caller waits for, R's share included
   finished <- proc.time()[["elapsed"]]
   elapsed <- finished - started
@@ -704,13 +706,20 @@ check_dots <- function(extra) {
 # dropped, only in the fits of the datasets that lost any (as lm() has
 # `na.action` only when it dropped rows): a fit depends on its own dataset
 # alone, and clean data costs nothing here. Then the datasets' names.
-attach_inputs <- function(fits, datasets, input, keep.data) {
+attach_inputs <- function(fits, datasets, input, keep.data, weights = NULL) {
   n_dropped <- input$n_dropped
   if (keep.data) {
     fits <- Map(function(f, d) {
       f$data <- d
       f
     }, fits, datasets)
+    # the weights beside the data (what bulkem_bootstrap() needs of them)
+    if (!is.null(weights)) {
+      fits <- Map(function(f, w) {
+        f$weights <- w
+        f
+      }, fits, weights)
+    }
     if (!is.null(input$rows)) {
       fits <- Map(function(f, r) {
         f$rows <- r

@@ -182,7 +182,7 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
   }
   results <- lapply(out, `[[`, "fits")
   fits <- do.call(c, lapply(results, unclass))
-  fits <- attach_inputs(fits, datasets, input, control$keep.data)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data, weights)
   attr_of <- function(name) lapply(results, attr, name)
   total <- function(name) Reduce(`+`, attr_of(name))
   engines <- unique(unlist(attr_of("engine")))

@@ -153,6 +153,25 @@ test_that("bad weights are classed argument errors naming weights", {
   m <- list(cbind(rnorm(50), rnorm(50)))
   expect_error(bulkem(m, use.gpu = FALSE, weights = list(rep(1, 50))),
                class = "bulkem_error_argument", regexp = "multivariate fits do not take them")
-  fits <- bulkem(list(a = x), family = "normal", use.gpu = FALSE, weights = list(runif(100)))
-  expect_error(bulkem_bootstrap(fits, B = 9), class = "bulkem_error_argument", regexp = "weights")
+  fits <- bulkem(list(a = x), family = "normal", use.gpu = FALSE, weights = list(runif(100)),
+                 control = list(keep.data = TRUE))
+  expect_error(bulkem_bootstrap(fits, B = 9), class = "bulkem_error_argument", regexp = "whole numbers")
+  kept_not <- bulkem(list(a = x), family = "normal", use.gpu = FALSE, weights = list(rep(2, 100)))
+  expect_error(bulkem_bootstrap(kept_not, B = 9, data = list(x)), class = "bulkem_error_argument",
+               regexp = "keep.data")
+})
+
+test_that("the bootstrap of frequency-weighted fits is that of the data they stand for", {
+  set.seed(46)
+  d <- heaped(round(c(rnorm(150, 0, 1), rnorm(100, 3.5, 1)), 1))
+  # the expanded data in the order the bootstrap expands the kept values
+  expanded <- rep(d$values, d$counts)
+  a <- bulkem(list(a = expanded), family = "normal", seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE))
+  b <- bulkem(list(a = d$values), family = "normal", seed = 1, use.gpu = FALSE, weights = list(d$counts),
+              control = list(keep.data = TRUE))
+  expect_identical(b$a$weights, d$counts)
+  sa <- bulkem_bootstrap(a, B = 30, seed = 4, random.inits = 5, use.gpu = FALSE)
+  sb <- bulkem_bootstrap(b, B = 30, seed = 4, random.inits = 5, use.gpu = FALSE)
+  expect_equal(sb$std.error, sa$std.error, tolerance = 1e-6)
+  expect_equal(sb$estimate, sa$estimate, tolerance = 1e-6)
 })
