@@ -29,23 +29,23 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
         return student::e_step(x, None, p);
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(pass) = vector_pass::<false>(family) {
+    if let Some(pass) = vector_pass::<false, false>(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
         // for (the feature checks in it), and x and g have the same length
-        // (t is not read without a noise component)
-        if let Some(st) = unsafe { pass(x, g, &[], p) } {
+        // (t is not read without a noise component, w without weights)
+        if let Some(st) = unsafe { pass(x, g, &[], &[], p) } {
             return st;
         }
     }
     e_step_blocked(family, x, g, p)
 }
 
-/// A vector E-step (x, g, t, p) for 2 ≤ K ≤ 8, with a noise component
-/// (its t(x) in t) for 1 ≤ K ≤ 8 (None for another K); unsafe: the CPU
-/// must have its instructions, and x, g (and with a noise component t) the
-/// same length.
+/// A vector E-step (x, g, t, w, p) for 2 ≤ K ≤ 8, with a noise component
+/// (its t(x) in t) for 1 ≤ K ≤ 8 (None for another K), with weights (w)
+/// if it is a weighted pass; unsafe: the CPU must have its instructions,
+/// and x, g (and with a noise component t, with weights w) the same length.
 #[cfg(target_arch = "x86_64")]
-pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &[f64], &Params) -> Option<Stats>;
+pub(crate) type VectorPass = unsafe fn(&[f64], &[f64], &[f64], &[f64], &Params) -> Option<Stats>;
 
 /// The widest vector instructions the E-step may use, in bits (512, 256,
 /// or 0 for the block loops). All give the same bits, so this is for tests
@@ -60,13 +60,13 @@ pub fn cap_vector_width(bits: usize) {
 }
 
 /// The widest vector E-step this CPU has instructions for, if any, at most
-/// VECTOR_CAP; with a noise component if `N`.
+/// VECTOR_CAP; with a noise component if `N`, weighted if `WT`.
 #[cfg(target_arch = "x86_64")]
-fn vector_pass<const N: bool>(family: Family) -> Option<VectorPass> {
+fn vector_pass<const N: bool, const WT: bool>(family: Family) -> Option<VectorPass> {
     use crate::{estep_avx2 as avx2, estep_avx512 as avx512};
     with_family!(family, F => match vector_width() {
-        512 => Some(avx512::e_step::<F, N> as VectorPass),
-        256 => Some(avx2::e_step::<F, N> as VectorPass),
+        512 => Some(avx512::e_step::<F, N, WT> as VectorPass),
+        256 => Some(avx2::e_step::<F, N, WT> as VectorPass),
         _ => None,
     })
 }
@@ -111,10 +111,10 @@ pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params)
         return student::e_step(x, Some(t), p);
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(pass) = vector_pass::<true>(family) {
+    if let Some(pass) = vector_pass::<true, false>(family) {
         // SAFETY: vector_pass gives only a pass the CPU has the instructions
         // for, and x, g and t have the same length
-        if let Some(st) = unsafe { pass(x, g, t, p) } {
+        if let Some(st) = unsafe { pass(x, g, t, &[], p) } {
             return st;
         }
     }
@@ -136,6 +136,38 @@ pub fn e_step_noisy_blocked(family: Family, x: &[f64], g: &[f64], t: &[f64], p: 
 /// x): every sum weighted, S0 = Σ w r, S1 = Σ w r x, S2 = Σ w r g, and the
 /// log-likelihood Σ w log f(x). By the block loops.
 pub fn e_step_weighted(family: Family, x: &[f64], g: &[f64], t: Option<&[f64]>, w: &[f64], p: &Params) -> Stats {
+    let n = x.len().min(g.len()).min(w.len()).min(t.map_or(usize::MAX, <[f64]>::len));
+    let (x, g, w) = (&x[..n], &g[..n], &w[..n]);
+    if family.has_df() {
+        return student::e_step_weighted(x, t.map(|t| &t[..n]), w, p);
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let pass = match t {
+            Some(_) => vector_pass::<true, true>(family),
+            None => vector_pass::<false, true>(family),
+        };
+        if let Some(pass) = pass {
+            // SAFETY: vector_pass gives only a pass the CPU has the
+            // instructions for, and x, g, w (and t) have the same length
+            if let Some(st) = unsafe { pass(x, g, t.map_or(&[][..], |t| &t[..n]), w, p) } {
+                return st;
+            }
+        }
+    }
+    e_step_weighted_blocked(family, x, g, t.map(|t| &t[..n]), w, p)
+}
+
+/// e_step_weighted by the block loops, for any K and CPU (the vector
+/// passes give the same bits where the CPU has them).
+pub fn e_step_weighted_blocked(
+    family: Family,
+    x: &[f64],
+    g: &[f64],
+    t: Option<&[f64]>,
+    w: &[f64],
+    p: &Params,
+) -> Stats {
     let n = x.len().min(g.len()).min(w.len()).min(t.map_or(usize::MAX, <[f64]>::len));
     let (x, g, w) = (&x[..n], &g[..n], &w[..n]);
     if family.has_df() {
@@ -463,7 +495,7 @@ pub(crate) mod tests {
                     for (family, pass) in [(Family::InvGauss, ig), (Family::Normal, normal)] {
                         let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
                         // SAFETY: the caller checked the CPU
-                        let fast = unsafe { pass(&xs, &g, &[], &p) }.expect("K in 2..=8 has a vector pass");
+                        let fast = unsafe { pass(&xs, &g, &[], &[], &p) }.expect("K in 2..=8 has a vector pass");
                         let blocked = e_step_blocked(family, &xs, &g, &p);
                         assert!(same(&fast, &blocked), "n={n} k={k} trial={trial} {family:?}: {fast:?} vs {blocked:?}");
                     }
@@ -472,7 +504,7 @@ pub(crate) mod tests {
         }
         // K = 1 is left to the block loops
         // SAFETY: as above
-        assert!(unsafe { ig(&[1.0], &[1.0], &[], &Params::zeroed(1)) }.is_none());
+        assert!(unsafe { ig(&[1.0], &[1.0], &[], &[], &Params::zeroed(1)) }.is_none());
     }
 
     /// A noisy vector pass against the noisy block loops, bit for bit: K
@@ -506,11 +538,60 @@ pub(crate) mod tests {
                     for (family, pass) in [(Family::InvGauss, ig), (Family::Normal, normal)] {
                         let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
                         // SAFETY: the caller checked the CPU
-                        let fast = unsafe { pass(&xs, &g, &t, &p) }.expect("K in 1..=8 has a noisy pass");
+                        let fast = unsafe { pass(&xs, &g, &t, &[], &p) }.expect("K in 1..=8 has a noisy pass");
                         let blocked = e_step_noisy_blocked(family, &xs, &g, &t, &p);
                         assert!(
                             same(&fast, &blocked) && fast.s0_noise.to_bits() == blocked.s0_noise.to_bits(),
                             "n={n} k={k} trial={trial} {family:?}: {fast:?} vs {blocked:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Weighted vector passes against the weighted block loops, bit for bit:
+    /// each (family, noise, pass) of `passes` over lengths around the
+    /// blocks' edges, K 1-8 (K = 1 only with noise), random parameters and
+    /// weights (zeros and fractions among them).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn assert_weighted_pass_is_blocked(passes: [(Family, bool, VectorPass); 4]) {
+        let mut seed = 11u64;
+        let mut unif = || {
+            seed = mathx::mix64(seed);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [0usize, 1, 3, 5, 8, 9, 31, 33, 63, 64, 65, 129, 200, 2001] {
+            let xs: Vec<f64> = (0..n).map(|_| 1e-3 + 20.0 * unif() * unif()).collect();
+            let t: Vec<f64> = xs.iter().map(|&x| -3.0 + 1.5 * x.ln()).collect();
+            let w: Vec<f64> = (0..n).map(|i| if i % 7 == 3 { 0.0 } else { 3.0 * unif() }).collect();
+            for k in 1..=MAX_COMPONENTS {
+                for trial in 0..4 {
+                    let mut p = Params::zeroed(k);
+                    let mut total = 0.0;
+                    for m in 0..k {
+                        p.alpha[m] = 0.01 + unif();
+                        total += p.alpha[m];
+                        p.mu[m] = 10f64.powf(3.0 * unif() - 1.5);
+                        p.shape[m] = 10f64.powf(4.0 * unif() - 2.0);
+                    }
+                    for (family, noisy, pass) in passes {
+                        let mut q = p;
+                        q.noise = if noisy { 0.05 + 0.4 * unif() } else { 0.0 };
+                        for m in 0..k {
+                            q.alpha[m] = p.alpha[m] * (1.0 - q.noise) / total;
+                        }
+                        let g: Vec<f64> = xs.iter().map(|&x| family::aux(family, x)).collect();
+                        let tt: &[f64] = if noisy { &t } else { &[] };
+                        // SAFETY: the caller checked the CPU; x, g, t, w as long
+                        let Some(fast) = (unsafe { pass(&xs, &g, tt, &w, &q) }) else {
+                            assert!(k == 1 && !noisy, "k={k} noisy={noisy} has a pass");
+                            continue;
+                        };
+                        let blocked = e_step_weighted_blocked(family, &xs, &g, noisy.then_some(&t[..]), &w, &q);
+                        assert!(
+                            same(&fast, &blocked) && fast.s0_noise.to_bits() == blocked.s0_noise.to_bits(),
+                            "n={n} k={k} trial={trial} {family:?} noise={noisy}: {fast:?} vs {blocked:?}"
                         );
                     }
                 }

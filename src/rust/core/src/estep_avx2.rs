@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 
 use crate::family::ComponentFamily;
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES};
-use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
+use crate::mathx::{ln_ge1_all, EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::params::{Params, Stats};
 
 // the sums are 4-wide vectors, lane i being the block loops' lane i
@@ -29,31 +29,38 @@ const _: () = assert!(LANES == 4);
 /// The CPU must support AVX2, and `x`, `g` (and with `N`, `t`) must
 /// have the same length.
 #[target_feature(enable = "avx2")]
-pub unsafe fn e_step<F: ComponentFamily, const N: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
+pub unsafe fn e_step<F: ComponentFamily, const N: bool, const WT: bool>(
+    x: &[f64],
+    g: &[f64],
+    t: &[f64],
+    w: &[f64],
+    p: &Params,
+) -> Option<Stats> {
     // W groups of four observations in flight, the fastest of 2, 4, 8 and 16
     // on a Zen 5 core (ns per observation against the block loops: IG K = 2
     // 1.65 / 2.23, K = 3 3.76 / 4.45, K = 4 5.08 / 5.71, K = 8 10.0 / 10.8;
     // examples/estep_timing.rs). Wider groups spill out of the 16 vector
     // registers.
     Some(match p.k {
-        1 if N => pass::<F, N, 1, 8>(x, g, t, p),
-        2 => pass::<F, N, 2, 8>(x, g, t, p),
-        3 => pass::<F, N, 3, 8>(x, g, t, p),
-        4 => pass::<F, N, 4, 4>(x, g, t, p),
-        5 => pass::<F, N, 5, 4>(x, g, t, p),
-        6 => pass::<F, N, 6, 4>(x, g, t, p),
-        7 => pass::<F, N, 7, 4>(x, g, t, p),
-        8 => pass::<F, N, 8, 4>(x, g, t, p),
+        1 if N => pass::<F, N, WT, 1, 8>(x, g, t, w, p),
+        2 => pass::<F, N, WT, 2, 8>(x, g, t, w, p),
+        3 => pass::<F, N, WT, 3, 8>(x, g, t, w, p),
+        4 => pass::<F, N, WT, 4, 4>(x, g, t, w, p),
+        5 => pass::<F, N, WT, 5, 4>(x, g, t, w, p),
+        6 => pass::<F, N, WT, 6, 4>(x, g, t, w, p),
+        7 => pass::<F, N, WT, 7, 4>(x, g, t, w, p),
+        8 => pass::<F, N, WT, 8, 4>(x, g, t, w, p),
         _ => return None,
     })
 }
 
 /// The pass for K components, W groups of four observations at a time.
 #[inline(always)]
-unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize>(
+unsafe fn pass<F: ComponentFamily, const N: bool, const WT: bool, const K: usize, const W: usize>(
     x: &[f64],
     g: &[f64],
     nt: &[f64],
+    wt: &[f64],
     p: &Params,
 ) -> Stats {
     debug_assert_eq!(p.k, K);
@@ -72,6 +79,8 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
+    // with WT, the block's weights (padding 0)
+    let mut w_pad = [0.0f64; BLOCK];
     let mut s0n = zero;
 
     for (b, (xc, gc)) in x.chunks(BLOCK).zip(g.chunks(BLOCK)).enumerate() {
@@ -79,6 +88,10 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
         // the noise's t(x) of the block (padding 0, given weight 0)
         if N {
             t_pad[..len].copy_from_slice(&nt[b * BLOCK..b * BLOCK + len]);
+        }
+        if WT {
+            w_pad[..len].copy_from_slice(&wt[b * BLOCK..b * BLOCK + len]);
+            w_pad[len..].fill(0.0);
         }
         let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
             (xc, gc)
@@ -196,8 +209,21 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                     sum = _mm256_blendv_pd(one, sum, valid);
                     inv = _mm256_and_pd(inv, valid);
                 }
-                prod = _mm256_mul_pd(prod, sum);
-                ll_max = _mm256_add_pd(ll_max, mx);
+                if WT {
+                    // estep.rs's weighted loops: w (mx + log Σ) per
+                    // observation, and 1/Σ becomes w/Σ
+                    // SAFETY: at + 4 <= BLOCK = w_pad.len()
+                    let wv = _mm256_loadu_pd(w_pad.as_ptr().add(at));
+                    let mut logs = [0.0f64; 4];
+                    _mm256_storeu_pd(logs.as_mut_ptr(), sum);
+                    ln_ge1_all(&mut logs);
+                    let term = _mm256_mul_pd(wv, _mm256_add_pd(mx, _mm256_loadu_pd(logs.as_ptr())));
+                    ll_max = _mm256_add_pd(ll_max, term);
+                    inv = _mm256_mul_pd(inv, wv);
+                } else {
+                    prod = _mm256_mul_pd(prod, sum);
+                    ll_max = _mm256_add_pd(ll_max, mx);
+                }
                 if N {
                     s0n = _mm256_add_pd(s0n, _mm256_mul_pd(ln[w], inv));
                 }
@@ -209,8 +235,10 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                 }
             }
         }
-        let pr = lanes(prod);
-        ll_log += ((pr[0] * pr[1]) * (pr[2] * pr[3])).ln();
+        if !WT {
+            let pr = lanes(prod);
+            ll_log += ((pr[0] * pr[1]) * (pr[2] * pr[3])).ln();
+        }
     }
 
     let fold = |v: __m256d| {
@@ -298,14 +326,23 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m256d; V]) -> [__m256d; V] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked};
+    use crate::estep::tests::{
+        assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked, assert_weighted_pass_is_blocked,
+    };
     use crate::family::{InvGauss, Normal};
+    use crate::params::Family;
 
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx2") {
-            assert_pass_is_blocked(e_step::<InvGauss, false>, e_step::<Normal, false>);
-            assert_noisy_pass_is_blocked(e_step::<InvGauss, true>, e_step::<Normal, true>);
+            assert_pass_is_blocked(e_step::<InvGauss, false, false>, e_step::<Normal, false, false>);
+            assert_noisy_pass_is_blocked(e_step::<InvGauss, true, false>, e_step::<Normal, true, false>);
+            assert_weighted_pass_is_blocked([
+                (Family::InvGauss, false, e_step::<InvGauss, false, true>),
+                (Family::Normal, false, e_step::<Normal, false, true>),
+                (Family::InvGauss, true, e_step::<InvGauss, true, true>),
+                (Family::Normal, true, e_step::<Normal, true, true>),
+            ]);
         }
     }
 

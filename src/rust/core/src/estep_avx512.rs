@@ -11,7 +11,7 @@ use std::arch::x86_64::*;
 
 use crate::family::ComponentFamily;
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES};
-use crate::mathx::{EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
+use crate::mathx::{ln_ge1_all, EXP2_TABLE, EXP_FLOOR, LN2_32_HI, LN2_32_LO, LOG2E_32, ROUND_SHIFT};
 use crate::params::{Params, Stats};
 
 // the sums are 4-wide vectors, lane i being the block loops' lane i
@@ -25,31 +25,38 @@ const _: () = assert!(LANES == 4);
 /// The CPU must support AVX-512F, and `x`, `g` (and with `N`, `t`) must
 /// have the same length.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn e_step<F: ComponentFamily, const N: bool>(x: &[f64], g: &[f64], t: &[f64], p: &Params) -> Option<Stats> {
+pub unsafe fn e_step<F: ComponentFamily, const N: bool, const WT: bool>(
+    x: &[f64],
+    g: &[f64],
+    t: &[f64],
+    w: &[f64],
+    p: &Params,
+) -> Option<Stats> {
     // W groups of eight observations in flight, the fastest of 2, 4 and 8
     // on a Zen 5 core (ns per observation, n = 2,000, against estep_avx2.rs:
     // IG K = 2 1.05-1.16 / 1.64, K = 3 2.2 / 3.7, K = 4 2.7 / 5.1, K = 8
     // 5.5 / 10.0; examples/estep_timing.rs). With 32 vector registers,
     // wider than AVX2's.
     Some(match p.k {
-        1 if N => pass::<F, N, 1, 8>(x, g, t, p),
-        2 => pass::<F, N, 2, 8>(x, g, t, p),
-        3 => pass::<F, N, 3, 8>(x, g, t, p),
-        4 => pass::<F, N, 4, 4>(x, g, t, p),
-        5 => pass::<F, N, 5, 4>(x, g, t, p),
-        6 => pass::<F, N, 6, 4>(x, g, t, p),
-        7 => pass::<F, N, 7, 4>(x, g, t, p),
-        8 => pass::<F, N, 8, 4>(x, g, t, p),
+        1 if N => pass::<F, N, WT, 1, 8>(x, g, t, w, p),
+        2 => pass::<F, N, WT, 2, 8>(x, g, t, w, p),
+        3 => pass::<F, N, WT, 3, 8>(x, g, t, w, p),
+        4 => pass::<F, N, WT, 4, 4>(x, g, t, w, p),
+        5 => pass::<F, N, WT, 5, 4>(x, g, t, w, p),
+        6 => pass::<F, N, WT, 6, 4>(x, g, t, w, p),
+        7 => pass::<F, N, WT, 7, 4>(x, g, t, w, p),
+        8 => pass::<F, N, WT, 8, 4>(x, g, t, w, p),
         _ => return None,
     })
 }
 
 /// The pass for K components, W groups of eight observations at a time.
 #[inline(always)]
-unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize>(
+unsafe fn pass<F: ComponentFamily, const N: bool, const WT: bool, const K: usize, const W: usize>(
     x: &[f64],
     g: &[f64],
     nt: &[f64],
+    wt: &[f64],
     p: &Params,
 ) -> Stats {
     debug_assert_eq!(p.k, K);
@@ -69,6 +76,8 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
+    // with WT, the block's weights (padding 0)
+    let mut w_pad = [0.0f64; BLOCK];
     let mut s0n = zero4;
 
     for (b, (xc, gc)) in x.chunks(BLOCK).zip(g.chunks(BLOCK)).enumerate() {
@@ -76,6 +85,10 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
         // the noise's t(x) of the block (padding 0, given weight 0)
         if N {
             t_pad[..len].copy_from_slice(&nt[b * BLOCK..b * BLOCK + len]);
+        }
+        if WT {
+            w_pad[..len].copy_from_slice(&wt[b * BLOCK..b * BLOCK + len]);
+            w_pad[len..].fill(0.0);
         }
         let (xb, gb): (&[f64], &[f64]) = if len == BLOCK {
             (xc, gc)
@@ -194,15 +207,31 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                     sum = _mm512_mask_blend_pd(valid, one, sum);
                     inv = _mm512_maskz_mov_pd(valid, inv);
                 }
+                if WT {
+                    // estep.rs's weighted loops: w (mx + log Σ) per
+                    // observation, and 1/Σ becomes w/Σ
+                    // SAFETY: at + 8 <= BLOCK = w_pad.len()
+                    let wv = _mm512_loadu_pd(w_pad.as_ptr().add(at));
+                    let mut logs = [0.0f64; 8];
+                    _mm512_storeu_pd(logs.as_mut_ptr(), sum);
+                    ln_ge1_all(&mut logs);
+                    let term = _mm512_mul_pd(wv, _mm512_add_pd(mx, _mm512_loadu_pd(logs.as_ptr())));
+                    for half in [low(term), high(term)] {
+                        ll_max = _mm256_add_pd(ll_max, half);
+                    }
+                    inv = _mm512_mul_pd(inv, wv);
+                }
                 let r: [__m512d; K] = std::array::from_fn(|m| _mm512_mul_pd(l[m][w], inv));
                 let rx: [__m512d; K] = std::array::from_fn(|m| _mm512_mul_pd(r[m], xv[w]));
                 let rg: [__m512d; K] = std::array::from_fn(|m| _mm512_mul_pd(r[m], gv[w]));
-                // the low half's observations first, then the high half's
-                for half in [low(sum), high(sum)] {
-                    prod = _mm256_mul_pd(prod, half);
-                }
-                for half in [low(mx), high(mx)] {
-                    ll_max = _mm256_add_pd(ll_max, half);
+                if !WT {
+                    // the low half's observations first, then the high half's
+                    for half in [low(sum), high(sum)] {
+                        prod = _mm256_mul_pd(prod, half);
+                    }
+                    for half in [low(mx), high(mx)] {
+                        ll_max = _mm256_add_pd(ll_max, half);
+                    }
                 }
                 if N {
                     let rn = _mm512_mul_pd(ln[w], inv);
@@ -215,8 +244,10 @@ unsafe fn pass<F: ComponentFamily, const N: bool, const K: usize, const W: usize
                 }
             }
         }
-        let pr = lanes(prod);
-        ll_log += ((pr[0] * pr[1]) * (pr[2] * pr[3])).ln();
+        if !WT {
+            let pr = lanes(prod);
+            ll_log += ((pr[0] * pr[1]) * (pr[2] * pr[3])).ln();
+        }
     }
 
     let fold = |v: __m256d| {
@@ -306,14 +337,23 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estep::tests::{assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked};
+    use crate::estep::tests::{
+        assert_exp_is_exp_nonpos, assert_noisy_pass_is_blocked, assert_pass_is_blocked, assert_weighted_pass_is_blocked,
+    };
     use crate::family::{InvGauss, Normal};
+    use crate::params::Family;
 
     #[test]
     fn the_vectors_give_the_blocked_e_step_bit_for_bit() {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            assert_pass_is_blocked(e_step::<InvGauss, false>, e_step::<Normal, false>);
-            assert_noisy_pass_is_blocked(e_step::<InvGauss, true>, e_step::<Normal, true>);
+            assert_pass_is_blocked(e_step::<InvGauss, false, false>, e_step::<Normal, false, false>);
+            assert_noisy_pass_is_blocked(e_step::<InvGauss, true, false>, e_step::<Normal, true, false>);
+            assert_weighted_pass_is_blocked([
+                (Family::InvGauss, false, e_step::<InvGauss, false, true>),
+                (Family::Normal, false, e_step::<Normal, false, true>),
+                (Family::InvGauss, true, e_step::<InvGauss, true, true>),
+                (Family::Normal, true, e_step::<Normal, true, true>),
+            ]);
         }
     }
 
