@@ -195,7 +195,7 @@ fn standard_errors(f: &MvFit, job: &MvJob) -> Result<[Robj; 2], Stop> {
     let Some(Ok(c)) = &f.covariance else { return Ok([Robj::default(), Robj::default()]) };
     let noise = f.noise_support.is_some();
     let model = job.model();
-    let df = model.t && !model.df_fixed;
+    let df = model.estimates_df();
     let names = parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
     let free = free_parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
     let np = free.len();

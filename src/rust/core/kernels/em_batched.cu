@@ -127,6 +127,35 @@ __device__ __forceinline__ double from_pooled(double v) {
     return F == FAM_INVGAUSS ? 1.0 / v : (F == FAM_GAMMA ? gamma_shape(v) : sqrt(v));
 }
 
+// One component's update from its sums (mstep.rs's component_m_step;
+// student.rs's for the t, whose S1 and S2 are weighted by u and whose mean
+// divides by Su).
+template <int F>
+__device__ __forceinline__ void component_update(double s0, double s1, double s2, double su, double& mu,
+                                                 double& shape) {
+    mu = s1 / (F == FAM_T ? su : s0);
+    shape = F == FAM_INVGAUSS ? s0 / (s2 - s0 * s0 / s1)
+            : F == FAM_GAMMA  ? gamma_shape(log(mu) - s2 / s0)
+            : F == FAM_T      ? sqrt((s2 - mu * s1) / s0)
+                              : sqrt(s2 / s0 - mu * mu);
+}
+
+// The t's df (student.rs::finish_stats's statistic of the pass's df0, then
+// its root), or df0 where fixed: 0, or the outcome code of a df out of range.
+__device__ __forceinline__ int df_update(double df0, double s0, double sl, int df_fixed, double& df) {
+    double new_df = df0;
+    if (!df_fixed) {
+        const double half = (df0 + 1.0) / 2.0;
+        double di, tri;
+        digammas(half, di, tri);
+        const double s_df = sl + s0 * (di - log(half));
+        new_df = df_root(-1.0 - s_df / s0);
+    }
+    if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
+    df = new_df;
+    return 0;
+}
+
 template <int K, int F>
 __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], const double su[K],
                                       const double sl[K], double s0n, const double df0[K], int df_fixed, double total,
@@ -140,22 +169,10 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
 #pragma unroll
         for (int m = 0; m < K; ++m) {
             if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
-            new_mu[m] = s1[m] / (F == FAM_T ? su[m] : s0[m]);
-            new_shape[m] = F == FAM_INVGAUSS ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
-                           : F == FAM_GAMMA  ? gamma_shape(log(new_mu[m]) - s2[m] / s0[m])
-                           : F == FAM_T      ? sqrt((s2[m] - new_mu[m] * s1[m]) / s0[m])
-                                             : sqrt(s2[m] / s0[m] - new_mu[m] * new_mu[m]);
+            component_update<F>(s0[m], s1[m], s2[m], su[m], new_mu[m], new_shape[m]);
             if (F == FAM_T) {
-                double new_df = df0[m];
-                if (!df_fixed) {
-                    const double half = (df0[m] + 1.0) / 2.0;
-                    double di, tri;
-                    digammas(half, di, tri);
-                    const double s_df = sl[m] + s0[m] * (di - log(half));
-                    new_df = df_root(-1.0 - s_df / s0[m]);
-                }
-                if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
-                df[m] = new_df;
+                const int bad = df_update(df0[m], s0[m], sl[m], df_fixed, df[m]);
+                if (bad) return bad;
             }
         }
 #pragma unroll
@@ -177,25 +194,13 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
 #pragma unroll
     for (int m = 0; m < K; ++m) {
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
-        const double new_mu = s1[m] / (F == FAM_T ? su[m] : s0[m]);
-        const double new_shape = F == FAM_INVGAUSS ? s0[m] / (s2[m] - s0[m] * s0[m] / s1[m])
-                                 : F == FAM_GAMMA  ? gamma_shape(log(new_mu) - s2[m] / s0[m])
-                                 : F == FAM_T      ? sqrt((s2[m] - new_mu * s1[m]) / s0[m])
-                                                   : sqrt(s2[m] / s0[m] - new_mu * new_mu);
+        double new_mu, new_shape;
+        component_update<F>(s0[m], s1[m], s2[m], su[m], new_mu, new_shape);
         const int bad = check_component<F>(new_mu, new_shape, spread);
         if (bad) return bad;
         if (F == FAM_T) {
-            // student.rs::finish_stats's statistic of the pass's df, then its root
-            double new_df = df0[m];
-            if (!df_fixed) {
-                const double half = (df0[m] + 1.0) / 2.0;
-                double di, tri;
-                digammas(half, di, tri);
-                const double s_df = sl[m] + s0[m] * (di - log(half));
-                new_df = df_root(-1.0 - s_df / s0[m]);
-            }
-            if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
-            df[m] = new_df;
+            const int bad_df = df_update(df0[m], s0[m], sl[m], df_fixed, df[m]);
+            if (bad_df) return bad_df;
         }
         alpha[m] = s0[m] / total;
         mu[m] = new_mu;

@@ -14,7 +14,7 @@
 
 use crate::family::{with_family, ComponentFamily};
 use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, weighted_block_log_likelihood};
+use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, weighted_block};
 use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
 use crate::student;
@@ -231,7 +231,6 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool, const W: bool>(
     let mut x_pad = [1.0f64; BLOCK];
     let mut g_pad = [1.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
-    let mut w_pad = [0.0f64; BLOCK];
     let mut s0 = [[0.0f64; LANES]; MAX_COMPONENTS + 1];
     let mut s1 = [[0.0f64; LANES]; MAX_COMPONENTS];
     let mut s2 = [[0.0f64; LANES]; MAX_COMPONENTS];
@@ -333,13 +332,7 @@ fn e_step_blocks<F: ComponentFamily, const NOISY: bool, const W: bool>(
             inv[j] = 1.0 / sum[j];
         }
         if W {
-            // the weight goes into each responsibility: 1/Σ becomes w/Σ
-            w_pad[..len].copy_from_slice(&wt[i * BLOCK..i * BLOCK + len]);
-            w_pad[len..].fill(0.0);
-            weighted_block_log_likelihood(&mx, &mut sum, &w_pad, len, &mut ll_max);
-            for j in 0..len {
-                inv[j] *= w_pad[j];
-            }
+            weighted_block(&mx, &mut sum, &mut inv, &wt[i * BLOCK..i * BLOCK + len], &mut ll_max);
         } else {
             ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
         }

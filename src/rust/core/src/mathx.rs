@@ -225,28 +225,35 @@ pub fn block_log_likelihood(
     ((prod[0] * prod[1]) * (prod[2] * prod[3])).ln()
 }
 
-/// `block_log_likelihood` of a block whose observations have weights `w`
-/// (the padding past `len` weight 0): Σ_j w_j (mx_j + log sum_j), added
-/// into the lanes of `ll`. One logarithm per observation: a weighted sum of
-/// logarithms is not the logarithm of one product. `sum` is overwritten.
+/// `block_log_likelihood` of a block whose `w.len()` observations have
+/// weights `w` (the padding after them weight 0): Σ_j w_j (mx_j + log
+/// sum_j) added into the lanes of `ll`, and each 1/Σ of `inv` made w/Σ,
+/// the weight going into each responsibility. One logarithm per
+/// observation: a weighted sum of logarithms is not the logarithm of one
+/// product. `sum` is overwritten. Shared by estep.rs's and student.rs's
+/// weighted loops (the vector passes do the same, lane for lane).
 #[inline(always)]
-pub fn weighted_block_log_likelihood(
+pub fn weighted_block(
     mx: &[f64; ESTEP_BLOCK],
     sum: &mut [f64; ESTEP_BLOCK],
-    w: &[f64; ESTEP_BLOCK],
-    len: usize,
+    inv: &mut [f64; ESTEP_BLOCK],
+    w: &[f64],
     ll: &mut [f64; ESTEP_LANES],
 ) {
-    if len < ESTEP_BLOCK {
-        sum[len..].fill(1.0);
-    }
+    let len = w.len().min(ESTEP_BLOCK);
+    let mut wb = [0.0f64; ESTEP_BLOCK];
+    wb[..len].copy_from_slice(&w[..len]);
+    sum[len..].fill(1.0);
     ln_ge1_all(sum);
     for j in (0..ESTEP_BLOCK).step_by(ESTEP_LANES) {
         for lane in 0..ESTEP_LANES {
             let i = j + lane;
             // the padding's weight is 0, and its terms are finite
-            ll[lane] += w[i] * (mx[i] + sum[i]);
+            ll[lane] += wb[i] * (mx[i] + sum[i]);
         }
+    }
+    for (v, w) in inv.iter_mut().zip(&wb) {
+        *v *= w;
     }
 }
 

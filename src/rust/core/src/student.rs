@@ -33,9 +33,7 @@ use crate::family::component::standard_normal;
 use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
 use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{
-    block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all, weighted_block_log_likelihood,
-};
+use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all, weighted_block};
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
@@ -178,7 +176,6 @@ fn e_step_blocks<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[
     // the last, short block padded with x = 0 (and t = 0), weight 0
     let mut x_pad = [0.0f64; BLOCK];
     let mut t_pad = [0.0f64; BLOCK];
-    let mut w_pad = [0.0f64; BLOCK];
     // the sums in LANES interleaved accumulators, so that they vectorise:
     // Σr, Σr·u, Σr·u·x, Σr·u·x², Σr·(log u − u)
     let mut acc = [[[0.0f64; LANES]; 5]; MAX_COMPONENTS];
@@ -231,12 +228,7 @@ fn e_step_blocks<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[
             inv[j] = if j < len { 1.0 / sum[j] } else { 0.0 };
         }
         if W {
-            w_pad[..len].copy_from_slice(&wt[start..start + len]);
-            w_pad[len..].fill(0.0);
-            weighted_block_log_likelihood(&mx, &mut sum, &w_pad, len, &mut ll_max);
-            for j in 0..len {
-                inv[j] *= w_pad[j];
-            }
+            weighted_block(&mx, &mut sum, &mut inv, &wt[start..start + len], &mut ll_max);
         } else {
             ll_log += block_log_likelihood(&mut mx, &mut sum, len, &mut ll_max);
         }

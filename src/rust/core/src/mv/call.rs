@@ -401,7 +401,7 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
     let covariance = job.settings.standard_errors.then(|| covariance(data, &params, model));
     if let Some(Err(why)) = &covariance {
         // as the univariate fits say it (finish.rs's with_information)
-        let df = model.t && !model.df_fixed;
+        let df = model.estimates_df();
         let names = free_parameter_names(structure, k, data.d, data.log_noise.is_some(), df, &job.variables);
         let no_se = format!("no standard errors: {}", describe(*why, &names));
         message = if message.is_empty() { no_se } else { format!("{message}; {no_se}") };

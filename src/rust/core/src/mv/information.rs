@@ -205,7 +205,7 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
     let structure = model.structure;
     let noise = data.log_noise.is_some();
     let t = !p.df.is_empty();
-    let at = Layout { k, d, structure, noise, df: t && !model.df_fixed };
+    let at = Layout { k, d, structure, noise, df: model.estimates_df() };
     let np = at.len();
     let dirs = at.directions();
     let per = at.per_matrix();

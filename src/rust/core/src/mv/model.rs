@@ -95,10 +95,15 @@ impl Model {
         }
     }
 
+    /// Student's t components whose ν is estimated (not fixed by `df`).
+    pub fn estimates_df(self) -> bool {
+        self.t && !self.df_fixed
+    }
+
     /// Free parameters of a K-component mixture in d dimensions: the
     /// structure's, and an estimated ν per component.
     pub fn free_parameters(self, k: usize, d: usize) -> usize {
-        self.structure.free_parameters(k, d) + if self.t && !self.df_fixed { k } else { 0 }
+        self.structure.free_parameters(k, d) + if self.estimates_df() { k } else { 0 }
     }
 
     /// em_mv's template argument T: 0 Normal, 1 t, 2 t with ν fixed.
