@@ -204,6 +204,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control$keep.starts <- FALSE
   given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
+  if (any(vapply(items, function(f) !is.null(f$fixed), NA))) {
+    stop_arg("`fits` hold values fixed by bulkem(fixed =): bulkem_bootstrap() does not refit them yet")
+  }
   data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   family <- attr(fits, "family")

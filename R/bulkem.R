@@ -366,6 +366,25 @@
 #'   `bulkem_bootstrap()` takes fits of whole-number (frequency) weights
 #'   kept with their data (`control = list(keep.data = TRUE)`, which keeps
 #'   each fit's `weights` beside its `data`) as the data they stand for.
+#' @param fixed Parameters held at given values (as mixtools'
+#'   `mean.constr`, `sd.constr`): a list of `alpha`, `mu` and the family's
+#'   shape (`lambda`, `sigma` or `shape`), each one value per component with
+#'   `NA` where free, e.g. `list(mu = c(NA, 0), sigma = c(NA, 1))` for a
+#'   second component fixed at the standard Normal. In the data's units
+#'   (the lognormal's `mu` and `sigma` on the log scale), for every dataset
+#'   of the call, with one K (`num.components`). Every start takes the fixed
+#'   values (the free weights, and the noise's, sharing what fixed weights
+#'   leave), and every M-step keeps them while it maximises over the others
+#'   (a fixed mean's component gets the shape that is best given it); AIC,
+#'   BIC and ICL count only the free parameters (each fixed mean and shape,
+#'   and the weights the fixed ones determine, are not counted); the
+#'   standard errors come from the information of the free parameters, a
+#'   fixed value's being `NA`. Fits are still reported in ascending `mu`, a
+#'   fixed value staying with its component: the fit's `fixed` says which.
+#'   Fixed shapes do not go with `equal.scale = TRUE`; a fit at a saddle
+#'   point is not continued from it, and a t fit is returned where EM
+#'   stopped (no Newton polish). Univariate data only; `bulkem_bootstrap()`
+#'   refuses such fits for now.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -458,6 +477,9 @@
 #'     \item{`noise`, `noise_support`}{with `noise = TRUE`: the noise
 #'       component's weight and its support (lower, upper); otherwise
 #'       `NA`.}
+#'     \item{`fixed`}{with `fixed`: the K weights, K means and K shapes
+#'       held fixed, `NA` where free, in the fit's component order; else
+#'       `NULL`.}
 #'     \item{`df`}{with `family = "t"`: each component's degrees of
 #'       freedom, with the attribute `fixed` (`TRUE`) where the argument
 #'       `df` fixed them; `NULL` for the other families.}
@@ -562,7 +584,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
                    criterion = c("bic", "icl", "aic"), init = NULL, weights = NULL, equal.scale = FALSE,
-                   data = NULL, subset, na.action,
+                   fixed = NULL, data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
   check_dots(list(...))
@@ -607,6 +629,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
              "matrix with covariance = \"tied\"")
   }
   num.components <- check_components(num.components)
+  if (multivariate && !is.null(fixed)) {
+    stop_arg("`fixed` holds values of univariate mixtures; multivariate fits do not take them yet")
+  }
   max.iters <- check_whole(max.iters, "max.iters", 1, .Machine$integer.max)
   random.inits <- check_whole(random.inits, "random.inits", 1, .Machine$integer.max)
   check_flag(use.gpu, "use.gpu", na_ok = TRUE)
@@ -622,6 +647,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   # (multivariate data's boxes are checked by fit_multivariate())
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   df <- check_df(df, family, num.components)
+  fixed_values <- check_fixed(fixed, family, num.components, noise, equal.scale)
   if (multivariate && !is.null(init)) {
     stop_arg("`init` takes starting values for univariate data; multivariate fits do not take them yet")
   }
@@ -646,14 +672,15 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
-                                  noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
+                                  noise = noise, df = df, criterion = criterion, equal.scale = equal.scale,
+                                  fixed = fixed),
                       control, verbose, started, noise.support, given, weights))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
-                                 given_records(given), equal.scale), reporter$update)
+                                 given_records(given), equal.scale, fixed_values), reporter$update)
   }
 
   if (verbose) {

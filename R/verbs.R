@@ -61,7 +61,8 @@ per_dataset <- function(object, value) {
 fit_df <- function(fit) {
   if (!is.null(fit$df_model)) return(as.numeric(fit$df_model))
   k <- NROW(fit$mu)
-  as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit) - (k - 1) * isTRUE(fit$equal_scale))
+  as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit) - (k - 1) * isTRUE(fit$equal_scale) -
+               fixed_removed(fit))
 }
 
 # Whether a fit estimated the t's degrees of freedom (not fixed by `df`).
@@ -366,8 +367,10 @@ bulkem_compare <- function(object) {
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
   nu <- vapply(fits, estimates_nu, NA, USE.NAMES = FALSE)
   shared <- vapply(fits, function(f) isTRUE(f$equal_scale), NA, USE.NAMES = FALSE)
+  removed <- vapply(fits, fixed_removed, 0, USE.NAMES = FALSE)
   data.frame(dataset = rep(dataset_names(object), n), K = k,
-             df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n) - (k - 1) * rep(shared, n)),
+             df = as.integer(free_parameters(k) + rep(noise, n) + k * rep(nu, n) - (k - 1) * rep(shared, n) -
+                               rep(removed, n)),
              loglik = as.numeric(col("loglik")), aic = as.numeric(col("aic")), bic = bic,
              icl = as.numeric(col("icl")),
              status = as.character(col("status")), delta_bic = bic - rep(best, n),

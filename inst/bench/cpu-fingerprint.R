@@ -82,7 +82,10 @@ if (args[1] == "save") {
       f <- new[[i]]
       o <- old[[n]][[i]]
       c(setdiff(names(f), names(o)),
-        if (is.data.frame(f$by_k) && is.data.frame(o$by_k)) paste0("by_k$", setdiff(names(f$by_k), names(o$by_k))))
+        if (is.data.frame(f$by_k) && is.data.frame(o$by_k)) {
+          cols <- setdiff(names(f$by_k), names(o$by_k))
+          if (length(cols) > 0) paste0("by_k$", cols)
+        })
     })))
     drop_new <- function(f, o) {
       f[setdiff(names(f), names(o))] <- NULL

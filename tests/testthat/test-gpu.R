@@ -226,6 +226,35 @@ test_that("one shape shared by the components (equal.scale) is fitted alike on e
   expect_true(all(vapply(unclass(fits), function(f) length(unique(f$lambda)) == 1, NA)))
 })
 
+test_that("values held fixed (fixed) are fitted alike on every engine", {
+  skip_if_no_gpu()
+  set.seed(67)
+  normal <- replicate(6, c(rnorm(300, 0, 1), rnorm(200, 3.5, 0.8), rnorm(60, 7, 0.6)), simplify = FALSE)
+  # a fixed mean; a fixed shape and the determined weight fixed (the
+  # linear constraint); with noise; and a fixed mean under equal.scale
+  expect_same_optimum(normal, num.components = 3, family = "normal", random.inits = 6,
+                      fixed = list(mu = c(NA, 3.5, NA)), tolerance = 1e-8)
+  expect_same_optimum(normal, num.components = 3, family = "normal", random.inits = 6,
+                      fixed = list(sigma = c(1, NA, NA), alpha = c(NA, NA, 0.1)), tolerance = 1e-8)
+  expect_same_optimum(normal, num.components = 3, family = "normal", random.inits = 6, noise = TRUE,
+                      fixed = list(alpha = c(0.5, NA, NA)), tolerance = 1e-8)
+  set.seed(68)
+  ig <- replicate(5, b1_dataset(600), simplify = FALSE)
+  # (a weight held away from the data's: some fits end at saddle points,
+  # alike on every engine, and bulkem() says so)
+  suppressWarnings(expect_same_optimum(ig, num.components = 2, random.inits = 6, fixed = list(alpha = c(0.6, NA)),
+                                       tolerance = 1e-8))
+  expect_same_optimum(lapply(ig, function(x) x + 0.5), num.components = 2, family = "gamma", random.inits = 6,
+                      fixed = list(mu = c(NA, 3)), equal.scale = TRUE, tolerance = 1e-8)
+  # the t is not polished with fixed values: EM's own stop
+  expect_same_optimum(normal, num.components = 3, family = "t", random.inits = 4, fixed = list(mu = c(0, NA, NA)),
+                      epsilon = 1e-12, max.iters = 20000, tolerance = 1e-5)
+  fits <- bulkem(ig, num.components = 2, fixed = list(alpha = c(0.6, NA)), control = list(engine = "cuda-batched"))
+  expect_true(all(vapply(unclass(fits), function(f) 0.6 %in% f$alpha, NA)))
+  expect_error(bulkem(ig, num.components = 2, fixed = list(alpha = c(0.6, NA)),
+                      control = list(engine = "cuda-batched", precision = "mixed")), regexp = "fixed")
+})
+
 test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(63)

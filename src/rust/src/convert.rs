@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 32] = [
+const FIELDS: [&str; 33] = [
     "shape",
     "mu",
     "alpha",
@@ -52,6 +52,7 @@ const FIELDS: [&str; 32] = [
     "noise_support",
     "df",
     "equal_scale",
+    "fixed",
 ];
 /// With several Ks: the K chosen, every K's summary, every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of
@@ -122,6 +123,7 @@ mod field {
     pub const NOISE_SUPPORT: usize = at("noise_support");
     pub const DF: usize = at("df");
     pub const EQUAL_SCALE: usize = at("equal_scale");
+    pub const FIXED: usize = at("fixed");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -497,6 +499,17 @@ impl FitLists {
         set(field::STARTS_AT_BEST, count(f.starts_at_best));
         set(field::SPURIOUS, if f.spurious { yes } else { no });
         set(field::EQUAL_SCALE, if f.equal_scale { yes } else { no });
+        match &f.fixed {
+            // the K weights, means and shapes fixed, NA where free
+            Some(fixed) => {
+                let k = fixed.k();
+                let p = &fixed.0;
+                let values: Vec<f64> =
+                    [&p.alpha[..k], &p.mu[..k], &p.shape[..k]].concat().into_iter().map(|v| na(v)).collect();
+                store(field::FIXED, &values);
+            }
+            None => set(field::FIXED, extendr_ffi::R_NilValue),
+        }
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
         set(
             field::LOGLIK_SPURIOUS,

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
 use bulkem_core::{
-    Criterion, EngineKind, Error, Family, Params, Settings, ShortRuns, StartScheme, Support, Tuning, MAX_COMPONENTS,
+    Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning,
+    MAX_COMPONENTS,
 };
 use extendr_api::prelude::*;
 
@@ -205,6 +206,7 @@ impl Call {
             df: s.reals("df")?,
             criterion,
             equal_scale: s.flag("equal.scale")?,
+            fixed: fixed(&s.reals("fixed")?)?,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),
@@ -214,6 +216,23 @@ impl Call {
         let given = s.reals("init")?;
         Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports, given })
     }
+}
+
+/// `fixed` as R flattens it: empty (nothing fixed), or K weights, K means
+/// and K shapes, NaN where free.
+fn fixed(values: &[f64]) -> Result<Option<Fixed>, Stop> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    let k = values.len() / 3;
+    if !values.len().is_multiple_of(3) || !(1..=MAX_COMPONENTS).contains(&k) {
+        return Err(internal(format!("fixed: {} values are not 3 per component", values.len())));
+    }
+    let mut f = Fixed::none(k);
+    f.0.alpha[..k].copy_from_slice(&values[..k]);
+    f.0.mu[..k].copy_from_slice(&values[k..2 * k]);
+    f.0.shape[..k].copy_from_slice(&values[2 * k..]);
+    Ok(Some(f))
 }
 
 /// The knobs of `control$tuning` (a named list), and where it names none,

@@ -48,6 +48,7 @@ fn main() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),

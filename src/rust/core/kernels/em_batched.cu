@@ -140,6 +140,54 @@ __device__ __forceinline__ void component_update(double s0, double s1, double s2
                               : sqrt(s2 / s0 - mu * mu);
 }
 
+// Values fixed by bulkem(fixed =) (fixed.rs): `fx` is the dataset's row of
+// K weights, K means and K shapes, NaN where free (null when the call fixes
+// nothing). mstep.rs's `update`: a fixed mean's shape is the best given it
+// (ComponentFamily::shape_given_mean; the t's student.rs
+// component_m_step_fixed), a fixed shape is kept.
+template <int K, int F>
+__device__ __forceinline__ void fixed_update(const double* fx, int m, double s0, double s1, double s2, double su,
+                                             double& mu, double& shape) {
+    const double fm = fx[K + m], fs = fx[2 * K + m];
+    if (!isnan(fm)) {
+        mu = fm;
+        shape = !isnan(fs)            ? fs
+                : F == FAM_INVGAUSS   ? 1.0 / (s1 / (s0 * fm * fm) - 2.0 / fm + s2 / s0)
+                : F == FAM_GAMMA      ? gamma_shape(log(fm) - s2 / s0 + s1 / (s0 * fm) - 1.0)
+                : F == FAM_T          ? sqrt((s2 - 2.0 * fm * s1 + fm * fm * su) / s0)
+                                      : sqrt(s2 / s0 - 2.0 * fm * s1 / s0 + fm * fm);
+    } else if (!isnan(fs)) {
+        shape = fs;
+    }
+}
+
+// Fixed::share: the fixed weights as given, the free ones and the noise's
+// sharing what they leave in proportion to `part` (S0 in the M-step, the
+// weights themselves for an extrapolated point).
+template <int K, int N>
+__device__ __forceinline__ void fixed_weights(const double* fx, const double part[K], double noise_part,
+                                              double alpha[K], double& noise) {
+    double fixed = 0.0, free = 0.0;
+    bool any = false;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        if (!isnan(fx[m])) {
+            fixed += fx[m];
+            any = true;
+        }
+    }
+    if (!any) return;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        if (isnan(fx[m])) free += part[m];
+    }
+    if (N) free += noise_part;
+    const double left = 1.0 - fixed;
+#pragma unroll
+    for (int m = 0; m < K; ++m) alpha[m] = isnan(fx[m]) ? left * (part[m] / free) : fx[m];
+    if (N && noise > 0.0) noise = left * (noise_part / free);
+}
+
 // The t's df (student.rs::finish_stats's statistic of the pass's df0, then
 // its root), or df0 where fixed: 0, or the outcome code of a df out of range.
 __device__ __forceinline__ int df_update(double df0, double s0, double sl, int df_fixed, double& df) {
@@ -160,7 +208,7 @@ template <int K, int F>
 __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], const double su[K],
                                       const double sl[K], double s0n, const double df0[K], int df_fixed, double total,
                                       double spread, double alpha[K], double mu[K], double shape[K], double df[K],
-                                      double& noise, int equal_scale) {
+                                      double& noise, int equal_scale, const double* fx) {
     noise = s0n / total;
     if (equal_scale) {
         // every component's mu and shape (and the t's df), then the shapes pooled
@@ -170,6 +218,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
         for (int m = 0; m < K; ++m) {
             if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
             component_update<F>(s0[m], s1[m], s2[m], su[m], new_mu[m], new_shape[m]);
+            if (fx) fixed_update<K, F>(fx, m, s0[m], s1[m], s2[m], su[m], new_mu[m], new_shape[m]);
             if (F == FAM_T) {
                 const int bad = df_update(df0[m], s0[m], sl[m], df_fixed, df[m]);
                 if (bad) return bad;
@@ -189,6 +238,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
             mu[m] = new_mu[m];
             shape[m] = common;
         }
+        if (fx) fixed_weights<K, 1>(fx, s0, s0n, alpha, noise);
         return 0;
     }
 #pragma unroll
@@ -196,6 +246,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
         if (!(s0[m] >= MIN_COMPONENT_OBS)) return isnan(s0[m]) ? OUTCOME_NOT_FINITE : OUTCOME_WEIGHT_COLLAPSED;
         double new_mu, new_shape;
         component_update<F>(s0[m], s1[m], s2[m], su[m], new_mu, new_shape);
+        if (fx) fixed_update<K, F>(fx, m, s0[m], s1[m], s2[m], su[m], new_mu, new_shape);
         const int bad = check_component<F>(new_mu, new_shape, spread);
         if (bad) return bad;
         if (F == FAM_T) {
@@ -206,6 +257,7 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
         mu[m] = new_mu;
         shape[m] = new_shape;
     }
+    if (fx) fixed_weights<K, 1>(fx, s0, s0n, alpha, noise);
     return 0;
 }
 
@@ -645,7 +697,7 @@ __device__ __forceinline__ int switched(State<K>& st, const double* __restrict__
 template <int K, int F, int MIXED, int ACC, int N>
 __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K>& p, double total, double spread,
                                        int max_iters, double epsilon, int df_fixed, int equal_scale,
-                                       double* __restrict__ keep) {
+                                       const double* fx, double* __restrict__ keep) {
     if (MIXED && !isfinite(loglik)) return switched<K>(st, keep);
     constexpr int NA = noise_at<K, F>();
     double a2[K], m2[K], sh2[K], d2[K], n2;
@@ -654,7 +706,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
         // usable; otherwise the cycle ends at θ2
         const bool ok = loglik >= st.ll1 &&
                         m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
-                                     spread, a2, m2, sh2, d2, n2, equal_scale) == 0;
+                                     spread, a2, m2, sh2, d2, n2, equal_scale, fx) == 0;
         const bool reached = st.step >= st.step_max;
 #pragma unroll
         for (int m = 0; m < K; ++m) {
@@ -679,7 +731,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
     }
     if (st.iterations >= max_iters) return MIXED ? FIT_SWITCHED : OUTCOME_MAX_ITERS;
     const int bad = m_step<K, F>(p.s0, p.s1, p.s2, p.su, p.sl, p.s0n, st.df, df_fixed, weights_total<K, MIXED>(p, total),
-                                 spread, a2, m2, sh2, d2, n2, equal_scale);
+                                 spread, a2, m2, sh2, d2, n2, equal_scale, fx);
     if (bad) return MIXED ? FIT_SWITCHED : bad;
     if (MIXED) {
         double c2[K], k2[K];
@@ -764,6 +816,18 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             }
         }
     }
+    if (extrapolated && fx) {
+        // (a fixed shape's log, extrapolated by a zero step, comes back
+        // through exp: the fixed values put back exactly, as em.rs does)
+        double part[K];
+#pragma unroll
+        for (int m = 0; m < K; ++m) {
+            part[m] = st.alpha[m];
+            if (!isnan(fx[K + m])) st.mu[m] = fx[K + m];
+            if (!isnan(fx[2 * K + m])) st.shape[m] = fx[2 * K + m];
+        }
+        fixed_weights<K, N>(fx, part, st.noise, st.alpha, st.noise);
+    }
     if (extrapolated) {
         st.ll1 = loglik;
         st.phase = PHASE_EXTRAPOLATED;
@@ -812,6 +876,7 @@ struct Batch {
     const double* weights;  // each observation's weight, laid out as obs (W = 1; else null)
     const double* ds_total; // the sum of each dataset's weights (W = 1; else null)
     int equal_scale;        // 1: one shape shared by the components (bulkem(equal.scale = TRUE))
+    const double* fixed;    // each dataset's 3K values fixed (fixed_update), or null
 };
 
 template <int K, int F, int N>
@@ -940,6 +1005,7 @@ __device__ __forceinline__ void em_lane(const Batch& b) {
         const double loglik = p.loglik() + b.ds_hsum[d];
         const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
                                                            b.df_fixed, b.equal_scale,
+                                                           b.fixed ? b.fixed + (size_t)3 * K * d : nullptr,
                                                            b.out_params + (size_t)fit * row_width<K, F, N>());
         if (outcome >= 0) {
             store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);
@@ -1041,6 +1107,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
             if (N) p.s0n = group_sum(p.s0n, mask, width);
             const int outcome = advance<K, F, MIXED, ACC, N>(st, loglik, p, total, b.ds_spread[d], b.max_iters, b.epsilon,
                                                            b.df_fixed, b.equal_scale,
+                                                           b.fixed ? b.fixed + (size_t)3 * K * d : nullptr,
                                                            b.out_params + (size_t)fit * row_width<K, F, N>());
             if (outcome >= 0) {
                 if (sub == 0) store_fit<K, F, N>(b, fit, st, loglik, outcome, total, n, x);

@@ -14,6 +14,7 @@ use crate::engine::{queue, Engine, EngineKind, Work};
 use crate::error::Error;
 use crate::finals::Finals;
 use crate::finish::finish;
+use crate::fixed::Fixed;
 use crate::job::{Fit, Job, Task};
 use crate::noise::Support;
 use crate::restarts::{run_given, run_refinement, run_with_restarts};
@@ -63,6 +64,12 @@ pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
         return Err(Error::Argument {
             arg: "control$precision",
             message: "= \"mixed\" does not fit weights: use precision = \"double\"".into(),
+        });
+    }
+    if s.mixed_precision && kind == EngineKind::CudaBatched && s.fixed.is_some() {
+        return Err(Error::Argument {
+            arg: "control$precision",
+            message: "= \"mixed\" does not fit values held fixed (fixed =): use precision = \"double\"".into(),
         });
     }
     if s.mixed_precision && kind == EngineKind::CudaBatched {
@@ -121,6 +128,7 @@ fn run_into(
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
             ds.fixed_df.clone_from(&job.settings.df);
             ds.equal_scale = job.settings.equal_scale;
+            ds.fixed = job.settings.fixed.map(|f| Fixed(ds.rescale(&f.0)));
             if !job.settings.noise {
                 return ds;
             }
@@ -255,6 +263,7 @@ mod tests {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         }
     }
 

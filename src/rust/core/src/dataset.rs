@@ -15,6 +15,7 @@ use crate::estep::{e_step, e_step_noisy, e_step_weighted};
 use std::sync::OnceLock;
 
 use crate::family::{self, with_family, ComponentFamily};
+use crate::fixed::Fixed;
 use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
 use crate::noise::{Noise, Support};
@@ -45,6 +46,9 @@ pub struct Prepared {
     /// `equal.scale` (Settings::equal_scale): one shape shared by the
     /// components, every M-step's (mstep.rs).
     pub equal_scale: bool,
+    /// Parameters fixed at given values (Settings::fixed), rescaled:
+    /// imposed on every start (`start`) and kept by every M-step.
+    pub fixed: Option<Fixed>,
     /// Each observation's weight (`weights`, frequency or case weights, at
     /// least 0), when the job gives them: every sum of the E-step, the
     /// information and the log-likelihood weighs its observation by it.
@@ -244,7 +248,16 @@ impl Prepared {
     /// DF_START; with a noise component, one
     /// that has no weight for it yet gets NOISE_START, the components'
     /// weights scaled to share the rest.
-    pub fn start(&self, mut p: Params) -> Params {
+    pub fn start(&self, p: Params) -> Params {
+        let p = self.start_free(p);
+        match &self.fixed {
+            Some(f) => f.impose(&p),
+            None => p,
+        }
+    }
+
+    /// `start` but for the fixed values.
+    fn start_free(&self, mut p: Params) -> Params {
         if self.family.has_df() && !(p.df[0] > 0.0) {
             p.df_fixed = !self.fixed_df.is_empty();
             // one ν per component goes by ascending starting μ, the order
@@ -461,6 +474,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         noise: None,
         fixed_df: Vec::new(),
         equal_scale: false,
+        fixed: None,
         w: None,
         total: nf,
         sorted: OnceLock::new(),

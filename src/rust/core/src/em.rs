@@ -90,7 +90,7 @@ impl EmState {
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
                 let next = if loglik >= sq.ll1 {
-                    m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale).ok()
+                    m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale, ds.fixed.as_ref()).ok()
                 } else {
                     None
                 };
@@ -131,7 +131,7 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        let next = match m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale) {
+        let next = match m_step(family, self.params.k, stats, n, ds.spread, ds.equal_scale, ds.fixed.as_ref()) {
             Ok(next) => next,
             Err(why) => return end(Outcome::Failed(why)),
         };
@@ -154,7 +154,12 @@ impl EmState {
                 sq.keep = next;
                 sq.ll1 = loglik;
                 sq.phase = Phase::Extrapolated;
-                self.params = theta;
+                // (a fixed shape's log, extrapolated by a zero step, comes
+                // back through exp: put the fixed values back exactly)
+                self.params = match &ds.fixed {
+                    Some(f) => f.impose(&theta),
+                    None => theta,
+                };
                 self.previous = None;
             }
         }

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use crate::dataset::{Invalid, Prepared};
 use crate::engine::best::Best;
 use crate::estep::map_log_posterior;
+use crate::fixed::Fixed;
 use crate::information::{self, Information};
 use crate::job::{Fit, Job, Task};
 use crate::outcome::{Outcome, StartFit, StartRecord, Status};
@@ -84,8 +85,13 @@ pub(crate) fn finish(
     // an admissible winner that converged to a saddle point goes on from
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
-    // (not with one shape shared: the ascent direction would part the shapes)
-    let escaped = if at_saddle && !spurious && !ds.equal_scale { saddle::escape(t, ds, &fit, cancel) } else { None };
+    // (not with one shape shared or values fixed: the ascent direction
+    // would part the shapes or move the fixed)
+    let escaped = if at_saddle && !spurious && !ds.equal_scale && ds.fixed.is_none() {
+        saddle::escape(t, ds, &fit, cancel)
+    } else {
+        None
+    };
     if let Some(f) = escaped {
         let (f, info, again) = polished(&f);
         // the escaped fit's components were numbered in the saddle's order
@@ -126,6 +132,7 @@ pub(crate) fn finish(
         n,
         nobs: ds.total,
         equal_scale: ds.equal_scale,
+        fixed: job.settings.fixed.map(|f| Fixed(f.0.permuted(&order))),
         k: t.k,
         status,
         message,

@@ -36,49 +36,22 @@
 //! multiplied by the scale once per index, and the standard errors are
 //! √V'_aa · scale without ever squaring the scale.
 
+use crate::constrained::Constraint;
+pub(crate) use crate::constrained::Layout;
 use crate::dataset::Prepared;
 use crate::family::{with_family, ComponentFamily};
-use crate::limits::{free_parameters, MAX_COMPONENTS};
+use crate::limits::MAX_COMPONENTS;
 use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
 use crate::student;
 
-/// Where each free parameter sits in θ: the free weights (α_1..α_{K−1};
-/// with a noise component α_1..α_K, its weight π_0 = 1 − Σ α being the one
-/// the others determine), the means, the shapes, and Student's t's
-/// estimated ν (`df`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Layout {
-    pub k: usize,
-    pub noise: bool,
-    pub df: bool,
-}
-
-impl Layout {
-    /// The free weights.
-    pub fn weights(self) -> usize {
-        self.k - 1 + self.noise as usize
-    }
-    pub fn alpha(self, j: usize) -> usize {
-        j
-    }
-    pub fn mu(self, m: usize) -> usize {
-        self.weights() + m
-    }
-    pub fn shape(self, m: usize) -> usize {
-        self.weights() + self.k + m
-    }
-    pub fn df(self, m: usize) -> usize {
-        self.weights() + 2 * self.k + m
-    }
-    pub fn len(self) -> usize {
-        free_parameters(self.k, self.noise, self.df)
-    }
-    /// The free parameters of component m but its weight: μ, the shape,
-    /// and ν when estimated; how many.
-    fn own(self, m: usize) -> ([usize; 3], usize) {
-        ([self.mu(m), self.shape(m), self.df(m)], 2 + self.df as usize)
+impl Information {
+    /// The information of the free parameters under `c`
+    /// (Constraint::contract); its `layout` is still θ's.
+    pub(crate) fn constrained(&self, c: &Constraint) -> Information {
+        let (observed, complete, score) = c.contract(&self.observed, &self.complete, &self.score);
+        Information { observed, complete, score, loglik: self.loglik, layout: self.layout }
     }
 }
 
@@ -474,62 +447,16 @@ pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Cova
     covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &ds.rescale(params)))
 }
 
-/// Where each free parameter θ_a of a fit with one shape shared by its
-/// components (`equal.scale`) goes in φ, the free parameters under that
-/// constraint: the K shapes to one, those after them one place down per
-/// shape merged. θ = Jφ, J this map's 0/1 matrix.
-pub(crate) fn shared_shape(at: Layout) -> impl Fn(usize) -> usize {
-    let (first, k) = (at.shape(0), at.k);
-    move |a: usize| {
-        if a < first {
-            a
-        } else if a < first + k {
-            first
-        } else {
-            a + 1 - k
-        }
-    }
-}
-
-/// `info` of θ as φ's (`shared_shape`): the constrained log-likelihood
-/// ℓ(Jφ) has information Jᵀ I J (J is linear) and score Jᵀ ∇ℓ, and the
-/// complete-data diagonal is summed likewise. Its `layout` is still θ's.
-pub(crate) fn contract_shapes(info: &Information) -> Information {
-    let np = info.complete.len();
-    let to = shared_shape(info.layout);
-    let nc = np + 1 - info.layout.k;
-    let mut observed = vec![0.0; nc * nc];
-    let (mut complete, mut score) = (vec![0.0; nc], vec![0.0; nc]);
-    for b in 0..np {
-        complete[to(b)] += info.complete[b];
-        score[to(b)] += info.score[b];
-        for a in 0..np {
-            observed[to(a) + nc * to(b)] += info.observed[a + np * b];
-        }
-    }
-    Information { observed, complete, score, loglik: info.loglik, layout: info.layout }
-}
-
-/// The inverse of the information of a fit with one shape shared by its
-/// components, in θ's layout: V_φ = (Jᵀ I J)⁻¹ gives θ's covariance
-/// J V_φ Jᵀ, every shape with the common shape's variance, their
-/// covariances it too.
-fn invert_equal_scale(info: &Information) -> Result<Vec<f64>, Singular> {
-    let np = info.complete.len();
-    let to = shared_shape(info.layout);
-    let c = contract_shapes(info);
-    let nc = c.complete.len();
-    let vc = invert(&c.observed, &c.complete)?;
-    Ok((0..np * np).map(|i| vc[to(i % np) + nc * to(i / np)]).collect())
-}
-
 /// The covariance and standard errors, in the data's own units, from the
 /// information `info` computed on the rescaled data of `ds`.
 pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
     let np = info.complete.len();
     let at = info.layout;
     let (k, noise) = (at.k, at.noise);
-    let v = if ds.equal_scale { invert_equal_scale(info)? } else { invert(&info.observed, &info.complete)? };
+    let v = match Constraint::of(at, ds.equal_scale, ds.fixed.as_ref()) {
+        Some(c) => c.invert(&info.observed, &info.complete)?,
+        None => invert(&info.observed, &info.complete)?,
+    };
     // the Jacobian's inverse: 1 for the weights, the scale for μ and for a
     // shape that is a scale (1 for one that is not: the gamma's)
     let shape_unit = if with_family!(ds.family, F => F::SHAPE_IS_SCALE) { ds.scale } else { 1.0 };
@@ -570,6 +497,16 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
             se[3 * k + m] = v[at.df(m) * (np + 1)].sqrt();
         }
     }
+    // a fixed value has no standard error
+    if let Some(f) = &ds.fixed {
+        for m in 0..k {
+            for (at, fixed) in [(m, f.alpha(m)), (k + m, f.mu(m)), (2 * k + m, f.shape(m))] {
+                if fixed.is_some() {
+                    se[at] = f64::NAN;
+                }
+            }
+        }
+    }
     Ok(Covariance { vcov, se })
 }
 
@@ -578,6 +515,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::dataset::prepare;
     use crate::family;
+    use crate::limits::free_parameters;
     use rand::RngExt;
     use rand_pcg::Pcg64;
 
@@ -746,7 +684,7 @@ pub(crate) mod tests {
                         break;
                     }
                     previous = st.ll;
-                    p = crate::mstep::m_step(family, p.k, &st, xs.len() as f64, 1.0, false).unwrap();
+                    p = crate::mstep::m_step(family, p.k, &st, xs.len() as f64, 1.0, false, None).unwrap();
                 }
                 (xs, p)
             })

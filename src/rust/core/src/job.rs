@@ -2,6 +2,8 @@
 //! what it gets back (`Fit`).
 
 use crate::error::Error;
+use crate::family::{with_family, ComponentFamily};
+use crate::fixed::Fixed;
 use crate::limits::{
     free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, MAX_SHORT_RUNS, SHORT_ITERS, SHORT_RUNS,
 };
@@ -99,6 +101,9 @@ pub struct Settings {
     /// and the t's σ, the lognormal's sdlog, the inverse Gaussian's λ, the
     /// gamma's shape), K − 1 fewer free parameters.
     pub equal_scale: bool,
+    /// `fixed`: weights, means and shapes fixed at given values (fixed.rs),
+    /// in the data's units, for the call's one K.
+    pub fixed: Option<Fixed>,
 }
 
 /// What chooses K among several (`criterion`): the lowest value wins.
@@ -255,6 +260,42 @@ fn given_start_ok(p: &Params) -> bool {
 }
 
 impl Settings {
+    /// What is wrong with fixed values `f` for these settings, if anything:
+    /// they are for the one K fitted; weights in (0, 1) that leave the free
+    /// ones (and the noise's) some weight, or with every weight fixed and no
+    /// noise sum to 1; finite means, positive shapes; not a shape with
+    /// `equal.scale`.
+    fn fixed_problem(&self, f: &Fixed) -> Option<String> {
+        let k = f.k();
+        if self.components != [k] {
+            return Some(format!("holds values for {k} components: num.components must be {k} alone"));
+        }
+        let p = &f.0;
+        let given = |v: &[f64]| v.iter().copied().filter(|v| !v.is_nan()).collect::<Vec<f64>>();
+        let (alpha, mu, shape) = (given(&p.alpha[..k]), given(&p.mu[..k]), given(&p.shape[..k]));
+        if !alpha.iter().all(|&a| a > 0.0 && a < 1.0) {
+            return Some("weights must lie in (0, 1)".into());
+        }
+        if !mu.iter().all(|&m| m.is_finite() && with_family!(self.family, F => F::mean_ok(m))) {
+            return Some(format!(
+                "means must be finite{}",
+                if self.family.on_log_scale() { "" } else { " and usable" }
+            ));
+        }
+        if !shape.iter().all(|&s| s.is_finite() && s > 0.0) {
+            return Some("shapes must be positive and finite".into());
+        }
+        let sum: f64 = alpha.iter().sum();
+        let all = alpha.len() == k;
+        if (all && !self.noise && (sum - 1.0).abs() > 1e-6) || ((!all || self.noise) && sum >= 1.0) {
+            return Some("the fixed weights must leave the others some weight (or, all fixed, sum to 1)".into());
+        }
+        if self.equal_scale && !shape.is_empty() {
+            return Some("shapes cannot be fixed with equal.scale = TRUE (one shape is shared)".into());
+        }
+        None
+    }
+
     /// Start indices the random starts, every restart round and the
     /// refinement round may take: given starts are numbered from here.
     pub fn start_count_before_given(&self) -> u64 {
@@ -313,6 +354,11 @@ impl Settings {
                 return bad("df", format!("must lie in [{DF_MIN}, {DF_MAX}]"));
             }
         }
+        if let Some(f) = &self.fixed {
+            if let Some(message) = self.fixed_problem(f) {
+                return bad("fixed", message);
+            }
+        }
         // start_scheme (control$starts) is an enum: every value is valid; the
         // glue turns an unknown name into an internal error (R checked it).
         if let Some((arg, message)) = self.screen.check() {
@@ -354,6 +400,9 @@ pub struct Fit {
     pub nobs: f64,
     /// One shape shared by the components (Settings::equal_scale).
     pub equal_scale: bool,
+    /// The values fixed (Settings::fixed), in the data's units and the
+    /// fit's component order.
+    pub fixed: Option<Fixed>,
     /// Components fitted.
     pub k: usize,
     pub status: Status,
@@ -434,11 +483,14 @@ impl Fit {
 
     /// The free parameters of the fit (AIC's and BIC's count): K − 1
     /// weights, K means, K shapes (one with `equal_scale`), a noise
-    /// component's weight and estimated ν; `None` without a fit.
+    /// component's weight and estimated ν, less those `fixed`
+    /// (Fixed::removed); `None` without a fit.
     pub fn free_parameters(&self) -> Option<usize> {
         let p = self.params.as_ref()?;
+        let noise = self.noise_support.is_some();
         let shared = if self.equal_scale { p.k - 1 } else { 0 };
-        Some(free_parameters(p.k, self.noise_support.is_some(), p.estimates_df()) - shared)
+        let fixed = self.fixed.map_or(0, |f| f.removed(noise));
+        Some(free_parameters(p.k, noise, p.estimates_df()) - shared - fixed)
     }
 
     pub fn without_params(n: usize, k: usize, status: Status, message: String, starts_run: u32, starts_ok: u32) -> Fit {
@@ -446,6 +498,7 @@ impl Fit {
             n,
             nobs: n as f64,
             equal_scale: false,
+            fixed: None,
             k,
             status,
             message,

@@ -2,6 +2,7 @@
 //! closed form (DESIGN §3), and the guards that declare a start degenerate.
 
 use crate::family::{with_family, ComponentFamily};
+use crate::fixed::Fixed;
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
@@ -28,7 +29,9 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
 
 /// α = S0/N (the noise component's weight likewise), and each component's
 /// (μ, shape) from the family's M-step (ComponentFamily::component_m_step);
-/// with `equal_scale`, one shape shared by the components (`pool`).
+/// with `equal_scale`, one shape shared by the components (`pool`); with
+/// `fixed`, the fixed values kept and the others' updates given them
+/// (`update`, Fixed::weights).
 pub fn m_step(
     family: Family,
     k: usize,
@@ -36,14 +39,34 @@ pub fn m_step(
     n: f64,
     spread: f64,
     equal_scale: bool,
+    fixed: Option<&Fixed>,
 ) -> Result<Params, Degenerate> {
-    if family == Family::StudentT {
-        return m_step_student(k, st, n, spread, equal_scale);
+    let mut p = if family == Family::StudentT {
+        m_step_student(k, st, n, spread, equal_scale, fixed)
+    } else if equal_scale {
+        with_family!(family, F => m_step_pooled::<F>(k, st, n, spread, fixed))
+    } else {
+        with_family!(family, F => m_step_of::<F>(k, st, n, spread, fixed))
+    }?;
+    if let Some(f) = fixed {
+        f.weights(&mut p, st);
     }
-    if equal_scale {
-        return with_family!(family, F => m_step_pooled::<F>(k, st, n, spread));
+    Ok(p)
+}
+
+/// Component m's new (μ, shape) from its sums: the family's M-step, or
+/// with a fixed mean the shape given it, a fixed shape kept.
+fn update<F: ComponentFamily>(st: &Stats, m: usize, fixed: Option<&Fixed>) -> (f64, f64) {
+    let (s0, s1, s2) = (st.s0[m], st.s1[m], st.s2[m]);
+    let Some(f) = fixed else { return F::component_m_step(s0, s1, s2) };
+    match (f.mu(m), f.shape(m)) {
+        (Some(mu), Some(shape)) => (mu, shape),
+        (Some(mu), None) => (mu, F::shape_given_mean(s0, s1, s2, mu)),
+        (None, shape) => {
+            let (mu, free) = F::component_m_step(s0, s1, s2);
+            (mu, shape.unwrap_or(free))
+        }
     }
-    with_family!(family, F => m_step_of::<F>(k, st, n, spread))
 }
 
 /// The common shape of components of shapes `shapes` and sums `s0`: the
@@ -57,14 +80,20 @@ fn pool<F: ComponentFamily>(s0: &[f64], shapes: &[f64]) -> f64 {
 
 /// `m_step` with one shape shared by the components (`equal.scale`): each
 /// component's μ, the shapes pooled (`pool`), then the guards.
-fn m_step_pooled<F: ComponentFamily>(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
+fn m_step_pooled<F: ComponentFamily>(
+    k: usize,
+    st: &Stats,
+    n: f64,
+    spread: f64,
+    fixed: Option<&Fixed>,
+) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
     for m in 0..k {
         let s0 = st.s0[m];
         if !(s0 >= MIN_COMPONENT_OBS) {
             return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
         }
-        (p.mu[m], p.shape[m]) = F::component_m_step(s0, st.s1[m], st.s2[m]);
+        (p.mu[m], p.shape[m]) = update::<F>(st, m, fixed);
         p.alpha[m] = s0 / n;
     }
     let common = pool::<F>(&st.s0[..k], &p.shape[..k]);
@@ -77,7 +106,14 @@ fn m_step_pooled<F: ComponentFamily>(k: usize, st: &Stats, n: f64, spread: f64) 
 }
 
 /// `m_step` for Student's t (student.rs): the same guards, and ν.
-fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64, equal_scale: bool) -> Result<Params, Degenerate> {
+fn m_step_student(
+    k: usize,
+    st: &Stats,
+    n: f64,
+    spread: f64,
+    equal_scale: bool,
+    fixed: Option<&Fixed>,
+) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
     let nf = n;
     for m in 0..k {
@@ -85,7 +121,10 @@ fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64, equal_scale: bool) 
         if !(s0 >= MIN_COMPONENT_OBS) {
             return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
         }
-        let (mu, sigma, df) = student::component_m_step(st, m);
+        let (mu, sigma, df) = match fixed {
+            Some(f) => student::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
+            None => student::component_m_step(st, m),
+        };
         if !equal_scale {
             check_component(Family::StudentT, mu, sigma, spread)?;
         }
@@ -111,15 +150,21 @@ fn m_step_student(k: usize, st: &Stats, n: f64, spread: f64, equal_scale: bool) 
 }
 
 /// `m_step` for the family `F`.
-fn m_step_of<F: ComponentFamily>(k: usize, st: &Stats, n: f64, spread: f64) -> Result<Params, Degenerate> {
+fn m_step_of<F: ComponentFamily>(
+    k: usize,
+    st: &Stats,
+    n: f64,
+    spread: f64,
+    fixed: Option<&Fixed>,
+) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
     let nf = n;
     for m in 0..k {
-        let (s0, s1, s2) = (st.s0[m], st.s1[m], st.s2[m]);
+        let s0 = st.s0[m];
         if !(s0 >= MIN_COMPONENT_OBS) {
             return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
         }
-        let (mu, shape) = F::component_m_step(s0, s1, s2);
+        let (mu, shape) = update::<F>(st, m, fixed);
         check_component_of::<F>(mu, shape, spread)?;
         p.alpha[m] = s0 / nf;
         p.mu[m] = mu;
@@ -166,7 +211,7 @@ mod tests {
                     st.s2[m] += r * family::aux(family, x);
                 }
             }
-            let p = m_step(family, 2, &st, xs.len() as f64, 1.0, false).unwrap();
+            let p = m_step(family, 2, &st, xs.len() as f64, 1.0, false, None).unwrap();
             let r1: Vec<f64> = r0.iter().map(|r| 1.0 - r).collect();
             for (m, r) in [&r0, &r1].into_iter().enumerate() {
                 let (alpha, mu, shape) = brute_force(family, &xs, r);
@@ -191,7 +236,7 @@ mod tests {
                 st.s2[0] += w * family::aux(family, *x);
             }
             // N = 1 so the weight guard does not apply to this tiny example
-            let p = m_step(family, 1, &st, 1.0, 0.0, false).unwrap();
+            let p = m_step(family, 1, &st, 1.0, 0.0, false, None).unwrap();
             let q = |mu: f64, shape: f64| {
                 xs.iter().zip(r).map(|(x, w)| w * family::log_density(family, *x, mu, shape)).sum::<f64>()
             };
@@ -204,21 +249,51 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_mean_gets_the_shape_that_maximises_the_weighted_likelihood_given_it() {
+        let xs = [0.3, 0.9, 1.4, 2.2, 0.7, 1.1, 3.5, 0.5];
+        let r = [0.9, 0.8, 0.4, 0.1, 0.95, 0.6, 0.05, 0.85];
+        for family in Family::FITTED {
+            let mut st = Stats::zero();
+            for (x, w) in xs.iter().zip(r) {
+                st.s0[0] += w;
+                st.s1[0] += w * x;
+                st.s2[0] += w * family::aux(family, *x);
+            }
+            let mut f = Fixed::none(1);
+            f.0.mu[0] = 1.7;
+            let p = m_step(family, 1, &st, 1.0, 0.0, false, Some(&f)).unwrap();
+            assert_eq!(p.mu[0], 1.7);
+            let q = |shape: f64| {
+                xs.iter().zip(r).map(|(x, w)| w * family::log_density(family, *x, 1.7, shape)).sum::<f64>()
+            };
+            for g in [0.999, 1.001] {
+                assert!(q(p.shape[0] * g) < q(p.shape[0]), "{family:?}");
+            }
+            // a fixed shape leaves the mean's update alone
+            let free = m_step(family, 1, &st, 1.0, 0.0, false, None).unwrap();
+            let mut f = Fixed::none(1);
+            f.0.shape[0] = 0.8;
+            let p = m_step(family, 1, &st, 1.0, 0.0, false, Some(&f)).unwrap();
+            assert_eq!((p.mu[0], p.shape[0]), (free.mu[0], 0.8));
+        }
+    }
+
+    #[test]
     fn guards_reject_collapse() {
         let mut st = Stats::zero();
         st.s0[0] = 1.5; // under two observations' worth
         st.s1[0] = 1.5;
         st.s2[0] = 1.6;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false), Err(Degenerate::WeightCollapsed));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false, None), Err(Degenerate::WeightCollapsed));
         // all weight on one value: S2 − S0²/S1 = 0, λ infinite
         st.s0[0] = 10.0;
         st.s1[0] = 10.0;
         st.s2[0] = 10.0;
-        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::InvGauss, 1, &st, 100.0, 1.0, false, None), Err(Degenerate::NotFinite));
         // Normal with σ tiny relative to the data's spread
         st.s2[0] = 10.0 * (1.0 + 1e-14);
-        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false), Err(Degenerate::SpreadCollapsed));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false, None), Err(Degenerate::SpreadCollapsed));
         st.s0[0] = f64::NAN;
-        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false), Err(Degenerate::NotFinite));
+        assert_eq!(m_step(Family::Normal, 1, &st, 100.0, 1.0, false, None), Err(Degenerate::NotFinite));
     }
 }

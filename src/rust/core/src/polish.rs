@@ -6,9 +6,10 @@
 //! (or start) arrived. It runs on the host after every engine, like
 //! saddle.rs, so every engine's winner is finished alike.
 
+use crate::constrained::Constraint;
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
-use crate::information::{contract_shapes, information, moved, shared_shape, Information, Layout};
+use crate::information::{information, moved, Information, Layout};
 use crate::limits::{DF_MAX, DF_MIN, POLISH_SETTLED, POLISH_STEPS, POLISH_STEPS_DF};
 use crate::linalg::invert;
 use crate::outcome::{Outcome, StartFit};
@@ -39,9 +40,10 @@ pub struct Polished {
 /// lost, goes to the bound its score points to and stays there while the
 /// other parameters take their Newton step given it (`bounded_step`).
 pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
-    // (a t fit with one shared scale is returned where EM left it: its ν
-    // bounds would need the constrained layout)
-    if at.outcome != Outcome::Converged || (ds.equal_scale && family.has_df()) {
+    // (a t fit with one shared scale or values fixed is returned where EM
+    // left it: its ν bounds would need the constrained layout)
+    let constrained = ds.equal_scale || ds.fixed.is_some();
+    if at.outcome != Outcome::Converged || (constrained && family.has_df()) {
         return Polished { fit: *at, information: None };
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.total);
@@ -57,14 +59,12 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             }
         }
         fit.loglik = here.loglik;
-        let step = match ds.equal_scale {
-            // one shape shared: the step in the constrained parameters, every
-            // shape then moved alike
-            true => bounded_step(&contract_shapes(&here), &fit.params).map(|s| {
-                let to = shared_shape(here.layout);
-                Step { delta: (0..here.complete.len()).map(|a| s.delta[to(a)]).collect(), bounds: s.bounds }
-            }),
-            false => bounded_step(&here, &fit.params),
+        let step = match Constraint::of(here.layout, ds.equal_scale, ds.fixed.as_ref()) {
+            // one shape shared or values fixed: the step in the free
+            // parameters, every shape then moved alike, the fixed not at all
+            Some(c) => bounded_step(&here.constrained(&c), &fit.params)
+                .map(|s| Step { delta: c.expand(&s.delta), bounds: s.bounds }),
+            None => bounded_step(&here, &fit.params),
         };
         let Some(Step { delta, bounds }) = step else { break };
         let settled = delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
@@ -72,6 +72,10 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             break;
         }
         let Some(mut q) = moved(family, &fit.params, ds.noise.is_some(), &delta, 1.0, ds.spread) else { break };
+        if let Some(f) = &ds.fixed {
+            // (a weight 1 − Σ of the others moves by rounding only)
+            q = f.impose(&q);
+        }
         for &(m, b) in &bounds {
             q.df[m] = b;
         }

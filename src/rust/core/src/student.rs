@@ -321,6 +321,17 @@ pub fn component_m_step(st: &Stats, m: usize) -> (f64, f64, f64) {
     (mu, sigma, df)
 }
 
+/// `component_m_step` with the user's fixed location and/or scale: a
+/// fixed μ's scale is σ² = Σr·u (x − μ)²/S0 = (S2 − 2μ S1 + μ² Su)/S0
+/// (the update given the weights u is the Normal's), a fixed σ leaves μ's
+/// and ν's updates as they are.
+pub fn component_m_step_fixed(st: &Stats, m: usize, mu: Option<f64>, sigma: Option<f64>) -> (f64, f64, f64) {
+    let (free_mu, free_sigma, df) = component_m_step(st, m);
+    let Some(mu) = mu else { return (free_mu, sigma.unwrap_or(free_sigma), df) };
+    let given = || ((st.s2[m] - 2.0 * mu * st.s1[m] + mu * mu * st.su[m]) / st.s0[m]).sqrt();
+    (mu, sigma.unwrap_or_else(given), df)
+}
+
 /// ν with log(ν/2) − ψ(ν/2) = y, in [DF_MIN, DF_MAX]. y is positive in
 /// exact arithmetic (log u − u ≤ −1 and ψ(a) < log a); y ≤ 0, from
 /// rounding where ν is already huge, is ν = DF_MAX.
@@ -545,7 +556,7 @@ mod tests {
             let st = ds.e_step(&p);
             assert!(st.ll >= last - 1e-9 * st.ll.abs(), "the log-likelihood fell: {last} -> {}", st.ll);
             last = st.ll;
-            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len() as f64, ds.spread, false)
+            p = crate::mstep::m_step(Family::StudentT, 2, &st, xs.len() as f64, ds.spread, false, None)
                 .expect("a usable M-step");
         }
         let never = AtomicBool::new(false);

@@ -73,6 +73,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -133,7 +134,7 @@ fn the_log_likelihood_never_falls_and_is_reported_exactly() {
             assert!((ll - exact).abs() < 1e-11 * exact.abs());
             assert!(ll >= prev - 1e-9 * prev.abs(), "{family:?}: {ll} after {prev}");
             prev = ll;
-            p = m_step(family, 2, &st, xs.len() as f64, 1.0, false).unwrap();
+            p = m_step(family, 2, &st, xs.len() as f64, 1.0, false, None).unwrap();
         }
     }
     // and the value reported for a fit is the exact log-likelihood of its parameters
@@ -221,6 +222,7 @@ fn cancelling_stops_the_call() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -266,6 +268,7 @@ fn run_accelerated(
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -362,6 +365,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
+            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
@@ -429,6 +433,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                     df: Vec::new(),
                     criterion: Default::default(),
                     equal_scale: false,
+                    fixed: None,
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),

@@ -155,6 +155,13 @@ pub trait ComponentFamily {
     /// form. A family with an inner one-dimensional solve does it here.
     fn component_m_step(s0: f64, s1: f64, s2: f64) -> (f64, f64);
 
+    /// The M-step's shape of one component whose mean is fixed at `mu`
+    /// (`fixed`): the shape maximising its expected complete-data
+    /// log-likelihood given μ, from the same S0, S1, S2. At μ = S1/S0 it is
+    /// `component_m_step`'s (every family's μ update is S1/S0 whatever the
+    /// shape, so a fixed shape leaves μ's update as it is).
+    fn shape_given_mean(s0: f64, s1: f64, s2: f64, mu: f64) -> f64;
+
     /// Maximum-likelihood (μ, shape) of one component from a few
     /// observations, as random starts use them; `None` when the estimate is
     /// not a valid component (all values equal, non-finite, shape ≤ 0, a

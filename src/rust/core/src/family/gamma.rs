@@ -88,6 +88,12 @@ impl ComponentFamily for Gamma {
         (mu, gamma_shape(mu.ln() - s2 / s0))
     }
 
+    /// log a − ψ(a) = log μ − S2/S0 + S1/(S0 μ) − 1 (the score in a given
+    /// μ; at μ = S1/S0 the last two terms cancel)
+    fn shape_given_mean(s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        gamma_shape(mu.ln() - s2 / s0 + s1 / (s0 * mu) - 1.0)
+    }
+
     fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)> {
         let n = xs.len() as f64;
         let mu = xs.iter().sum::<f64>() / n;

@@ -79,6 +79,11 @@ impl ComponentFamily for InvGauss {
         (mu, shape)
     }
 
+    /// 1/λ = Σr (x − μ)²/(μ² x) / S0 = S1/(S0 μ²) − 2/μ + S2/S0
+    fn shape_given_mean(s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        1.0 / (s1 / (s0 * mu * mu) - 2.0 / mu + s2 / s0)
+    }
+
     fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)> {
         let n = xs.len() as f64;
         let mu = xs.iter().sum::<f64>() / n;

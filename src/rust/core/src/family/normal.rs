@@ -74,6 +74,11 @@ impl ComponentFamily for Normal {
         (mu, shape)
     }
 
+    /// σ² = Σr (x − μ)² / S0 = S2/S0 − 2μ S1/S0 + μ²
+    fn shape_given_mean(s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        (s2 / s0 - 2.0 * mu * s1 / s0 + mu * mu).sqrt()
+    }
+
     fn ml_estimate(xs: &[f64]) -> Option<(f64, f64)> {
         let n = xs.len() as f64;
         let mu = xs.iter().sum::<f64>() / n;

@@ -65,6 +65,7 @@ struct BatchArgs {
     weights: u64,
     ds_total: u64,
     equal_scale: i32,
+    fixed: u64,
 }
 
 // SAFETY: plain old data with the C layout of `struct Batch`.
@@ -163,6 +164,8 @@ pub fn run(
         // null pointers unless the call has weights
         let weights = if p.weights.is_empty() { None } else { Some(up(&p.weights)?) };
         let ds_total = if p.ds_total.is_empty() { None } else { Some(up(&p.ds_total)?) };
+        // a null pointer unless the call fixes values
+        let fixed = if p.ds_fixed.is_empty() { None } else { Some(up(&p.ds_fixed)?) };
         // Nothing here is set on the device: a memset is a kernel, and it
         // would wait for the other workers' kernels, which hold every SM
         // until their queues run dry (uploads took a third of each worker's
@@ -229,6 +232,7 @@ pub fn run(
             weights: weights.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
             ds_total: ds_total.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
             equal_scale: t.equal_scale as i32,
+            fixed: fixed.as_ref().map_or(0, |o| ptr(o.device_ptr(stream))),
         };
         stream.synchronize().map_err(fail("uploading a chunk"))?;
         counters.lap("batched: upload", clock);

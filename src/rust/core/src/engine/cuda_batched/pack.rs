@@ -27,6 +27,9 @@ pub struct Packed {
     pub weights: HostBuf<f64>,
     /// the sum of each dataset's weights (empty unless the call has them)
     pub ds_total: Vec<f64>,
+    /// each dataset's values fixed (Prepared::fixed), K weights, K means
+    /// and K shapes, NaN where free (empty unless the call fixes values)
+    pub ds_fixed: Vec<f64>,
     pub ds_offset: Vec<i64>,
     pub ds_n: Vec<i32>,
     pub ds_hsum: Vec<f64>,
@@ -155,6 +158,11 @@ pub fn pack(
         noise_t: HostBuf::take(staging, if t.noise { total } else { 0 }),
         weights: HostBuf::take(staging, if weighted { total } else { 0 }),
         ds_total: if weighted { sets.iter().map(|ds| ds.total).collect() } else { Vec::new() },
+        ds_fixed: sets
+            .iter()
+            .filter_map(|ds| ds.fixed.as_ref())
+            .flat_map(|f| [&f.0.alpha[..t.k], &f.0.mu[..t.k], &f.0.shape[..t.k]].concat())
+            .collect(),
         ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
