@@ -346,7 +346,8 @@
 #'   under the constraint); the standard errors come from the constrained
 #'   information (every component's shape has the common one's). The
 #'   Newton polish takes the fit to the maximum in the constrained
-#'   parameters (a t fit is returned where EM stopped), and a fit at a
+#'   parameters (for the t, each component's `df` its own free parameter,
+#'   held at its bound where its maximum lies beyond), and a fit at a
 #'   saddle point is not continued from it. Univariate data only (multivariate data have
 #'   `covariance = "tied"`); `bulkem_bootstrap()` refits its replicates with
 #'   one shared shape too.
@@ -382,8 +383,8 @@
 #'   fixed value's being `NA`. Fits are still reported in ascending `mu`, a
 #'   fixed value staying with its component: the fit's `fixed` says which.
 #'   Fixed shapes do not go with `equal.scale = TRUE`; a fit at a saddle
-#'   point is not continued from it, and a t fit is returned where EM
-#'   stopped (no Newton polish). Univariate data only; `bulkem_bootstrap()`
+#'   point is not continued from it; the Newton polish runs in the free
+#'   parameters. Univariate data only; `bulkem_bootstrap()`
 #'   refuses such fits for now.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where

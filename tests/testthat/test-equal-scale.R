@@ -112,6 +112,18 @@ test_that("Student's t shares its scale, each component keeping its df; weights 
   f <- bulkem(list(x), family = "t", equal.scale = TRUE, seed = 4, use.gpu = FALSE)[[1]]
   expect_identical(length(unique(f$sigma)), 1L)
   expect_identical(length(f$df), 2L)
+  # polished in its free parameters: at the defaults, the maximum where EM
+  # run to a 1e-13 stop rule ends
+  tight <- bulkem(list(x), family = "t", equal.scale = TRUE, seed = 4, use.gpu = FALSE, epsilon = 1e-13,
+                  max.iters = 1e5, control = list(accelerate = FALSE))[[1]]
+  for (field in c("mu", "sigma", "alpha", "df")) expect_equal(f[[field]], tight[[field]], tolerance = 1e-6)
+  expect_gte(f$loglik, tight$loglik - 1e-9)
+  # and with a location fixed, likewise
+  g <- bulkem(list(x), family = "t", fixed = list(mu = c(0, NA)), seed = 4, use.gpu = FALSE)[[1]]
+  g_tight <- bulkem(list(x), family = "t", fixed = list(mu = c(0, NA)), seed = 4, use.gpu = FALSE, epsilon = 1e-13,
+                    max.iters = 1e5, control = list(accelerate = FALSE))[[1]]
+  for (field in c("mu", "sigma", "alpha", "df")) expect_equal(g[[field]], g_tight[[field]], tolerance = 1e-6)
+  expect_true(0 %in% g$mu)
   expect_identical(glance(bulkem(list(x), family = "t", equal.scale = TRUE, seed = 4, use.gpu = FALSE))$df, 6L)
   u <- sort(unique(round(x, 1)))
   cnt <- as.numeric(table(factor(round(x, 1), levels = u)))

@@ -128,6 +128,15 @@ impl Constraint {
         (observed, complete, score)
     }
 
+    /// The free parameter θ coordinate `a` is, where it is one by itself
+    /// (as every ν is).
+    pub fn column(&self, a: usize) -> usize {
+        match self.rows.get(a).map(|r| &r[..]) {
+            Some(&[(c, _)]) => c,
+            _ => usize::MAX,
+        }
+    }
+
     /// φ's step δ as θ's, Jδ.
     pub fn expand(&self, delta: &[f64]) -> Vec<f64> {
         self.rows.iter().map(|row| row.iter().map(|&(c, j)| j * delta[c]).sum()).collect()

@@ -40,10 +40,7 @@ pub struct Polished {
 /// lost, goes to the bound its score points to and stays there while the
 /// other parameters take their Newton step given it (`bounded_step`).
 pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
-    // (a t fit with one shared scale or values fixed is returned where EM
-    // left it: its ν bounds would need the constrained layout)
-    let constrained = ds.equal_scale || ds.fixed.is_some();
-    if at.outcome != Outcome::Converged || (constrained && family.has_df()) {
+    if at.outcome != Outcome::Converged {
         return Polished { fit: *at, information: None };
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.total);
@@ -62,9 +59,10 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
         let step = match Constraint::of(here.layout, ds.equal_scale, ds.fixed.as_ref()) {
             // one shape shared or values fixed: the step in the free
             // parameters, every shape then moved alike, the fixed not at all
-            Some(c) => bounded_step(&here.constrained(&c), &fit.params)
+            // (ν is never constrained: each its own free parameter)
+            Some(c) => bounded_step(&here.constrained(&c), &fit.params, &|m| c.column(here.layout.df(m)))
                 .map(|s| Step { delta: c.expand(&s.delta), bounds: s.bounds }),
-            None => bounded_step(&here, &fit.params),
+            None => bounded_step(&here, &fit.params, &|m| here.layout.df(m)),
         };
         let Some(Step { delta, bounds }) = step else { break };
         let settled = delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
@@ -108,12 +106,13 @@ struct Step {
 /// it is there already with its score pointing out, when its step would
 /// cross it, or when its information is lost (by the sign of its score).
 /// `None` where the information of the other parameters is not positive
-/// definite or the step is not finite.
-fn bounded_step(info: &Information, p: &Params) -> Option<Step> {
+/// definite or the step is not finite. `info` is in the free parameters,
+/// where component m's ν is `nu_at(m)`.
+fn bounded_step(info: &Information, p: &Params, nu_at: &dyn Fn(usize) -> usize) -> Option<Step> {
     let np = info.score.len();
     let layout: Layout = info.layout;
-    let df_at = |j: usize| (0..p.k).find(|&m| layout.df && layout.df(m) == j);
-    let toward = |m: usize| match info.score[layout.df(m)] {
+    let df_at = |j: usize| (0..p.k).find(|&m| layout.df && nu_at(m) == j);
+    let toward = |m: usize| match info.score[nu_at(m)] {
         s if s > 0.0 => Some(DF_MAX),
         s if s < 0.0 => Some(DF_MIN),
         _ => None,
@@ -121,7 +120,7 @@ fn bounded_step(info: &Information, p: &Params) -> Option<Step> {
     let mut bounds: Vec<(usize, f64)> = Vec::new();
     if layout.df {
         for m in 0..p.k {
-            let (v, s) = (p.df[m], info.score[layout.df(m)]);
+            let (v, s) = (p.df[m], info.score[nu_at(m)]);
             if (v >= DF_MAX && s > 0.0) || (v <= DF_MIN && s < 0.0) {
                 bounds.push((m, v.clamp(DF_MIN, DF_MAX)));
             }
@@ -147,7 +146,7 @@ fn bounded_step(info: &Information, p: &Params) -> Option<Step> {
         let rhs: Vec<f64> = free
             .iter()
             .map(|&j| {
-                let held: f64 = bounds.iter().map(|&(m, b)| info.observed[j + np * layout.df(m)] * (b - p.df[m])).sum();
+                let held: f64 = bounds.iter().map(|&(m, b)| info.observed[j + np * nu_at(m)] * (b - p.df[m])).sum();
                 info.score[j] - held
             })
             .collect();
@@ -159,7 +158,7 @@ fn bounded_step(info: &Information, p: &Params) -> Option<Step> {
             return None;
         }
         let crossing = (0..p.k).filter(|&m| layout.df && bounds.iter().all(|b| b.0 != m)).find_map(|m| {
-            let v = p.df[m] + delta[layout.df(m)];
+            let v = p.df[m] + delta[nu_at(m)];
             (v > DF_MAX).then_some((m, DF_MAX)).or((v < DF_MIN).then_some((m, DF_MIN)))
         });
         match crossing {
@@ -243,6 +242,51 @@ mod tests {
                 down.mu[m] -= h;
                 let slope = (ll(&up) - ll(&down)) / (2.0 * h);
                 assert!(slope.abs() < 1e-3, "{family:?}: dℓ/dμ{m} = {slope}");
+            }
+        }
+    }
+
+    #[test]
+    fn constrained_t_fits_are_polished_to_one_maximum_in_their_free_parameters() {
+        // one shared scale, and a fixed location: loose and tight stops of
+        // both paths end at one point, which keeps the constraint
+        let cancel = AtomicBool::new(false);
+        let truth = params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.3]);
+        let xs = draw(Family::Normal, &truth, 2000, 29);
+        for constraint in 0..2 {
+            let mut ds = prepare(&xs, Family::StudentT).expect("valid data");
+            if constraint == 0 {
+                ds.equal_scale = true;
+            } else {
+                let mut f = crate::fixed::Fixed::none(2);
+                f.0.mu[0] = 0.1;
+                ds.fixed = Some(crate::fixed::Fixed(ds.rescale(&f.0)));
+            }
+            let mut init = ds.rescale(&params(&[0.5, 0.5], &[-1.0, 5.0], &[2.0, 2.0]));
+            init.df = [0.0; crate::limits::MAX_COMPONENTS];
+            let init = ds.start(init);
+            let mut ends = Vec::new();
+            for (accelerate, epsilon) in [(true, 1e-6), (false, 1e-6), (false, 1e-4), (true, 1e-3)] {
+                let fit = run_em(Family::StudentT, &ds, init, 100_000, epsilon, accelerate, &cancel);
+                assert_eq!(fit.outcome, Outcome::Converged);
+                let polished = polish(Family::StudentT, &ds, &fit).fit;
+                assert!(polished.loglik >= fit.loglik - 1e-9 * fit.loglik.abs());
+                let p = polished.params;
+                match &ds.fixed {
+                    Some(f) => assert_eq!(p.mu[0], f.0.mu[0]),
+                    None => assert_eq!(p.shape[0], p.shape[1]),
+                }
+                ends.push(p);
+            }
+            for j in 1..4 {
+                let far = (0..2)
+                    .flat_map(|m| {
+                        let (a, b) = (&ends[0], &ends[j]);
+                        [(a.alpha[m], b.alpha[m]), (a.mu[m], b.mu[m]), (a.shape[m], b.shape[m]), (a.df[m], b.df[m])]
+                    })
+                    .map(|(x, y)| (x - y).abs() / y.abs().max(1e-300))
+                    .fold(0.0, f64::max);
+                assert!(far < 1e-7, "constraint {constraint}, path {j}: {far:e}");
             }
         }
     }
