@@ -371,9 +371,11 @@
 #'   `mean.constr`, `sd.constr`): a list of `alpha`, `mu` and the family's
 #'   shape (`lambda`, `sigma` or `shape`), each one value per component with
 #'   `NA` where free, e.g. `list(mu = c(NA, 0), sigma = c(NA, 1))` for a
-#'   second component fixed at the standard Normal. In the data's units
-#'   (the lognormal's `mu` and `sigma` on the log scale), for every dataset
-#'   of the call, with one K (`num.components`). Every start takes the fixed
+#'   second component fixed at the standard Normal, for every dataset; or
+#'   such lists (or `NULL`) by dataset name, each dataset its own values
+#'   (a dataset not named fixes nothing). In the data's units (the
+#'   lognormal's `mu` and `sigma` on the log scale), with one K
+#'   (`num.components`). Every start takes the fixed
 #'   values (the free weights, and the noise's, sharing what fixed weights
 #'   leave), and every M-step keeps them while it maximises over the others
 #'   (a fixed mean's component gets the shape that is best given it); AIC,
@@ -648,7 +650,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   # (multivariate data's boxes are checked by fit_multivariate())
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   df <- check_df(df, family, num.components)
-  fixed_values <- check_fixed(fixed, family, num.components, noise, equal.scale)
+  fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
+                       equal.scale)
   if (multivariate && !is.null(init)) {
     stop_arg("`init` takes starting values for univariate data; multivariate fits do not take them yet")
   }
@@ -673,15 +676,15 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     return(fit_future(input, list(num.components = num.components, max.iters = max.iters,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
-                                  noise = noise, df = df, criterion = criterion, equal.scale = equal.scale,
-                                  fixed = fixed),
-                      control, verbose, started, noise.support, given, weights))
+                                  noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
+                      control, verbose, started, noise.support, given, weights, fixed))
   }
   engine <- choose_engine(use.gpu, control$engine)
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
-                                 given_records(given), equal.scale, fixed_values), reporter$update)
+                                 given_records(given), equal.scale, fixed_records(fixed, num.components)),
+         reporter$update)
   }
 
   if (verbose) {

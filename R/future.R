@@ -77,7 +77,7 @@ fit_shard <- function(shard, args, p, fault) {
         stop("injected failure (BULKEM_FUTURE_FAULT)")
       }
       do.call(bulkem::bulkem, c(list(datasets = shard$datasets, noise.support = shard$noise.support,
-                                     init = shard$init, weights = shard$weights), args))
+                                     init = shard$init, weights = shard$weights, fixed = shard$fixed), args))
     },
       bulkem_warning_convergence = function(w) {
         counts <<- w$counts
@@ -119,7 +119,7 @@ shard_supports <- function(pairs, at) {
 # `args` the arguments every shard's bulkem() gets besides its datasets,
 # `control` the checked bulkem_control(), `started` the call's start time.
 fit_future <- function(input, args, control, verbose, started, noise.support = numeric(0),
-                       given = NULL, weights = NULL) {
+                       given = NULL, weights = NULL, fixed = NULL) {
   datasets <- input$datasets
   n <- length(datasets)
   ranges <- shard_ranges(n, shard_count(control$shards, n))
@@ -134,7 +134,8 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
     at <- ranges$first[s]:ranges$last[s]
     list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at),
          init = if (!is.null(given)) structure(unclass(given)[at], class = "bulkem_given"),
-         weights = if (!is.null(weights)) weights[at])
+         weights = if (!is.null(weights)) weights[at],
+         fixed = if (!is.null(fixed)) structure(unclass(fixed)[at], class = "bulkem_fixed"))
   })
   if (verbose) {
     message(sprintf(

@@ -197,6 +197,37 @@ test_that("fixed values on the log scale, with noise and with the t", {
   expect_equal(e$bic, -2 * e$loglik + 3 * log(length(x)), tolerance = 1e-12)
 })
 
+test_that("fixed values by dataset: each dataset its own, the others as without", {
+  set.seed(35)
+  x <- list(a = c(rnorm(200, 0, 1), rnorm(150, 3, 0.7)), b = c(rnorm(150, 1, 1), rnorm(200, 5, 1)),
+            c = c(rnorm(100, 0, 2), rnorm(100, 6, 1)))
+  fixed <- list(a = list(mu = c(NA, 3)), c = list(sigma = c(2, NA), alpha = c(0.5, NA)))
+  f <- bulkem(x, num.components = 2, family = "normal", fixed = fixed, seed = 6, use.gpu = FALSE)
+  free <- bulkem(x, num.components = 2, family = "normal", seed = 6, use.gpu = FALSE)
+  # each as the call with its values alone
+  a <- bulkem(x["a"], num.components = 2, family = "normal", fixed = fixed$a, seed = 6, use.gpu = FALSE)
+  cc <- bulkem(x["c"], num.components = 2, family = "normal", fixed = fixed$c, seed = 6, use.gpu = FALSE)
+  fields <- c("mu", "sigma", "alpha", "loglik", "bic", "se", "fixed")
+  expect_identical(f[["a"]][fields], a[["a"]][fields])
+  expect_identical(f[["c"]][fields], cc[["c"]][fields])
+  expect_identical(f[["b"]][fields], free[["b"]][fields])
+  expect_null(f[["b"]]$fixed)
+  expect_true(3 %in% f[["a"]]$mu)
+  expect_true(all(c(2, 0.5) %in% c(f[["c"]]$sigma, f[["c"]]$alpha)))
+  # BIC counts each dataset's own free parameters
+  expect_identical(glance(f)$df, c(4L, 5L, 3L))
+  expect_error(bulkem(x, num.components = 2, family = "normal", fixed = list(d = list(mu = c(NA, 1))),
+                      use.gpu = FALSE), class = "bulkem_error_argument", regexp = "not fitted")
+  expect_error(bulkem(x, num.components = 2, family = "normal", fixed = list(a = list(mu = c(NA, 1, 2))),
+                      use.gpu = FALSE), class = "bulkem_error_argument", regexp = "dataset \"a\"")
+  skip_if_not_installed("future")
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old))
+  sharded <- bulkem(x, num.components = 2, family = "normal", fixed = fixed, seed = 6, use.gpu = FALSE,
+                    control = list(future = TRUE, shards = 3))
+  for (d in names(x)) expect_identical(sharded[[d]][fields], f[[d]][fields])
+})
+
 test_that("bad fixed values are classed errors naming `fixed`", {
   x <- list(c(rnorm(50), rnorm(50, 4)))
   err <- function(...) expect_error(bulkem(x, use.gpu = FALSE, family = "normal", ...), class = "bulkem_error_argument",

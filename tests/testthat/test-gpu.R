@@ -247,6 +247,11 @@ test_that("values held fixed (fixed) are fitted alike on every engine", {
                       fixed = list(mu = c(NA, 3)), equal.scale = TRUE, tolerance = 1e-8)
   expect_same_optimum(normal, num.components = 3, family = "t", random.inits = 4, fixed = list(mu = c(0, NA, NA)),
                       tolerance = 1e-8)
+  # by dataset: a batch of rows, all NaN where a dataset fixes nothing
+  by_dataset <- stats::setNames(normal, paste0("d", seq_along(normal)))
+  expect_same_optimum(by_dataset, num.components = 3, family = "normal", random.inits = 6,
+                      fixed = list(d2 = list(mu = c(NA, 3.5, NA)), d5 = list(alpha = c(0.5, NA, NA))),
+                      tolerance = 1e-8)
   fits <- bulkem(ig, num.components = 2, fixed = list(alpha = c(0.6, NA)), control = list(engine = "cuda-batched"))
   expect_true(all(vapply(unclass(fits), function(f) 0.6 %in% f$alpha, NA)))
   expect_error(bulkem(ig, num.components = 2, fixed = list(alpha = c(0.6, NA)),

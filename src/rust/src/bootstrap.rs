@@ -58,6 +58,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 noise_supports,
                 given_starts: Vec::new(),
                 weights: Vec::new(),
+                fixed: Vec::new(),
             },
         };
         let counters = Counters::default();

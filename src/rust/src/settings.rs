@@ -29,6 +29,8 @@ pub(crate) struct Call {
     pub noise_supports: Vec<Option<Support>>,
     /// `init`, as R flattens it (`given_starts_for`).
     given: Vec<f64>,
+    /// `fixed`, as R flattens it (`fixed_for`).
+    fixed: Vec<f64>,
 }
 
 impl Call {
@@ -37,6 +39,37 @@ impl Call {
     /// vector of records, each (dataset from 1, K, K weights, K means, K
     /// shapes, K degrees of freedom (NaN: not given), the noise weight (NaN:
     /// not given)), and checked them.
+    /// The values held fixed (`fixed`) by dataset, for a call on
+    /// `datasets` datasets of one K (Job::fixed): R flattens them into every
+    /// dataset's K weights, K means and K shapes one after the other (NaN
+    /// where free; all NaN: nothing fixed for that dataset), and checked them.
+    pub fn fixed_for(&self, datasets: usize) -> Result<Vec<Option<Fixed>>, Stop> {
+        if self.fixed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = match self.settings.components[..] {
+            [k] => k,
+            _ => return Err(internal("fixed: values for a call of several Ks".into())),
+        };
+        if datasets == 0 || self.fixed.len() != 3 * k * datasets || !(1..=MAX_COMPONENTS).contains(&k) {
+            return Err(internal(format!(
+                "fixed: {} values for {datasets} datasets of {k} components",
+                self.fixed.len()
+            )));
+        }
+        Ok(self
+            .fixed
+            .chunks_exact(3 * k)
+            .map(|row| {
+                let mut f = Fixed::none(k);
+                f.0.alpha[..k].copy_from_slice(&row[..k]);
+                f.0.mu[..k].copy_from_slice(&row[k..2 * k]);
+                f.0.shape[..k].copy_from_slice(&row[2 * k..]);
+                (!row.iter().all(|v| v.is_nan())).then_some(f)
+            })
+            .collect())
+    }
+
     pub fn given_starts_for(&self, datasets: usize) -> Result<Vec<Vec<Params>>, Stop> {
         let mut out = vec![Vec::new(); if self.given.is_empty() { 0 } else { datasets }];
         let mut rest = &self.given[..];
@@ -206,7 +239,6 @@ impl Call {
             df: s.reals("df")?,
             criterion,
             equal_scale: s.flag("equal.scale")?,
-            fixed: fixed(&s.reals("fixed")?)?,
         };
         let threads = match s.count("threads")? {
             0 => bulkem_core::default_threads(),
@@ -214,25 +246,9 @@ impl Call {
         };
         let noise_supports = supports(&s.reals("noise.support")?)?;
         let given = s.reals("init")?;
-        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports, given })
+        let fixed = s.reals("fixed")?;
+        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports, given, fixed })
     }
-}
-
-/// `fixed` as R flattens it: empty (nothing fixed), or K weights, K means
-/// and K shapes, NaN where free.
-fn fixed(values: &[f64]) -> Result<Option<Fixed>, Stop> {
-    if values.is_empty() {
-        return Ok(None);
-    }
-    let k = values.len() / 3;
-    if !values.len().is_multiple_of(3) || !(1..=MAX_COMPONENTS).contains(&k) {
-        return Err(internal(format!("fixed: {} values are not 3 per component", values.len())));
-    }
-    let mut f = Fixed::none(k);
-    f.0.alpha[..k].copy_from_slice(&values[..k]);
-    f.0.mu[..k].copy_from_slice(&values[k..2 * k]);
-    f.0.shape[..k].copy_from_slice(&values[2 * k..]);
-    Ok(Some(f))
 }
 
 /// The knobs of `control$tuning` (a named list), and where it names none,

@@ -48,12 +48,12 @@ fn main() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
         weights: Vec::new(),
+        fixed: Vec::new(),
     };
     let t = Instant::now();
     let fits =

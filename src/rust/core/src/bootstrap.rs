@@ -268,6 +268,7 @@ fn refit_block(
                 noise_supports,
                 given_starts: Vec::new(),
                 weights: Vec::new(),
+                fixed: Vec::new(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
@@ -342,12 +343,12 @@ mod tests {
                 df: Vec::new(),
                 criterion: Default::default(),
                 equal_scale: false,
-                fixed: None,
             },
             tuning: Tuning::default(),
             noise_supports: Vec::new(),
             given_starts: Vec::new(),
             weights: Vec::new(),
+            fixed: Vec::new(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();
@@ -414,12 +415,12 @@ mod tests {
                 df: Vec::new(),
                 criterion: Default::default(),
                 equal_scale: false,
-                fixed: None,
             },
             tuning: Tuning::default(),
             noise_supports: vec![support],
             given_starts: Vec::new(),
             weights: Vec::new(),
+            fixed: Vec::new(),
         };
         let mut null = Params::from_slices(&[0.49, 0.49], &[-1.5, 2.5], &[0.3, 0.3]).unwrap();
         null.noise = 0.02;

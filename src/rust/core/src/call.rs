@@ -66,7 +66,7 @@ pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
             message: "= \"mixed\" does not fit weights: use precision = \"double\"".into(),
         });
     }
-    if s.mixed_precision && kind == EngineKind::CudaBatched && s.fixed.is_some() {
+    if s.mixed_precision && kind == EngineKind::CudaBatched && job.fixed.iter().any(Option::is_some) {
         return Err(Error::Argument {
             arg: "control$precision",
             message: "= \"mixed\" does not fit values held fixed (fixed =): use precision = \"double\"".into(),
@@ -128,7 +128,7 @@ fn run_into(
             ds.init = job.inits.get(d).copied().flatten().map(|p| ds.rescale(&p));
             ds.fixed_df.clone_from(&job.settings.df);
             ds.equal_scale = job.settings.equal_scale;
-            ds.fixed = job.settings.fixed.map(|f| Fixed(ds.rescale(&f.0)));
+            ds.fixed = job.fixed.get(d).copied().flatten().map(|f| Fixed(ds.rescale(&f.0)));
             if !job.settings.noise {
                 return ds;
             }
@@ -263,7 +263,6 @@ mod tests {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         }
     }
 
@@ -278,6 +277,7 @@ mod tests {
             noise_supports: Vec::new(),
             given_starts: Vec::new(),
             weights: Vec::new(),
+            fixed: Vec::new(),
         };
         let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
             Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
@@ -320,6 +320,7 @@ mod tests {
                 noise_supports: Vec::new(),
                 given_starts: Vec::new(),
                 weights: Vec::new(),
+                fixed: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

@@ -132,7 +132,7 @@ pub(crate) fn finish(
         n,
         nobs: ds.total,
         equal_scale: ds.equal_scale,
-        fixed: job.settings.fixed.map(|f| Fixed(f.0.permuted(&order))),
+        fixed: job.fixed.get(d).copied().flatten().map(|f| Fixed(f.0.permuted(&order))),
         k: t.k,
         status,
         message,

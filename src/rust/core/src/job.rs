@@ -39,6 +39,10 @@ pub struct Job<'a> {
     /// at least 0), by dataset, as long as it; empty, or `None` for a
     /// dataset: every observation weighs 1.
     pub weights: Vec<Option<&'a [f64]>>,
+    /// Weights, means and shapes held at given values (`fixed`, fixed.rs),
+    /// by dataset, in the data's units, for the call's one K; empty, or
+    /// `None` for a dataset: nothing fixed.
+    pub fixed: Vec<Option<Fixed>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -101,9 +105,6 @@ pub struct Settings {
     /// and the t's σ, the lognormal's sdlog, the inverse Gaussian's λ, the
     /// gamma's shape), K − 1 fewer free parameters.
     pub equal_scale: bool,
-    /// `fixed`: weights, means and shapes fixed at given values (fixed.rs),
-    /// in the data's units, for the call's one K.
-    pub fixed: Option<Fixed>,
 }
 
 /// What chooses K among several (`criterion`): the lowest value wins.
@@ -227,6 +228,15 @@ impl Job<'_> {
                 arg: "weights",
                 message: format!("weights for {} datasets, not {}", self.weights.len(), self.datasets.len()),
             });
+        }
+        if !self.fixed.is_empty() && self.fixed.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "fixed",
+                message: format!("values for {} datasets, not {}", self.fixed.len(), self.datasets.len()),
+            });
+        }
+        if let Some(message) = self.fixed.iter().flatten().find_map(|f| self.settings.fixed_problem(f)) {
+            return Err(Error::Argument { arg: "fixed", message });
         }
         if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
             return Err(Error::Argument {
@@ -352,11 +362,6 @@ impl Settings {
             }
             if !self.df.iter().all(|&v| crate::student::df_ok(v)) {
                 return bad("df", format!("must lie in [{DF_MIN}, {DF_MAX}]"));
-            }
-        }
-        if let Some(f) = &self.fixed {
-            if let Some(message) = self.fixed_problem(f) {
-                return bad("fixed", message);
             }
         }
         // start_scheme (control$starts) is an enum: every value is valid; the

@@ -73,12 +73,12 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
         weights: Vec::new(),
+        fixed: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -222,12 +222,12 @@ fn cancelling_stops_the_call() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
         weights: Vec::new(),
+        fixed: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -268,12 +268,12 @@ fn run_accelerated(
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
         weights: Vec::new(),
+        fixed: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -365,12 +365,12 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
             df: Vec::new(),
             criterion: Default::default(),
             equal_scale: false,
-            fixed: None,
         },
         tuning: Tuning::default(),
         noise_supports: Vec::new(),
         given_starts: Vec::new(),
         weights: Vec::new(),
+        fixed: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -433,12 +433,12 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                     df: Vec::new(),
                     criterion: Default::default(),
                     equal_scale: false,
-                    fixed: None,
                 },
                 tuning: Tuning::default(),
                 noise_supports: Vec::new(),
                 given_starts: Vec::new(),
                 weights: Vec::new(),
+                fixed: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

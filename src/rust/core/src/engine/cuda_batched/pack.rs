@@ -10,6 +10,7 @@ use super::super::{queue, Work};
 use super::chunks::Chunk;
 use crate::dataset::Prepared;
 use crate::error::Error;
+use crate::fixed::Fixed;
 use crate::gpu::kernels::as_int;
 use crate::gpu::staging::{HostBuf, Staging};
 use crate::params::Params;
@@ -158,11 +159,15 @@ pub fn pack(
         noise_t: HostBuf::take(staging, if t.noise { total } else { 0 }),
         weights: HostBuf::take(staging, if weighted { total } else { 0 }),
         ds_total: if weighted { sets.iter().map(|ds| ds.total).collect() } else { Vec::new() },
-        ds_fixed: sets
-            .iter()
-            .filter_map(|ds| ds.fixed.as_ref())
-            .flat_map(|f| [&f.0.alpha[..t.k], &f.0.mu[..t.k], &f.0.shape[..t.k]].concat())
-            .collect(),
+        // a row per dataset when any has one (all NaN: nothing fixed there)
+        ds_fixed: if sets.iter().any(|ds| ds.fixed.is_some()) {
+            sets.iter()
+                .map(|ds| ds.fixed.unwrap_or_else(|| Fixed::none(t.k)))
+                .flat_map(|f| [&f.0.alpha[..t.k], &f.0.mu[..t.k], &f.0.shape[..t.k]].concat())
+                .collect()
+        } else {
+            Vec::new()
+        },
         ds_offset,
         ds_n: ds_n.map_err(Error::Gpu)?,
         ds_hsum: sets.iter().map(|ds| ds.h_sum).collect(),
