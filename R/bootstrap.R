@@ -204,8 +204,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control$keep.starts <- FALSE
   given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
-  if (any(vapply(items, function(f) !is.null(f$fixed), NA))) {
-    stop_arg("`fits` hold values fixed by bulkem(fixed =): bulkem_bootstrap() does not refit them yet")
+  if (test == "lrt" && any(vapply(items, function(f) !is.null(f$fixed), NA))) {
+    stop_arg("`fits` hold values fixed by bulkem(fixed =), which no fit of K + 1 components has: ",
+             "test = \"lrt\" does not apply (test = \"none\" refits them with their values held)")
   }
   data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
   random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
@@ -337,10 +338,15 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   supports <- if (noise) {
     unlist(lapply(nulls, function(p) if (is.null(p$support)) c(NA_real_, NA_real_) else p$support))
   }
+  # and their values held fixed (bulkem(fixed =)), a row of 3K per null
+  # (NA where free), none at all when no null has any
+  fixed <- if (any(vapply(nulls, function(p) !is.null(p$fixed), NA))) {
+    unlist(lapply(nulls, function(p) if (is.null(p$fixed)) rep(NA_real_, 3 * NROW(p$mu)) else p$fixed))
+  }
   run <- function(engine) {
     bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
                                          s$seed, s$control, engine, noise, as.double(supports), s$df,
-                                         equal.scale = isTRUE(s$equal.scale)),
+                                         equal.scale = isTRUE(s$equal.scale), fixed = as.double(fixed)),
                report)
   }
   res <- run_with_fallback(run, engine, s$use.gpu)
@@ -395,7 +401,8 @@ bootstrap_nulls <- function(items, supports = NULL) {
     f <- items[[d]]
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
-         support = if (has_noise(f)) supports[[d]], df = if (!is.null(f$df)) as.double(f$df))
+         support = if (has_noise(f)) supports[[d]], df = if (!is.null(f$df)) as.double(f$df),
+         fixed = f$fixed)
   })
 }
 

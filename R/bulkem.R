@@ -386,8 +386,9 @@
 #'   fixed value staying with its component: the fit's `fixed` says which.
 #'   Fixed shapes do not go with `equal.scale = TRUE`; a fit at a saddle
 #'   point is not continued from it; the Newton polish runs in the free
-#'   parameters. Univariate data only; `bulkem_bootstrap()`
-#'   refuses such fits for now.
+#'   parameters. Univariate data only. `bulkem_bootstrap()` refits the
+#'   replicates of such fits with their values held (standard errors);
+#'   its likelihood-ratio test for K does not apply to them.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.

@@ -228,6 +228,27 @@ test_that("fixed values by dataset: each dataset its own, the others as without"
   for (d in names(x)) expect_identical(sharded[[d]][fields], f[[d]][fields])
 })
 
+test_that("the bootstrap refits fits with fixed values with those values held", {
+  set.seed(36)
+  # (a fixed weight anchors its component where the weights differ: with
+  # weights near each other a replicate's refit may give it to the other)
+  x <- list(a = c(rnorm(150, 0, 1), rnorm(100, 3, 0.7)), b = c(rnorm(75, 1, 1), rnorm(175, 4.5, 1)))
+  fixed <- list(a = list(mu = c(NA, 3)), b = list(alpha = c(0.3, NA)))
+  f <- bulkem(x, num.components = 2, family = "normal", fixed = fixed, seed = 7, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  bs <- bulkem_bootstrap(f, B = 25, seed = 3, random.inits = 5)
+  # every replicate's refit keeps the fixed value exactly: its bootstrap
+  # standard error is 0; the free parameters' are positive, and near the
+  # fits' own (observed information)
+  row <- function(d, term, estimate) bs[bs$dataset == d & bs$term == term & abs(bs$estimate - estimate) < 1e-12, ]
+  expect_identical(row("a", "mu", 3)$std.error, 0)
+  expect_identical(row("b", "alpha", 0.3)$std.error, 0)
+  free_mu <- bs[bs$dataset == "a" & bs$term == "mu" & bs$estimate != 3, ]
+  expect_gt(free_mu$std.error, 0)
+  expect_lt(abs(log(free_mu$std.error / unname(f$a$se[["mu1"]]))), log(2))
+  expect_error(bulkem_bootstrap(f, B = 19, test = "lrt"), class = "bulkem_error_argument", regexp = "fixed")
+})
+
 test_that("bad fixed values are classed errors naming `fixed`", {
   x <- list(c(rnorm(50), rnorm(50, 4)))
   err <- function(...) expect_error(bulkem(x, use.gpu = FALSE, family = "normal", ...), class = "bulkem_error_argument",
@@ -249,13 +270,13 @@ test_that("bad fixed values are classed errors naming `fixed`", {
   err(num.components = 2, fixed = list(alpha = c(0.3, 0.7)), noise = TRUE)
   ok <- bulkem(x, num.components = 2, family = "normal", fixed = list(alpha = c(0.3, 0.7)), use.gpu = FALSE, seed = 1)
   expect_true(all(c(0.3, 0.7) %in% ok[[1]]$alpha))
-  # multivariate data and the bootstrap refuse them for now
+  # multivariate data refuse them for now, and the bootstrap's LRT for K
   m <- list(matrix(rnorm(200), ncol = 2))
   expect_error(bulkem(m, num.components = 2, fixed = list(mu = c(NA, 1))), class = "bulkem_error_argument",
                regexp = "fixed")
   b <- bulkem(x, num.components = 2, family = "normal", fixed = list(mu = c(NA, 4)), use.gpu = FALSE, seed = 1,
               control = list(keep.data = TRUE))
-  expect_error(bulkem_bootstrap(b, B = 19), class = "bulkem_error_argument", regexp = "fixed")
+  expect_error(bulkem_bootstrap(b, B = 19, test = "lrt"), class = "bulkem_error_argument", regexp = "fixed")
 })
 
 test_that("fits without fixed values are unchanged by the option's existence, and shards agree", {

@@ -34,10 +34,13 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
         let call = Call::from_r(&settings)?;
         let datasets = borrow_doubles(&datasets)?;
         let noise_supports = call.noise_supports_for(datasets.len());
-        let Call { settings, engine, threads, tuning, .. } = call;
         let plan = Named::of(&plan);
+        let null_k = plan.counts("null_k")?;
+        // a fit's values held fixed are held in its refits (rows of its K)
+        let fixed = call.fixed_by_k(&null_k)?;
+        let Call { settings, engine, threads, tuning, .. } = call;
         let mut null = nulls(
-            &plan.counts("null_k")?,
+            &null_k,
             &plan.reals("null_alpha")?,
             &plan.reals("null_mu")?,
             &plan.reals("null_shape")?,
@@ -58,7 +61,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 noise_supports,
                 given_starts: Vec::new(),
                 weights: Vec::new(),
-                fixed: Vec::new(),
+                fixed,
             },
         };
         let counters = Counters::default();

@@ -47,27 +47,35 @@ impl Call {
         if self.fixed.is_empty() {
             return Ok(Vec::new());
         }
-        let k = match self.settings.components[..] {
-            [k] => k,
-            _ => return Err(internal("fixed: values for a call of several Ks".into())),
-        };
-        if datasets == 0 || self.fixed.len() != 3 * k * datasets || !(1..=MAX_COMPONENTS).contains(&k) {
-            return Err(internal(format!(
-                "fixed: {} values for {datasets} datasets of {k} components",
-                self.fixed.len()
-            )));
+        match self.settings.components[..] {
+            [k] => self.fixed_by_k(&vec![k; datasets]),
+            _ => Err(internal("fixed: values for a call of several Ks".into())),
         }
-        Ok(self
-            .fixed
-            .chunks_exact(3 * k)
-            .map(|row| {
-                let mut f = Fixed::none(k);
-                f.0.alpha[..k].copy_from_slice(&row[..k]);
-                f.0.mu[..k].copy_from_slice(&row[k..2 * k]);
-                f.0.shape[..k].copy_from_slice(&row[2 * k..]);
-                (!row.iter().all(|v| v.is_nan())).then_some(f)
-            })
-            .collect())
+    }
+
+    /// `fixed_for` with dataset d's rows of `ks[d]` components (0: none,
+    /// the bootstrap's datasets without a null).
+    pub fn fixed_by_k(&self, ks: &[usize]) -> Result<Vec<Option<Fixed>>, Stop> {
+        if self.fixed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut rest = &self.fixed[..];
+        let mut out = Vec::with_capacity(ks.len());
+        for &k in ks {
+            let (row, next) = rest.split_at_checked(3 * k).filter(|_| k <= MAX_COMPONENTS).ok_or_else(|| {
+                internal(format!("fixed: {} values left for a dataset of {k} components", rest.len()))
+            })?;
+            rest = next;
+            let mut f = Fixed::none(k);
+            f.0.alpha[..k].copy_from_slice(&row[..k]);
+            f.0.mu[..k].copy_from_slice(&row[k..2 * k]);
+            f.0.shape[..k].copy_from_slice(&row[2 * k..]);
+            out.push((!row.iter().all(|v| v.is_nan())).then_some(f));
+        }
+        if !rest.is_empty() {
+            return Err(internal(format!("fixed: {} values left over", rest.len())));
+        }
+        Ok(out)
     }
 
     pub fn given_starts_for(&self, datasets: usize) -> Result<Vec<Vec<Params>>, Stop> {

@@ -88,7 +88,24 @@ impl Bootstrap<'_> {
                 format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top),
             );
         }
-        Job { settings: Settings { components: vec![1], ..self.job.settings.clone() }, ..self.job.clone() }.validate()
+        // each dataset's fixed values go with its null's K (its refits')
+        for (f, p) in self.job.fixed.iter().zip(&self.null) {
+            if let (Some(f), Some(p)) = (f, p) {
+                let settings = Settings { components: vec![p.k], ..self.job.settings.clone() };
+                if let Some(message) = (f.k() != p.k)
+                    .then(|| "values for another K than the fit's".to_string())
+                    .or_else(|| settings.fixed_problem(f))
+                {
+                    return bad("fits", format!("fixed: {message}"));
+                }
+            }
+        }
+        Job {
+            settings: Settings { components: vec![1], ..self.job.settings.clone() },
+            fixed: Vec::new(),
+            ..self.job.clone()
+        }
+        .validate()
     }
 }
 
@@ -255,6 +272,18 @@ fn refit_block(
             // of that replicate would have it
             let given = |i: usize| job.noise_supports.get(block[i].0).copied().flatten();
             let noise_supports = members.iter().flat_map(|&i| std::iter::repeat_n(given(i), per)).collect();
+            // a fit's fixed values hold in the refits of its K (not in the
+            // K + 1 alternative's)
+            let fixed = match job.fixed.is_empty() {
+                true => Vec::new(),
+                false => members
+                    .iter()
+                    .flat_map(|&i| {
+                        let f = job.fixed.get(block[i].0).copied().flatten().filter(|f| f.k() == k + e);
+                        std::iter::repeat_n(f, per)
+                    })
+                    .collect(),
+            };
             let refit = Job {
                 datasets: datasets.clone(),
                 settings: Settings {
@@ -268,7 +297,7 @@ fn refit_block(
                 noise_supports,
                 given_starts: Vec::new(),
                 weights: Vec::new(),
-                fixed: Vec::new(),
+                fixed,
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));

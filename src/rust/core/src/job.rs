@@ -275,7 +275,7 @@ impl Settings {
     /// ones (and the noise's) some weight, or with every weight fixed and no
     /// noise sum to 1; finite means, positive shapes; not a shape with
     /// `equal.scale`.
-    fn fixed_problem(&self, f: &Fixed) -> Option<String> {
+    pub(crate) fn fixed_problem(&self, f: &Fixed) -> Option<String> {
         let k = f.k();
         if self.components != [k] {
             return Some(format!("holds values for {k} components: num.components must be {k} alone"));
