@@ -103,3 +103,14 @@ fixed_removed <- function(fit) {
   free_weights <- sum(is.na(f[seq_len(k)])) + noise
   sum(!is.na(f[-seq_len(k)])) + (k - 1 + noise) - max(free_weights - 1, 0)
 }
+
+# A fit's values held fixed as "mu2 = 3" (the parameter names of its
+# standard errors, by the fit's component order); none without.
+fixed_labels <- function(fit) {
+  f <- fit$fixed
+  if (is.null(f)) return(character())
+  k <- length(f) %/% 3
+  names <- paste0(rep(c("alpha", "mu", shape_name(fit$family)), each = k), rep(seq_len(k), 3))
+  given <- !is.na(f)
+  paste(names[given], "=", format(f[given], digits = 6))
+}

@@ -292,6 +292,8 @@ print.bulkem_fit <- function(x, ...) {
   if (isTRUE(x$fit_success)) {
     cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, ICL %.4f, %d iterations, best of %d good start%s\n\n",
                 x$loglik, x$aic, x$bic, x$icl, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
+    held <- fixed_labels(x)
+    if (length(held) > 0) cat("held fixed:", paste(held, collapse = ", "), "\n\n")
     print(coef.bulkem_fit(x))
   }
   invisible(x)

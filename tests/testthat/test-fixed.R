@@ -127,6 +127,10 @@ test_that("a fixed mean: the Normal fit is the constrained maximum, with its sta
   starts <- list(c(0.5, 0, 0, 0), c(0.6, 0.5, 0.2, -0.5), c(0.3, -0.5, -0.3, 0.3))
   f <- check_against_optim(x, "normal", list(mu = c(NA, 3)), starts)
   expect_true(3 %in% f$mu)
+  # print() says what is held
+  fit <- bulkem(list(x), num.components = 2, family = "normal", fixed = list(mu = c(NA, 3)), seed = 2,
+                use.gpu = FALSE)[[1]]
+  expect_output(print(fit), "held fixed: mu2 = 3")
 })
 
 test_that("a fixed shape and a fixed weight: the inverse Gaussian and the gamma", {
