@@ -46,7 +46,7 @@ pub struct Prepared {
     /// `equal.scale` (Settings::equal_scale): one shape shared by the
     /// components, every M-step's (mstep.rs).
     pub equal_scale: bool,
-    /// Parameters fixed at given values (Settings::fixed), rescaled:
+    /// Parameters fixed at given values (Job::fixed), rescaled:
     /// imposed on every start (`start`) and kept by every M-step.
     pub fixed: Option<Fixed>,
     /// Each observation's weight (`weights`, frequency or case weights, at

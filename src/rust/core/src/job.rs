@@ -405,7 +405,7 @@ pub struct Fit {
     pub nobs: f64,
     /// One shape shared by the components (Settings::equal_scale).
     pub equal_scale: bool,
-    /// The values fixed (Settings::fixed), in the data's units and the
+    /// The values fixed (Job::fixed), in the data's units and the
     /// fit's component order.
     pub fixed: Option<Fixed>,
     /// Components fitted.
