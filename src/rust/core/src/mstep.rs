@@ -43,10 +43,8 @@ pub fn m_step(
 ) -> Result<Params, Degenerate> {
     let mut p = if family == Family::StudentT {
         m_step_student(k, st, n, spread, equal_scale, fixed)
-    } else if equal_scale {
-        with_family!(family, F => m_step_pooled::<F>(k, st, n, spread, fixed))
     } else {
-        with_family!(family, F => m_step_of::<F>(k, st, n, spread, fixed))
+        with_family!(family, F => m_step_of::<F>(k, st, n, spread, equal_scale, fixed))
     }?;
     if let Some(f) = fixed {
         f.weights(&mut p, st);
@@ -78,33 +76,6 @@ fn pool<F: ComponentFamily>(s0: &[f64], shapes: &[f64]) -> f64 {
     F::from_pooled(v)
 }
 
-/// `m_step` with one shape shared by the components (`equal.scale`): each
-/// component's μ, the shapes pooled (`pool`), then the guards.
-fn m_step_pooled<F: ComponentFamily>(
-    k: usize,
-    st: &Stats,
-    n: f64,
-    spread: f64,
-    fixed: Option<&Fixed>,
-) -> Result<Params, Degenerate> {
-    let mut p = Params::zeroed(k);
-    for m in 0..k {
-        let s0 = st.s0[m];
-        if !(s0 >= MIN_COMPONENT_OBS) {
-            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
-        }
-        (p.mu[m], p.shape[m]) = update::<F>(st, m, fixed);
-        p.alpha[m] = s0 / n;
-    }
-    let common = pool::<F>(&st.s0[..k], &p.shape[..k]);
-    for m in 0..k {
-        p.shape[m] = common;
-        check_component_of::<F>(p.mu[m], common, spread)?;
-    }
-    p.noise = st.s0_noise / n;
-    Ok(p)
-}
-
 /// `m_step` for Student's t (student.rs): the same guards, and ν.
 fn m_step_student(
     k: usize,
@@ -115,12 +86,8 @@ fn m_step_student(
     fixed: Option<&Fixed>,
 ) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
-    let nf = n;
     for m in 0..k {
-        let s0 = st.s0[m];
-        if !(s0 >= MIN_COMPONENT_OBS) {
-            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
-        }
+        weight_ok(st.s0[m])?;
         let (mu, sigma, df) = match fixed {
             Some(f) => student::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
             None => student::component_m_step(st, m),
@@ -131,7 +98,7 @@ fn m_step_student(
         if !student::df_ok(df) {
             return Err(Degenerate::NotFinite);
         }
-        p.alpha[m] = s0 / nf;
+        p.alpha[m] = st.s0[m] / n;
         p.mu[m] = mu;
         p.shape[m] = sigma;
         p.df[m] = df;
@@ -144,34 +111,49 @@ fn m_step_student(
             check_component(Family::StudentT, p.mu[m], common, spread)?;
         }
     }
-    p.noise = st.s0_noise / nf;
+    p.noise = st.s0_noise / n;
     p.df_fixed = st.df_fixed;
     Ok(p)
 }
 
-/// `m_step` for the family `F`.
+/// `m_step` for the family `F`: each component's update (`update`), its
+/// weight S0/N, the guards; with `equal_scale` the shapes pooled (`pool`)
+/// before the components are checked.
 fn m_step_of<F: ComponentFamily>(
     k: usize,
     st: &Stats,
     n: f64,
     spread: f64,
+    equal_scale: bool,
     fixed: Option<&Fixed>,
 ) -> Result<Params, Degenerate> {
     let mut p = Params::zeroed(k);
-    let nf = n;
     for m in 0..k {
-        let s0 = st.s0[m];
-        if !(s0 >= MIN_COMPONENT_OBS) {
-            return Err(if s0.is_nan() { Degenerate::NotFinite } else { Degenerate::WeightCollapsed });
+        weight_ok(st.s0[m])?;
+        (p.mu[m], p.shape[m]) = update::<F>(st, m, fixed);
+        if !equal_scale {
+            check_component_of::<F>(p.mu[m], p.shape[m], spread)?;
         }
-        let (mu, shape) = update::<F>(st, m, fixed);
-        check_component_of::<F>(mu, shape, spread)?;
-        p.alpha[m] = s0 / nf;
-        p.mu[m] = mu;
-        p.shape[m] = shape;
+        p.alpha[m] = st.s0[m] / n;
     }
-    p.noise = st.s0_noise / nf;
+    if equal_scale {
+        let common = pool::<F>(&st.s0[..k], &p.shape[..k]);
+        for m in 0..k {
+            p.shape[m] = common;
+            check_component_of::<F>(p.mu[m], common, spread)?;
+        }
+    }
+    p.noise = st.s0_noise / n;
     Ok(p)
+}
+
+/// A component's expected count S0 is enough to go on with.
+fn weight_ok(s0: f64) -> Result<(), Degenerate> {
+    match s0 >= MIN_COMPONENT_OBS {
+        true => Ok(()),
+        false if s0.is_nan() => Err(Degenerate::NotFinite),
+        false => Err(Degenerate::WeightCollapsed),
+    }
 }
 
 #[cfg(test)]
