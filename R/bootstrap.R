@@ -177,6 +177,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
+  if (any(vapply(unclass(fits), function(f) length(f$truncation) == 2, logical(1)))) {
+    stop_arg("`fits` were fitted with `truncation`: bulkem_bootstrap() does not refit truncated data yet")
+  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")

@@ -389,6 +389,25 @@
 #'   parameters. Univariate data only. `bulkem_bootstrap()` refits the
 #'   replicates of such fits with their values held (standard errors);
 #'   its likelihood-ratio test for K does not apply to them.
+#' @param truncation The window the data were observed in, for data cut
+#'   off outside it (response times kept between cut-offs): `c(lower,
+#'   upper)` for every dataset (`-Inf` or `Inf` for an open side), or one
+#'   such pair per dataset (a list with `NULL` where a dataset is not
+#'   truncated, or a two-column matrix). The likelihood is renormalised
+#'   over the window, \eqn{\sum_i \log f(x_i) - n \log(F(upper) -
+#'   F(lower))} with \eqn{f} and \eqn{F} the mixture's density and cdf;
+#'   `alpha` are the mixture's weights before truncation, and each
+#'   component's mean and shape are those of the untruncated component.
+#'   A dataset with values outside its window is `invalid`. Fitted exactly
+#'   by EM (the E-step is the untruncated mixture's; each M-step maximises
+#'   every component's renormalised expected log-likelihood by Newton's
+#'   method), with observed-information standard errors;
+#'   [predict()][predict.bulkem_fit]'s densities and cdf, `quantile()`,
+#'   `simulate()` and `plot()` are the truncated mixture's. Every family
+#'   but the t; not yet with `noise`, `equal.scale`, `fixed`,
+#'   `bulkem_bootstrap()` or multivariate data; on the `cpu` and
+#'   `cuda-streams` engines (`cuda-batched` refuses it, and a GPU call
+#'   left to choose runs on `cuda-streams`).
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -484,6 +503,8 @@
 #'     \item{`fixed`}{with `fixed`: the K weights, K means and K shapes
 #'       held fixed, `NA` where free, in the fit's component order; else
 #'       `NULL`.}
+#'     \item{`truncation`}{with `truncation`: the dataset's window
+#'       `c(lower, upper)`; else `NULL`.}
 #'     \item{`df`}{with `family = "t"`: each component's degrees of
 #'       freedom, with the attribute `fixed` (`TRUE`) where the argument
 #'       `df` fixed them; `NULL` for the other families.}
@@ -588,7 +609,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                    noise = FALSE, noise.support = NULL, df = NULL,
                    covariance = c("full", "tied", "diagonal", "spherical"),
                    criterion = c("bic", "icl", "aic"), init = NULL, weights = NULL, equal.scale = FALSE,
-                   fixed = NULL, data = NULL, subset, na.action,
+                   fixed = NULL, truncation = NULL, data = NULL, subset, na.action,
                    value = NULL, group = NULL, formula = NULL) {
   started <- proc.time()[["elapsed"]]
   check_dots(list(...))
@@ -650,6 +671,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   check_flag(noise, "noise")
   # (multivariate data's boxes are checked by fit_multivariate())
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
+  truncation <- check_truncation(truncation, length(datasets), multivariate)
   df <- check_df(df, family, num.components)
   fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
                        equal.scale)
@@ -678,13 +700,14 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   random.inits = random.inits, use.gpu = use.gpu,
                                   epsilon = epsilon, family = family, seed = seed,
                                   noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
-                      control, verbose, started, noise.support, given, weights, fixed))
+                      control, verbose, started, noise.support, given, weights, fixed, truncation))
   }
-  engine <- choose_engine(use.gpu, control$engine)
+  engine <- choose_engine(use.gpu, control$engine, truncated = length(truncation) > 0)
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
-                                 given_records(given), equal.scale, fixed_records(fixed, num.components)),
+                                 given_records(given), equal.scale, fixed_records(fixed, num.components),
+                                 truncation),
          reporter$update)
   }
 

@@ -6,7 +6,9 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-choose_engine <- function(use.gpu, engine) {
+# `truncated` data go to cuda-streams on a GPU (cuda-batched does not fit
+# them yet).
+choose_engine <- function(use.gpu, engine, truncated = FALSE) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")
@@ -18,7 +20,8 @@ choose_engine <- function(use.gpu, engine) {
   }
   gpu <- gpu_usable_()
   if (isTRUE(gpu)) {
-    return(if (engine == "auto") gpu_engine_default else engine)
+    if (engine != "auto") return(engine)
+    return(if (truncated) "cuda-streams" else gpu_engine_default)
   }
   # `gpu` is the condition saying why not, with the cause alone in `reason`
   if (isTRUE(use.gpu) || engine != "auto") {

@@ -77,7 +77,8 @@ fit_shard <- function(shard, args, p, fault) {
         stop("injected failure (BULKEM_FUTURE_FAULT)")
       }
       do.call(bulkem::bulkem, c(list(datasets = shard$datasets, noise.support = shard$noise.support,
-                                     init = shard$init, weights = shard$weights, fixed = shard$fixed), args))
+                                     init = shard$init, weights = shard$weights, fixed = shard$fixed,
+                                     truncation = shard$truncation), args))
     },
       bulkem_warning_convergence = function(w) {
         counts <<- w$counts
@@ -119,7 +120,7 @@ shard_supports <- function(pairs, at) {
 # `args` the arguments every shard's bulkem() gets besides its datasets,
 # `control` the checked bulkem_control(), `started` the call's start time.
 fit_future <- function(input, args, control, verbose, started, noise.support = numeric(0),
-                       given = NULL, weights = NULL, fixed = NULL) {
+                       given = NULL, weights = NULL, fixed = NULL, truncation = numeric(0)) {
   datasets <- input$datasets
   n <- length(datasets)
   ranges <- shard_ranges(n, shard_count(control$shards, n))
@@ -135,7 +136,9 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
     list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at),
          init = if (!is.null(given)) structure(unclass(given)[at], class = "bulkem_given"),
          weights = if (!is.null(weights)) weights[at],
-         fixed = if (!is.null(fixed)) structure(unclass(fixed)[at], class = "bulkem_fixed"))
+         fixed = if (!is.null(fixed)) structure(unclass(fixed)[at], class = "bulkem_fixed"),
+         # (truncation windows are pairs as the supports are)
+         truncation = shard_supports(truncation, at))
   })
   if (verbose) {
     message(sprintf(

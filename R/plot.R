@@ -118,6 +118,8 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
                  nrow = length(grid))
   # a noise component: its level over its support, drawn like a component
   noise <- if (has_noise(x)) noise_density(x, grid)
+  # truncated: every curve renormalised over the window, 0 outside it
+  if (is_truncated(x)) comp <- truncated_density(x, grid, comp)
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)
   top <- max(total, bars$density[bars$right > lo & bars$left < hi], na.rm = TRUE)

@@ -98,6 +98,7 @@ mixture_density <- function(fit, x) {
               nrow = length(x))
   d <- rowSums(d)
   if (has_noise(fit)) d <- d + noise_density(fit, x)
+  if (is_truncated(fit)) d <- truncated_density(fit, x, d)
   d[is.na(x)] <- NA_real_
   d
 }
@@ -106,6 +107,11 @@ mixture_density <- function(fit, x) {
 # statmod::pinvgauss (mean mu, shape lambda).
 mixture_cdf <- function(fit, x) {
   if (!has_fit(fit)) return(rep(NA_real_, length(x)))
+  if (is_truncated(fit)) {
+    p <- truncated_cdf(fit, x)
+    p[is.na(x)] <- NA_real_
+    return(pmin(pmax(p, 0), 1))
+  }
   shape <- fit_shape(fit)
   p <- numeric(length(x))
   for (m in seq_along(fit$mu)) {
@@ -304,8 +310,9 @@ prob_names <- function(probs) {
 mixture_quantile <- function(fit, p, tol) {
   if (!has_fit(fit)) return(NA_real_)
   normal <- !positive_family(fit$family)
-  if (p == 0) return(if (normal) -Inf else 0)
-  if (p == 1) return(Inf)
+  window <- if (is_truncated(fit)) fit$truncation else c(if (normal) -Inf else 0, Inf)
+  if (p == 0) return(window[1])
+  if (p == 1) return(window[2])
   f <- function(x) mixture_cdf(fit, x) - p
   # The mixture's p quantile lies between its components' (F(lo) <= p <=
   # F(hi) in exact arithmetic); widen the bracket where rounding or a
@@ -313,8 +320,8 @@ mixture_quantile <- function(fit, p, tol) {
   q <- component_quantiles(fit, p)
   q <- q[is.finite(q)]
   if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit$df)
-  lo <- min(q)
-  hi <- max(q)
+  lo <- max(min(q), window[1])
+  hi <- min(max(q), window[2])
   if (has_noise(fit)) {
     # the noise's mass can carry the quantile anywhere on its support
     lo <- min(lo, fit$noise_support[1])
@@ -445,6 +452,11 @@ draw_samples <- function(fit, n, nsim) {
     shape <- fit_shape(fit)
     if (total == 0) {
       numeric(0)
+    } else if (is_truncated(fit)) {
+      truncated_draws(fit, total, function(n) {
+        comp <- sample.int(length(fit$alpha), n, replace = TRUE, prob = fit$alpha)
+        component_draws(fit$family, n, fit$mu[comp], shape[comp], fit$df[comp])
+      })
     } else {
       component_draws(fit$family, total, fit$mu[comp], shape[comp], fit$df[comp])
     }

@@ -90,9 +90,9 @@ expect_engines_agree <- function(datasets, ..., control = list()) {
 # (starts tied at it) or the fit is returned where EM stopped rather than
 # polished (equal.scale): statuses identical, log-likelihoods within 1e-9
 # relative, parameters within `tolerance` relative (absolute below 1).
-expect_same_optimum <- function(datasets, ..., tolerance = 1e-6) {
+expect_same_optimum <- function(datasets, ..., tolerance = 1e-6, engines = c("cuda-streams", "cuda-batched")) {
   cpu <- bulkem(datasets, seed = 11, use.gpu = FALSE, ...)
-  for (engine in c("cuda-streams", "cuda-batched")) {
+  for (engine in engines) {
     gpu <- bulkem(datasets, seed = 11, control = list(engine = engine), ...)
     expect_identical(attr(gpu, "engine"), engine)
     shape <- bulkem:::shape_name(cpu[[1]]$family)
@@ -260,6 +260,25 @@ test_that("values held fixed (fixed) are fitted alike on every engine", {
   expect_true(all(vapply(unclass(fits), function(f) 0.6 %in% f$alpha, NA)))
   expect_error(bulkem(ig, num.components = 2, fixed = list(alpha = c(0.6, NA)),
                       control = list(engine = "cuda-batched", precision = "mixed")), regexp = "fixed")
+})
+
+test_that("truncated data (truncation) are fitted alike on cuda-streams, and cuda-batched refuses them", {
+  skip_if_no_gpu()
+  set.seed(69)
+  cut <- function(x, w) x[x > w[1] & x < w[2]]
+  normal <- replicate(6, cut(c(rnorm(300, 0, 1), rnorm(200, 3.5, 0.8)), c(-1, 4)), simplify = FALSE)
+  expect_same_optimum(normal, family = "normal", random.inits = 6, truncation = c(-1, 4), tolerance = 1e-8,
+                      engines = "cuda-streams")
+  ig <- replicate(5, cut(b1_dataset(600), c(0.3, 3)), simplify = FALSE)
+  for (family in c("invgauss", "gamma", "lognormal")) {
+    suppressWarnings(expect_same_optimum(ig, family = family, random.inits = 6, truncation = c(0.3, 3),
+                                         tolerance = 1e-8, engines = "cuda-streams"))
+  }
+  # a GPU call left to choose runs on cuda-streams; cuda-batched refuses
+  auto <- bulkem(normal, family = "normal", random.inits = 4, truncation = c(-1, 4))
+  expect_identical(attr(auto, "engine"), "cuda-streams")
+  expect_error(bulkem(normal, family = "normal", truncation = c(-1, 4), control = list(engine = "cuda-batched")),
+               class = "bulkem_error_argument", regexp = "truncat")
 })
 
 test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {

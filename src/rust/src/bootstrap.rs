@@ -62,6 +62,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed,
+                truncation: Vec::new(),
             },
         };
         let counters = Counters::default();

@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 33] = [
+const FIELDS: [&str; 34] = [
     "shape",
     "mu",
     "alpha",
@@ -53,6 +53,7 @@ const FIELDS: [&str; 33] = [
     "df",
     "equal_scale",
     "fixed",
+    "truncation",
 ];
 /// With several Ks: the K chosen, every K's summary, every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of
@@ -124,6 +125,7 @@ mod field {
     pub const DF: usize = at("df");
     pub const EQUAL_SCALE: usize = at("equal_scale");
     pub const FIXED: usize = at("fixed");
+    pub const TRUNCATION: usize = at("truncation");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -509,6 +511,10 @@ impl FitLists {
                 store(field::FIXED, &values);
             }
             None => set(field::FIXED, extendr_ffi::R_NilValue),
+        }
+        match &f.truncation {
+            Some(w) => store(field::TRUNCATION, &[w.lo, w.hi]),
+            None => set(field::TRUNCATION, extendr_ffi::R_NilValue),
         }
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
         set(

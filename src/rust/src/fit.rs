@@ -36,11 +36,13 @@ fn fit(datasets: List, weights: List, settings: List, report: Robj) -> Result<Li
     let noise_supports = call.noise_supports_for(datasets.len());
     let given_starts = call.given_starts_for(datasets.len())?;
     let fixed = call.fixed_for(datasets.len())?;
+    let truncation = call.truncation_for(datasets.len());
     let weights = borrow_doubles(&weights)?.into_iter().map(|w| (!w.is_empty()).then_some(w)).collect();
     let Call { settings, engine, threads, tuning, .. } = call;
     let keep_starts = settings.keep_starts;
     let during = tuning.result_during;
-    let job = Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts, weights, fixed };
+    let job =
+        Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts, weights, fixed, truncation };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     let choice = job.settings.components.len() > 1;

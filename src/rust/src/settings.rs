@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
 use bulkem_core::{
-    Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning,
+    Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning, Window,
     MAX_COMPONENTS,
 };
 use extendr_api::prelude::*;
@@ -31,6 +31,9 @@ pub(crate) struct Call {
     given: Vec<f64>,
     /// `fixed`, as R flattens it (`fixed_for`).
     fixed: Vec<f64>,
+    /// `truncation`: one window for every dataset, one per dataset, or
+    /// none; `None` for a dataset: not truncated.
+    truncation: Vec<Option<Window>>,
 }
 
 impl Call {
@@ -108,6 +111,15 @@ impl Call {
         Ok(out)
     }
 
+    /// The truncation windows of a call on `datasets` datasets
+    /// (Job::truncation).
+    pub fn truncation_for(&self, datasets: usize) -> Vec<Option<Window>> {
+        match self.truncation[..] {
+            [one] => vec![one; datasets],
+            _ => self.truncation.clone(),
+        }
+    }
+
     /// The noise supports of a call on `datasets` datasets (Job::noise_supports).
     pub fn noise_supports_for(&self, datasets: usize) -> Vec<Option<Support>> {
         match self.noise_supports[..] {
@@ -130,6 +142,19 @@ fn supports(flat: &[f64]) -> Result<Vec<Option<Support>>, Stop> {
                 })
             }),
             _ => Err(internal("noise.support has an odd length".into())),
+        })
+        .collect()
+}
+
+/// `truncation` as R passes it, (lower, upper) pairs one after the other
+/// (−Inf, Inf for an open side); a pair of NAs: that dataset is not
+/// truncated. The core checks the windows (Job::validate).
+fn windows(flat: &[f64]) -> Result<Vec<Option<Window>>, Stop> {
+    flat.chunks(2)
+        .map(|pair| match *pair {
+            [lo, hi] if lo.is_nan() && hi.is_nan() => Ok(None),
+            [lo, hi] => Ok(Some(Window { lo, hi })),
+            _ => Err(internal("truncation has an odd length".into())),
         })
         .collect()
 }
@@ -255,7 +280,17 @@ impl Call {
         let noise_supports = supports(&s.reals("noise.support")?)?;
         let given = s.reals("init")?;
         let fixed = s.reals("fixed")?;
-        Ok(Call { settings, engine, threads, tuning: tuning(s.get("tuning")?)?, noise_supports, given, fixed })
+        let truncation = windows(&s.reals("truncation")?)?;
+        Ok(Call {
+            settings,
+            engine,
+            threads,
+            tuning: tuning(s.get("tuning")?)?,
+            noise_supports,
+            given,
+            fixed,
+            truncation,
+        })
     }
 }
 

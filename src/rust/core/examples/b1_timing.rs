@@ -54,6 +54,7 @@ fn main() {
         given_starts: Vec::new(),
         weights: Vec::new(),
         fixed: Vec::new(),
+        truncation: Vec::new(),
     };
     let t = Instant::now();
     let fits =

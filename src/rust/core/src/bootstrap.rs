@@ -88,6 +88,9 @@ impl Bootstrap<'_> {
                 format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top),
             );
         }
+        if self.job.truncation.iter().any(Option::is_some) {
+            return bad("fits", "truncated fits (truncation =) cannot be bootstrapped yet".into());
+        }
         // each dataset's fixed values go with its null's K (its refits')
         for (f, p) in self.job.fixed.iter().zip(&self.null) {
             if let (Some(f), Some(p)) = (f, p) {
@@ -103,6 +106,7 @@ impl Bootstrap<'_> {
         Job {
             settings: Settings { components: vec![1], ..self.job.settings.clone() },
             fixed: Vec::new(),
+            truncation: Vec::new(),
             ..self.job.clone()
         }
         .validate()
@@ -298,6 +302,7 @@ fn refit_block(
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed,
+                truncation: Vec::new(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
@@ -378,6 +383,7 @@ mod tests {
             given_starts: Vec::new(),
             weights: Vec::new(),
             fixed: Vec::new(),
+            truncation: Vec::new(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();
@@ -450,6 +456,7 @@ mod tests {
             given_starts: Vec::new(),
             weights: Vec::new(),
             fixed: Vec::new(),
+            truncation: Vec::new(),
         };
         let mut null = Params::from_slices(&[0.49, 0.49], &[-1.5, 2.5], &[0.3, 0.3]).unwrap();
         null.noise = 0.02;

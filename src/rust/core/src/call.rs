@@ -60,6 +60,14 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
+    if kind == EngineKind::CudaBatched && job.truncation.iter().any(Option::is_some) {
+        return Err(Error::Argument {
+            arg: "engine",
+            message: "\"cuda-batched\" does not fit truncated data (truncation =) yet: use engine = \"cuda-streams\" \
+                      or \"cpu\""
+                .into(),
+        });
+    }
     if s.mixed_precision && kind == EngineKind::CudaBatched && job.weights.iter().any(Option::is_some) {
         return Err(Error::Argument {
             arg: "control$precision",
@@ -122,6 +130,10 @@ fn run_into(
         let ds = prepare(values, job.settings.family);
         let ds = match job.weights.get(d).copied().flatten() {
             Some(w) => ds.and_then(|ds| ds.with_weights(w, values)),
+            None => ds,
+        };
+        let ds = match job.truncation.get(d).copied().flatten() {
+            Some(window) => ds.and_then(|ds| ds.with_truncation(window, values)),
             None => ds,
         };
         ds.map(|mut ds| {
@@ -278,6 +290,7 @@ mod tests {
             given_starts: Vec::new(),
             weights: Vec::new(),
             fixed: Vec::new(),
+            truncation: Vec::new(),
         };
         let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
             Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
@@ -321,6 +334,7 @@ mod tests {
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed: Vec::new(),
+                truncation: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

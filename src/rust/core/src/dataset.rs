@@ -20,6 +20,7 @@ use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
 use crate::noise::{Noise, Support};
 use crate::params::{Family, Params, Stats};
+use crate::truncation::Window;
 
 pub struct Prepared {
     /// The family the data were checked and rescaled for.
@@ -55,6 +56,10 @@ pub struct Prepared {
     /// (Starts, the screen's distinct values, the refinement's regions and
     /// a noise component's range look at the values alone.)
     pub w: Option<Vec<f64>>,
+    /// The window the data were observed in (`truncation`, truncation.rs),
+    /// in the fitted units: the log-likelihood renormalised over it, the
+    /// M-step's components with it.
+    pub truncation: Option<Window>,
     /// Σ w, or the number of observations without weights: the n of BIC,
     /// of the screen's expected counts and of the rescaling's Jacobian.
     pub total: f64,
@@ -96,6 +101,13 @@ pub enum Invalid {
     },
     /// Every weight 0.
     ZeroWeights,
+    /// Values outside the truncation window.
+    OutsideWindow {
+        count: usize,
+        first: usize,
+        lo: f64,
+        hi: f64,
+    },
     /// The data's scale (the inverse Gaussian's mean, the Normal's standard
     /// deviation) is below the smallest normal double (f64::MIN_POSITIVE,
     /// 2.2e-308): subnormal, with too few significant bits left to fit on,
@@ -148,6 +160,11 @@ impl fmt::Display for Invalid {
                 if count == 1 { "is" } else { "are" }
             ),
             Invalid::ZeroWeights => write!(f, "has every weight 0: nothing is left to fit"),
+            Invalid::OutsideWindow { count, first, lo, hi } => write!(
+                f,
+                "has {count} value{} outside the truncation window [{lo}, {hi}] (the first at position {first})",
+                s(count)
+            ),
             Invalid::TooSpread { min, max } => write!(
                 f,
                 "has values from {min:e} to {max:e}, too many orders of magnitude apart to rescale in double precision"
@@ -224,6 +241,22 @@ impl Prepared {
         self.total = w.iter().sum();
         self.w = Some(w.to_vec());
         Ok(self)
+    }
+
+    /// The dataset observed inside `window` (the data's units), or why it
+    /// cannot be: every value must lie in it.
+    pub fn with_truncation(mut self, window: Window, values: &[f64]) -> Result<Prepared, Invalid> {
+        if let Some((count, first)) = count_bad(values, |v| !window.holds(v)) {
+            return Err(Invalid::OutsideWindow { count, first, lo: window.lo, hi: window.hi });
+        }
+        self.truncation = Some(window.fitted(self.family.on_log_scale(), self.shift, self.scale));
+        Ok(self)
+    }
+
+    /// What truncation adds to the log-likelihood of `p` (fitted units):
+    /// −N log Q (truncation.rs), 0 without it.
+    pub fn truncation_term(&self, p: &Params) -> f64 {
+        self.truncation.as_ref().map_or(0.0, |w| w.term(self.family, p, self.total))
     }
 
     /// The noise component's t(x) per observation, if the dataset has one.
@@ -329,7 +362,9 @@ impl Prepared {
             (values, 0.0)
         };
         let noise = self.noise.as_ref().map(|n| n.support.terms(family, values, fitted, 1.0));
-        self.log_likelihood_fitted(family, fitted, noise.as_deref(), params, self.h_sum - jacobian) + jacobian
+        self.log_likelihood_fitted(family, fitted, noise.as_deref(), params, self.h_sum - jacobian)
+            + jacobian
+            + self.truncation_term(&self.rescale(params))
     }
 
     /// `log_likelihood` for a family fitted on the values themselves (or
@@ -475,6 +510,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         fixed_df: Vec::new(),
         equal_scale: false,
         fixed: None,
+        truncation: None,
         w: None,
         total: nf,
         sorted: OnceLock::new(),

@@ -86,8 +86,9 @@ pub(crate) fn finish(
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
     // (not with one shape shared or values fixed: the ascent direction
-    // would part the shapes or move the fixed)
-    let escaped = if at_saddle && !spurious && !ds.equal_scale && ds.fixed.is_none() {
+    // would part the shapes or move the fixed; nor truncated: the saddle's
+    // direction is the untruncated likelihood's)
+    let escaped = if at_saddle && !spurious && !ds.equal_scale && ds.fixed.is_none() && ds.truncation.is_none() {
         saddle::escape(t, ds, &fit, cancel)
     } else {
         None
@@ -154,6 +155,7 @@ pub(crate) fn finish(
         other_k: Vec::new(),
         covariance,
         noise_support: ds.noise.as_ref().map(|n| n.support),
+        truncation: job.truncation.get(d).copied().flatten(),
     }
 }
 

@@ -131,6 +131,27 @@ pub(crate) fn information(
     with_family!(family, F => information_of::<F>(xs, noise, w, p))
 }
 
+/// The information of `p` (fitted units) on the dataset `ds`: its data,
+/// noise component and weights, the log-likelihood with Σ h, and with
+/// truncation the value, score and Hessian of its −N log Q added
+/// (truncation.rs).
+pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Information {
+    let mut info = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), p);
+    info.loglik += ds.h_sum;
+    if let Some(w) = &ds.truncation {
+        let (grad, hess) = w.ln_q_derivatives(family, p, info.layout);
+        let n = ds.total;
+        info.loglik -= n * w.ln_mixture_mass(family, p);
+        for (s, g) in info.score.iter_mut().zip(&grad) {
+            *s -= n * g;
+        }
+        for (o, h) in info.observed.iter_mut().zip(&hess) {
+            *o += n * h;
+        }
+    }
+    info
+}
+
 /// Observations per block of the pass: each block's per-observation terms
 /// are computed component by component across the block and laid out
 /// column by column, then summed column against column, so both the terms
@@ -444,7 +465,7 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: 
 /// dataset `ds` (with its noise component, if it has one); or why there
 /// are none.
 pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
-    covariance_from(ds, &information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &ds.rescale(params)))
+    covariance_from(ds, &on_dataset(family, ds, &ds.rescale(params)))
 }
 
 /// The covariance and standard errors, in the data's own units, from the

@@ -11,6 +11,7 @@ use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
 use crate::screen::Screen;
+use crate::truncation::Window;
 use crate::tuning::Tuning;
 
 /// One call: the datasets (borrowed, e.g. straight from R's vectors), how
@@ -43,6 +44,10 @@ pub struct Job<'a> {
     /// by dataset, in the data's units, for the call's one K; empty, or
     /// `None` for a dataset: nothing fixed.
     pub fixed: Vec<Option<Fixed>>,
+    /// The window each dataset was observed in (`truncation`,
+    /// truncation.rs), in its own units; empty, or `None` for a dataset:
+    /// not truncated.
+    pub truncation: Vec<Option<Window>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -238,6 +243,17 @@ impl Job<'_> {
         if let Some(message) = self.fixed.iter().flatten().find_map(|f| self.settings.fixed_problem(f)) {
             return Err(Error::Argument { arg: "fixed", message });
         }
+        if !self.truncation.is_empty() && self.truncation.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "truncation",
+                message: format!("windows for {} datasets, not {}", self.truncation.len(), self.datasets.len()),
+            });
+        }
+        if self.truncation.iter().any(Option::is_some) {
+            if let Some(message) = self.truncation_problem() {
+                return Err(Error::Argument { arg: "truncation", message });
+            }
+        }
         if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
             return Err(Error::Argument {
                 arg: "noise.support",
@@ -245,6 +261,41 @@ impl Job<'_> {
             });
         }
         Ok(())
+    }
+
+    /// What is wrong with the job's truncation windows, if anything: each
+    /// window lo < hi, not both open, the upper above 0 for a family of
+    /// positive data; not yet with what the truncated M-step does not
+    /// handle (Student's t, a noise component, one shape shared, values
+    /// held fixed).
+    fn truncation_problem(&self) -> Option<String> {
+        let s = &self.settings;
+        let unsupported = if s.family.has_df() {
+            Some("Student's t components (family = \"t\")")
+        } else if s.noise {
+            Some("a noise component (noise = TRUE)")
+        } else if s.equal_scale {
+            Some("one shape shared (equal.scale = TRUE)")
+        } else if self.fixed.iter().any(Option::is_some) {
+            Some("values held fixed (fixed =)")
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            return Some(format!("truncated data cannot be fitted with {what} yet"));
+        }
+        let positive = s.family.on_log_scale() || with_family!(s.family, F => F::POSITIVE);
+        self.truncation.iter().flatten().find_map(|w| {
+            if !(w.lo < w.hi) || w.lo.is_nan() || w.hi.is_nan() {
+                Some(format!("each window must have lower < upper (not [{}, {}])", w.lo, w.hi))
+            } else if w.lo == f64::NEG_INFINITY && w.hi == f64::INFINITY {
+                Some("a window open on both sides truncates nothing: leave truncation out".to_string())
+            } else if positive && !(w.hi > 0.0) {
+                Some(format!("the {} family's data are positive: an upper bound must be above 0", s.family.name()))
+            } else {
+                None
+            }
+        })
     }
 
     /// The task of fitting `k` components (Settings::task), weighted if
@@ -453,6 +504,9 @@ pub struct Fit {
     /// The noise component's support, when the fit has one (its weight is
     /// `params.noise`).
     pub noise_support: Option<Support>,
+    /// The window the data were observed in (Job::truncation), in the
+    /// data's units, when the fit's likelihood is renormalised over one.
+    pub truncation: Option<Window>,
 }
 
 /// One K's result for a dataset, for choosing among several Ks.
@@ -524,6 +578,7 @@ impl Fit {
             other_k: Vec::new(),
             covariance: None,
             noise_support: None,
+            truncation: None,
         }
     }
 

@@ -68,6 +68,7 @@ mod simulate;
 pub mod special;
 mod starts;
 pub mod student;
+pub mod truncation;
 pub mod tuning;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};
@@ -84,4 +85,5 @@ pub use mv::{fit_mv, Matrix, Model, MvFit, MvJob, MvParams, Structure};
 pub use noise::Support;
 pub use outcome::{Outcome, StartRecord, Status};
 pub use params::{free_parameter_names, parameter_names, Covariance, Family, Params, Singular, StartScheme};
+pub use truncation::Window;
 pub use tuning::{ResultDuring, Tuning};

@@ -176,3 +176,11 @@ pub const SHORT_ITERS: u32 = 10;
 /// steps at most, and the relative change at which they stop.
 pub const GAMMA_SHAPE_STEPS: u32 = 50;
 pub const GAMMA_SHAPE_TOLERANCE: f64 = 1e-14;
+
+/// The truncated M-step (truncation.rs): Newton steps at most per
+/// component and pass, and the central differences' step, relative to the
+/// component's sd in μ and to 1 in log shape. 1e-4 leaves the differences'
+/// error near 1e-8 relative (rounding ~1e-16/1e-8, truncation ~1e-8):
+/// the standard errors it feeds are good to far better than 1e-3.
+pub const TRUNCATED_STEPS: u32 = 50;
+pub const TRUNCATED_DIFFERENCE: f64 = 1e-4;

@@ -9,7 +9,7 @@
 use crate::constrained::Constraint;
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
-use crate::information::{information, moved, Information, Layout};
+use crate::information::{moved, on_dataset, Information, Layout};
 use crate::limits::{DF_MAX, DF_MIN, POLISH_SETTLED, POLISH_STEPS, POLISH_STEPS_DF};
 use crate::linalg::invert;
 use crate::outcome::{Outcome, StartFit};
@@ -45,8 +45,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     }
     let tolerance = |ll: f64| fall_tolerance(ll, ds.total);
     let mut fit = *at;
-    let mut here = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &fit.params);
-    here.loglik += ds.h_sum;
+    let mut here = on_dataset(family, ds, &fit.params);
     let mut before: Option<(StartFit, Information)> = None;
     let steps = if fit.params.estimates_df() { POLISH_STEPS_DF } else { POLISH_STEPS };
     for _ in 0..steps {
@@ -77,8 +76,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
         for &(m, b) in &bounds {
             q.df[m] = b;
         }
-        let mut next = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), &q);
-        next.loglik += ds.h_sum;
+        let next = on_dataset(family, ds, &q);
         before = Some((fit, std::mem::replace(&mut here, next)));
         fit.params = q;
     }

@@ -79,6 +79,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
         given_starts: Vec::new(),
         weights: Vec::new(),
         fixed: Vec::new(),
+        truncation: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -228,6 +229,7 @@ fn cancelling_stops_the_call() {
         given_starts: Vec::new(),
         weights: Vec::new(),
         fixed: Vec::new(),
+        truncation: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -274,6 +276,7 @@ fn run_accelerated(
         given_starts: Vec::new(),
         weights: Vec::new(),
         fixed: Vec::new(),
+        truncation: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -371,6 +374,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
         given_starts: Vec::new(),
         weights: Vec::new(),
         fixed: Vec::new(),
+        truncation: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -439,6 +443,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed: Vec::new(),
+                truncation: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

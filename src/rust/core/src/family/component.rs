@@ -55,7 +55,9 @@
 //!   the log-likelihood: em_batched.cu's `ds_hsum`, em.rs on the host),
 //!   `ml_estimate` (starts are drawn on the host), the rescaling,
 //!   `log_density`, the information's derivatives, `draw` and
-//!   `split_means`, and the vector forms `q_avx2`/`q_avx512`.
+//!   `split_means`, the vector forms `q_avx2`/`q_avx512`, and truncation's
+//!   `q_sum` and `ln_cdfs` (truncation.rs: cuda-batched does not fit
+//!   truncated data, cuda-streams runs its M-step on the host).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m256d, __m512d};
@@ -146,6 +148,16 @@ pub trait ComponentFamily {
     /// reference the fast E-step is tested against, and what predict()'s
     /// densities are computed with.
     fn log_density(x: f64, mu: f64, shape: f64) -> f64;
+
+    /// Σ_i r_i q(x_i, μ) from the sums S0 = Σr, S1 = Σr·x, S2 = Σr·g: the
+    /// expected complete-data log-likelihood of a component is
+    /// S0·c − k·q_sum (+ Σr·h, free of the parameters), what the truncated
+    /// M-step maximises (truncation.rs).
+    fn q_sum(s0: f64, s1: f64, s2: f64, mu: f64) -> f64;
+
+    /// (log F(x), log(1 − F(x))) of one component (μ, shape), both tails
+    /// to full relative precision (special.rs): truncation's window mass.
+    fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64);
 
     /// Whether μ is a usable mean (the inverse Gaussian's must be positive).
     fn mean_ok(mu: f64) -> bool;

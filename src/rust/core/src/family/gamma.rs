@@ -15,7 +15,7 @@ use rand_pcg::Pcg64;
 
 use crate::family::component::{standard_normal, valid_estimate, ComponentFamily};
 use crate::params::Family;
-use crate::special::{digammas, gamma_shape, ln_gamma};
+use crate::special::{digammas, gamma_shape, ln_gamma, ln_gamma_pq};
 
 /// The gamma family; its shape parameter is a.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +74,19 @@ impl ComponentFamily for Gamma {
     fn log_density(x: f64, mu: f64, shape: f64) -> f64 {
         let a = shape;
         a * (a / mu).ln() - ln_gamma(a) + (a - 1.0) * x.ln() - a * x / mu
+    }
+
+    /// Σr (x/μ − log x) = S1/μ − S2.
+    fn q_sum(_s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        s1 / mu - s2
+    }
+
+    /// P(a, a x/μ) and Q(a, a x/μ), the rate being a/μ.
+    fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64) {
+        if !(x > 0.0) {
+            return (f64::NEG_INFINITY, 0.0);
+        }
+        ln_gamma_pq(shape, shape * x / mu)
     }
 
     #[inline(always)]

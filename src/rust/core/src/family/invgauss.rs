@@ -8,7 +8,9 @@ use rand::RngExt;
 use rand_pcg::Pcg64;
 
 use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
+use crate::mathx::log_sum_exp;
 use crate::params::Family;
+use crate::special::{ln_1m_exp, ln_normal_cdf};
 
 /// The inverse Gaussian family; its shape parameter is λ.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +65,29 @@ impl ComponentFamily for InvGauss {
     fn log_density(x: f64, mu: f64, shape: f64) -> f64 {
         let lambda = shape;
         0.5 * (lambda.ln() - LN_2PI - 3.0 * x.ln()) - lambda * (x - mu) * (x - mu) / (2.0 * mu * mu * x)
+    }
+
+    /// Σr (x − μ)²/x = S1 − 2μ S0 + μ² S2.
+    fn q_sum(s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        s1 - 2.0 * mu * s0 + mu * mu * s2
+    }
+
+    /// F(x) = Φ(√(λ/x)(x/μ − 1)) + e^(2λ/μ) Φ(−√(λ/x)(x/μ + 1)) (Chhikara &
+    /// Folks 1989), the second term's exponential taken inside the log.
+    fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64) {
+        if !(x > 0.0) {
+            return (f64::NEG_INFINITY, 0.0);
+        }
+        if x.is_infinite() {
+            return (0.0, f64::NEG_INFINITY);
+        }
+        let r = (shape / x).sqrt();
+        let (ln_below, ln_above) = ln_normal_cdf(r * (x / mu - 1.0));
+        let ln_reflected = 2.0 * shape / mu + ln_normal_cdf(-r * (x / mu + 1.0)).0;
+        let ln_f = log_sum_exp(&[ln_below, ln_reflected]);
+        // 1 − F = Φ(−b1) − e^(2λ/μ) Φ(−b2), the reflected term the smaller
+        let ln_s = ln_above + ln_1m_exp((ln_reflected - ln_above).min(0.0));
+        (ln_f, ln_s)
     }
 
     #[inline(always)]

@@ -7,6 +7,7 @@ use rand_pcg::Pcg64;
 
 use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
 use crate::params::Family;
+use crate::special::ln_normal_cdf;
 
 /// The Normal family; its shape parameter is σ.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +60,16 @@ impl ComponentFamily for Normal {
     fn log_density(x: f64, mu: f64, shape: f64) -> f64 {
         let sigma = shape;
         -0.5 * LN_2PI - sigma.ln() - (x - mu) * (x - mu) / (2.0 * sigma * sigma)
+    }
+
+    /// Σr (x − μ)² = S2 − 2μ S1 + μ² S0.
+    fn q_sum(s0: f64, s1: f64, s2: f64, mu: f64) -> f64 {
+        s2 - 2.0 * mu * s1 + mu * mu * s0
+    }
+
+    /// Φ((x − μ)/σ) and its upper tail.
+    fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64) {
+        ln_normal_cdf((x - mu) / shape)
     }
 
     #[inline(always)]

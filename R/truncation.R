@@ -1,0 +1,87 @@
+# Truncated data (bulkem()'s `truncation`): the windows each dataset was
+# observed in, checked and flattened for the core (src/rust/core/src/
+# truncation.rs fits them), and what predict(), quantile(), simulate() and
+# plot() need of a truncated fit: its mixture renormalised over the window.
+
+# bulkem()'s `truncation`: NULL, c(lower, upper) for every dataset, or one
+# such pair per dataset (a list with NULL for a dataset not truncated, or
+# a two-column matrix), -Inf or Inf for an open side. Returns the pairs
+# flattened (NA, NA for a dataset not truncated), numeric(0) for NULL. The
+# core checks what depends on the family and the other arguments.
+check_truncation <- function(truncation, n_datasets, multivariate) {
+  if (is.null(truncation)) return(numeric(0))
+  if (multivariate) stop_arg("`truncation` is for univariate data; multivariate fits do not take it yet")
+  bad <- function(what) {
+    stop_arg("`truncation` must be c(lower, upper) with lower < upper (-Inf or Inf for an open side, ",
+             "not both), or one such pair per dataset (a list, NULL where a dataset is not truncated, ",
+             "or a two-column matrix with ", n_datasets, " rows)", what)
+  }
+  pair <- function(p, i = NULL) {
+    if (is.null(p)) return(c(NA_real_, NA_real_))
+    where <- if (is.null(i)) "" else paste0("; element ", i, " is not")
+    if (!is.numeric(p) || length(p) != 2 || anyNA(p) || !(p[1] < p[2]) || all(is.infinite(p))) bad(where)
+    as.double(p)
+  }
+  if (is.matrix(truncation)) {
+    if (!is.numeric(truncation) || ncol(truncation) != 2 || nrow(truncation) != n_datasets) bad("")
+    return(as.double(unlist(lapply(seq_len(nrow(truncation)), function(i) pair(truncation[i, ], i)))))
+  }
+  if (is.list(truncation) && !is.data.frame(truncation)) {
+    if (length(truncation) != n_datasets) bad(paste0("; it has ", length(truncation), " elements"))
+    return(as.double(unlist(Map(pair, truncation, seq_along(truncation)))))
+  }
+  pair(truncation)
+}
+
+# Whether a fit's likelihood is renormalised over a window.
+is_truncated <- function(fit) length(fit$truncation) == 2
+
+# The untruncated mixture's cdf at x (the components' alone, no noise: a
+# truncated fit has none).
+untruncated_cdf <- function(fit, x) {
+  shape <- fit_shape(fit)
+  p <- numeric(length(x))
+  for (m in seq_along(fit$mu)) {
+    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m], fit$df[m])
+  }
+  p
+}
+
+# Q, the untruncated mixture's mass inside the fit's window.
+window_mass <- function(fit) {
+  w <- fit$truncation
+  diff(untruncated_cdf(fit, w))
+}
+
+# Densities `d` of the untruncated mixture at x (a vector, or a matrix
+# with a row per x), renormalised over the window: 0 outside it, d / Q
+# inside.
+truncated_density <- function(fit, x, d) {
+  w <- fit$truncation
+  d * ifelse(x < w[1] | x > w[2], 0, 1 / window_mass(fit))
+}
+
+# The truncated mixture's cdf at x: (F(x) - F(lower)) / Q within the window.
+truncated_cdf <- function(fit, x) {
+  w <- fit$truncation
+  at <- pmin(pmax(x, w[1]), w[2])
+  (untruncated_cdf(fit, at) - untruncated_cdf(fit, w[1])) / window_mass(fit)
+}
+
+# n draws of the truncated mixture: the untruncated mixture's draws inside
+# the window, drawn in rounds until there are n (rejection), with an error
+# where the window holds too little of the mixture to draw from this way.
+truncated_draws <- function(fit, n, draw) {
+  q <- window_mass(fit)
+  if (!(q >= 1e-6)) {
+    stop_arg("the window of the fit holds ", format(q, digits = 3), " of its mixture: too little to simulate ",
+             "by drawing the mixture and keeping what falls inside")
+  }
+  w <- fit$truncation
+  out <- numeric(0)
+  while (length(out) < n) {
+    x <- draw(ceiling(1.2 * (n - length(out)) / q) + 10L)
+    out <- c(out, x[x >= w[1] & x <= w[2]])
+  }
+  out[seq_len(n)]
+}

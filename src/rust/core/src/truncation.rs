@@ -1,0 +1,398 @@
+//! Truncated data (issue 34): a dataset observed only inside a window
+//! [lo, hi] (response-time cut-offs), its likelihood renormalised over the
+//! window. With P_m = F_m(hi) − F_m(lo) the window's mass under component
+//! m and Q = Σ_m α_m P_m the mixture's,
+//!
+//!   ℓ_T(θ) = Σ_i log Σ_m α_m p_m(x_i) − N log Q(θ),
+//!
+//! the α being the weights of the untruncated mixture (what a user reads:
+//! the population before the cut-offs). Written with the weights of the
+//! observed population, π_m = α_m P_m / Q, the same likelihood is
+//! Σ_i log Σ_m π_m p_m(x_i)/P_m, whose complete-data log-likelihood
+//! separates the π from each component's (μ_m, shape_m) (McLachlan & Peel
+//! 2000, §2.20). So EM stays exact with three changes, none in the E-step:
+//!
+//! - the E-step's responsibilities are the untruncated mixture's
+//!   (π_m p_m/P_m ∝ α_m p_m), and its log-likelihood takes −N log Q (`term`);
+//! - the M-step's π_m is S0_m/N as before, and each component's (μ, shape)
+//!   maximises S0·c − k·Σr q − S0 log P_m, its expected complete-data
+//!   log-likelihood renormalised, by Newton's method in (μ, log shape)
+//!   from the untruncated closed form (`m_step`);
+//! - α_m ∝ π_m / P_m maps the weights back.
+//!
+//! The information (information.rs) takes the Hessian of −N log Q, and the
+//! standard errors follow. Everything is in the fitted units: the rescaled
+//! data (the logarithms for the lognormal), where the window is rescaled
+//! with the data (`Window::fitted`); P is invariant under that map.
+
+use crate::constrained::Layout;
+use crate::family::{with_family, ComponentFamily};
+use crate::limits::{MAX_COMPONENTS, TRUNCATED_DIFFERENCE, TRUNCATED_STEPS};
+use crate::mathx::log_sum_exp;
+use crate::mstep::check_component;
+use crate::outcome::Degenerate;
+use crate::params::{Family, Params, Stats};
+use crate::special::ln_1m_exp;
+
+/// The window [lo, hi] the data were observed in (−∞ and ∞ for an open
+/// side).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Window {
+    /// The window in the units a family is fitted in: (v − shift) / scale,
+    /// of the logarithms for a family fitted on them (a lower bound ≤ 0
+    /// then open).
+    pub fn fitted(&self, logs: bool, shift: f64, scale: f64) -> Window {
+        let map = |v: f64| {
+            let v = if logs {
+                if v > 0.0 {
+                    v.ln()
+                } else {
+                    f64::NEG_INFINITY
+                }
+            } else {
+                v
+            };
+            (v - shift) / scale
+        };
+        Window { lo: map(self.lo), hi: map(self.hi) }
+    }
+
+    /// Whether `x` (in the window's units) lies inside it.
+    pub fn holds(&self, x: f64) -> bool {
+        x >= self.lo && x <= self.hi
+    }
+
+    /// log P, the window's mass under the component (μ, shape) of `family`.
+    pub fn ln_mass(&self, family: Family, mu: f64, shape: f64) -> f64 {
+        with_family!(family, F => self.ln_mass_of::<F>(mu, shape))
+    }
+
+    /// `ln_mass` for the family `F`: F(hi) − F(lo), or S(lo) − S(hi) where
+    /// the window lies in the upper half, so that neither cancels.
+    pub fn ln_mass_of<F: ComponentFamily>(&self, mu: f64, shape: f64) -> f64 {
+        let (f_lo, s_lo) = match self.lo == f64::NEG_INFINITY {
+            true => (f64::NEG_INFINITY, 0.0),
+            false => F::ln_cdfs(self.lo, mu, shape),
+        };
+        let (f_hi, s_hi) = match self.hi == f64::INFINITY {
+            true => (0.0, f64::NEG_INFINITY),
+            false => F::ln_cdfs(self.hi, mu, shape),
+        };
+        if f_lo < -std::f64::consts::LN_2 {
+            f_hi + ln_1m_exp((f_lo - f_hi).min(0.0))
+        } else {
+            s_lo + ln_1m_exp((s_hi - s_lo).min(0.0))
+        }
+    }
+
+    /// log Q = log Σ_m α_m P_m of the mixture `p`.
+    pub fn ln_mixture_mass(&self, family: Family, p: &Params) -> f64 {
+        let mut l = [0.0; MAX_COMPONENTS];
+        for m in 0..p.k {
+            l[m] = p.alpha[m].ln() + self.ln_mass(family, p.mu[m], p.shape[m]);
+        }
+        log_sum_exp(&l[..p.k])
+    }
+
+    /// What truncation adds to the log-likelihood of `p` on `total`
+    /// observations (Σ w with weights): −N log Q.
+    pub fn term(&self, family: Family, p: &Params, total: f64) -> f64 {
+        -total * self.ln_mixture_mass(family, p)
+    }
+
+    /// The M-step under truncation: `free`, the untruncated M-step's
+    /// parameters from the statistics `st` (weights S0/N, closed-form μ
+    /// and shape), moved to the truncated maximum: each component's
+    /// (μ, shape) by `maximise`, then the weights mapped back from the
+    /// observed population's (α_m ∝ π_m / P_m).
+    pub fn m_step(&self, family: Family, st: &Stats, free: &Params, spread: f64) -> Result<Params, Degenerate> {
+        with_family!(family, F => self.m_step_of::<F>(family, st, free, spread))
+    }
+
+    fn m_step_of<F: ComponentFamily>(
+        &self,
+        family: Family,
+        st: &Stats,
+        free: &Params,
+        spread: f64,
+    ) -> Result<Params, Degenerate> {
+        let mut p = *free;
+        let mut l = [0.0; MAX_COMPONENTS];
+        for m in 0..p.k {
+            let (mu, shape) = self.maximise::<F>(st.s0[m], st.s1[m], st.s2[m], free.mu[m], free.shape[m]);
+            check_component(family, mu, shape, spread)?;
+            (p.mu[m], p.shape[m]) = (mu, shape);
+            l[m] = free.alpha[m].ln() - self.ln_mass_of::<F>(mu, shape);
+        }
+        let total = log_sum_exp(&l[..p.k]);
+        for m in 0..p.k {
+            p.alpha[m] = (l[m] - total).exp();
+        }
+        Ok(p)
+    }
+
+    /// One component's expected complete-data log-likelihood under
+    /// truncation, S0·c − k·Σr q − S0 log P, at (μ, e^ls); −∞ where that
+    /// is no component.
+    fn objective<F: ComponentFamily>(&self, s: [f64; 3], mu: f64, ls: f64) -> f64 {
+        let shape = ls.exp();
+        if !(F::mean_ok(mu) && mu.is_finite() && shape > 0.0 && shape.is_finite()) {
+            return f64::NEG_INFINITY;
+        }
+        let (c, k) = F::constants(mu, shape);
+        let v = s[0] * c - k * F::q_sum(s[0], s[1], s[2], mu) - s[0] * self.ln_mass_of::<F>(mu, shape);
+        if v.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            v
+        }
+    }
+
+    /// The (μ, shape) maximising `objective` from (mu, shape): Newton's
+    /// method in (μ, log shape) on central differences (steps of
+    /// TRUNCATED_DIFFERENCE of the component's sd in μ, of 1 in log
+    /// shape), each step halved until it gains; where the Hessian is not
+    /// negative definite, a gradient step scaled by its diagonal. Stops when
+    /// a step no longer gains, or after TRUNCATED_STEPS.
+    fn maximise<F: ComponentFamily>(&self, s0: f64, s1: f64, s2: f64, mu: f64, shape: f64) -> (f64, f64) {
+        let s = [s0, s1, s2];
+        let f = |x: [f64; 2]| self.objective::<F>(s, x[0], x[1]);
+        let mut x = [mu, shape.ln()];
+        let mut here = f(x);
+        if !here.is_finite() {
+            return (mu, shape);
+        }
+        for _ in 0..TRUNCATED_STEPS {
+            let sd = F::sd(x[0], x[1].exp());
+            let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
+            let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
+            let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
+            let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
+            let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
+            let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
+            let h01 = (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * h[0] * h[1]);
+            let det = h00 * h11 - h01 * h01;
+            let mut d = if h00 < 0.0 && det > 0.0 {
+                [-(h11 * g[0] - h01 * g[1]) / det, -(h00 * g[1] - h01 * g[0]) / det]
+            } else {
+                [g[0] / h00.abs().max(f64::MIN_POSITIVE), g[1] / h11.abs().max(f64::MIN_POSITIVE)]
+            };
+            if !(d[0].is_finite() && d[1].is_finite()) {
+                break;
+            }
+            // a step of at most one sd and a factor e in the shape
+            let reach = (d[0].abs() / sd).max(d[1].abs());
+            if reach > 1.0 {
+                d = [d[0] / reach, d[1] / reach];
+            }
+            let mut t = 1.0;
+            let mut moved = false;
+            while t > 1e-10 {
+                let y = [x[0] + t * d[0], x[1] + t * d[1]];
+                let v = f(y);
+                if v > here {
+                    (x, here, moved) = (y, v, true);
+                    break;
+                }
+                t *= 0.5;
+            }
+            if !moved {
+                break;
+            }
+        }
+        (x[0], x[1].exp())
+    }
+
+    /// The gradient and Hessian of log Q in the free parameters of the
+    /// layout `at` (information.rs's θ: K − 1 weights, the μ, the shapes;
+    /// no noise component, no ν), the Hessian full and column-major. With
+    /// ρ_m = P_m/Q, r_m = α_m ρ_m and g_m, H_m log P_m's gradient and
+    /// Hessian in (μ_m, shape_m): ∂/∂α_j = ρ_j − ρ_K, ∂/∂(μ_m, s_m) = r_m g_m;
+    /// ∇²Q/Q has α_j–(μ_m, s_m) entries (δ_jm − δ_Km) ρ_m g_m, (μ_m, s_m)
+    /// blocks r_m (H_m + g_m g_mᵀ) and no α–α entries; ∇² log Q is that
+    /// less the gradient's outer product.
+    pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout) -> (Vec<f64>, Vec<f64>) {
+        let (k, np) = (p.k, at.len());
+        let ln_p: Vec<f64> = (0..k).map(|m| self.ln_mass(family, p.mu[m], p.shape[m])).collect();
+        let ln_q = self.ln_mixture_mass(family, p);
+        let rho: Vec<f64> = ln_p.iter().map(|l| (l - ln_q).exp()).collect();
+        let mut grad = vec![0.0; np];
+        let mut hess = vec![0.0; np * np];
+        let mut add = |i: usize, j: usize, v: f64| {
+            hess[i + j * np] += v;
+            if i != j {
+                hess[j + i * np] += v;
+            }
+        };
+        for m in 0..k {
+            let (g, h) = self.ln_mass_derivatives(family, p.mu[m], p.shape[m]);
+            let r = p.alpha[m] * rho[m];
+            let own = [at.mu(m), at.shape(m)];
+            grad[own[0]] = r * g[0];
+            grad[own[1]] = r * g[1];
+            add(own[0], own[0], r * (h[0] + g[0] * g[0]));
+            add(own[0], own[1], r * (h[1] + g[0] * g[1]));
+            add(own[1], own[1], r * (h[2] + g[1] * g[1]));
+            for j in 0..at.weights() {
+                // ∂α_m/∂α_j: 1 for m = j, −1 for m = K
+                let sign = if m == j {
+                    1.0
+                } else if m == k - 1 {
+                    -1.0
+                } else {
+                    0.0
+                };
+                for (c, gc) in own.iter().zip(g) {
+                    add(at.alpha(j), *c, sign * rho[m] * gc);
+                }
+            }
+        }
+        for j in 0..at.weights() {
+            grad[at.alpha(j)] = rho[j] - rho[k - 1];
+        }
+        for i in 0..np {
+            for j in 0..np {
+                hess[i + j * np] -= grad[i] * grad[j];
+            }
+        }
+        (grad, hess)
+    }
+
+    /// The gradient and Hessian of log P in (μ, shape), by central
+    /// differences (steps of TRUNCATED_DIFFERENCE of the sd and of the
+    /// shape): (∂μ, ∂s) and (∂μμ, ∂μs, ∂ss), for the information.
+    pub fn ln_mass_derivatives(&self, family: Family, mu: f64, shape: f64) -> ([f64; 2], [f64; 3]) {
+        let h = [TRUNCATED_DIFFERENCE * with_family!(family, F => F::sd(mu, shape)), TRUNCATED_DIFFERENCE * shape];
+        let at = |d0: f64, d1: f64| self.ln_mass(family, mu + d0 * h[0], shape + d1 * h[1]);
+        let here = at(0.0, 0.0);
+        let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
+        let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
+        let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
+        let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
+        let h01 = (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * h[0] * h[1]);
+        (g, [h00, h01, h11])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family;
+
+    /// ∫ p over [lo, hi] by Simpson's rule on a fine grid.
+    fn integral(family: Family, mu: f64, shape: f64, lo: f64, hi: f64) -> f64 {
+        let steps = 200_000;
+        let h = (hi - lo) / steps as f64;
+        let p = |x: f64| family::log_density(family, x, mu, shape).exp();
+        (0..=steps)
+            .map(|i| {
+                let w = if i == 0 || i == steps {
+                    1.0
+                } else if i % 2 == 1 {
+                    4.0
+                } else {
+                    2.0
+                };
+                w * p(lo + i as f64 * h)
+            })
+            .sum::<f64>()
+            * h
+            / 3.0
+    }
+
+    #[test]
+    fn window_masses_are_the_densities_integrals() {
+        for (family, mu, shape, lo, hi) in [
+            (Family::Normal, 0.3, 1.2, -0.5, 2.0),
+            (Family::Normal, 0.0, 1.0, 3.0, 9.0),
+            (Family::InvGauss, 1.0, 3.0, 0.4, 2.5),
+            (Family::InvGauss, 1.0, 300.0, 1.1, 1.6),
+            (Family::InvGauss, 2.0, 0.5, 1e-6, 0.3),
+            (Family::Gamma, 1.0, 2.5, 0.2, 1.7),
+            (Family::Gamma, 3.0, 0.7, 0.05, 0.5),
+            (Family::Gamma, 1.0, 40.0, 1.2, 3.0),
+        ] {
+            let w = Window { lo, hi };
+            let exact = w.ln_mass(family, mu, shape).exp();
+            let numeric = integral(family, mu, shape, lo, hi);
+            assert!(
+                (exact - numeric).abs() < 1e-8 * numeric.max(1e-3),
+                "{family:?} {mu} {shape} [{lo}, {hi}]: {exact} vs {numeric}"
+            );
+        }
+        // where the density is unbounded at 0 (mpmath's incomplete gamma)
+        let near0 = Window { lo: 1e-8, hi: 0.5 }.ln_mass(Family::Gamma, 3.0, 0.7).exp();
+        assert!((near0 - 0.233_276_297_456_990_32).abs() < 1e-13, "{near0}");
+        // open sides, and a tail far below the smallest double
+        let open = Window { lo: f64::NEG_INFINITY, hi: 0.0 };
+        assert!((open.ln_mass(Family::Normal, 0.0, 1.0) - 0.5f64.ln()).abs() < 1e-15);
+        let far = Window { lo: 40.0, hi: f64::INFINITY };
+        assert!((far.ln_mass(Family::Normal, 0.0, 1.0) + 804.608_442_013_754).abs() < 1e-9);
+        assert_eq!(Window { lo: 0.0, hi: f64::INFINITY }.ln_mass(Family::InvGauss, 1.0, 2.0), 0.0);
+    }
+
+    #[test]
+    fn the_truncated_m_step_maximises_the_renormalised_likelihood() {
+        // one component's weighted data inside the window: perturbing the
+        // M-step's μ or shape either way lowers Σ r log(p(x)/P)
+        let w = Window { lo: 0.5, hi: 2.2 };
+        let xs: Vec<f64> = (0..80).map(|i| 0.55 + 1.6 * ((i as f64 * 0.618_034).fract())).collect();
+        let r: Vec<f64> = xs.iter().map(|x| 0.2 + 0.8 / (1.0 + (2.0 * (x - 1.2)).exp())).collect();
+        for fam in Family::FITTED {
+            let mut st = Stats::zero();
+            for (x, r) in xs.iter().zip(&r) {
+                st.s0[0] += r;
+                st.s1[0] += r * x;
+                st.s2[0] += r * family::aux(fam, *x);
+            }
+            let free = crate::mstep::m_step(fam, 1, &st, st.s0[0], 0.1, false, None).unwrap();
+            let p = w.m_step(fam, &st, &free, 0.1).unwrap();
+            assert!((p.alpha[0] - 1.0).abs() < 1e-15);
+            let q = |mu: f64, shape: f64| {
+                xs.iter().zip(&r).map(|(x, r)| r * family::log_density(fam, *x, mu, shape)).sum::<f64>()
+                    - st.s0[0] * w.ln_mass(fam, mu, shape)
+            };
+            let best = q(p.mu[0], p.shape[0]);
+            assert!(best > q(free.mu[0], free.shape[0]), "{fam:?}");
+            for f in [0.9999, 1.0001] {
+                assert!(q(p.mu[0] * f, p.shape[0]) < best, "{fam:?} mu");
+                assert!(q(p.mu[0], p.shape[0] * f) < best, "{fam:?} shape");
+            }
+        }
+    }
+
+    #[test]
+    fn the_weights_map_back_to_the_untruncated_mixture() {
+        // two Normal components, the window cutting the second's upper half
+        let w = Window { lo: -10.0, hi: 3.0 };
+        let mut st = Stats::zero();
+        let (n0, n1) = (60.0, 40.0);
+        (st.s0[0], st.s1[0], st.s2[0]) = (n0, 0.0, n0 * 1.0);
+        (st.s0[1], st.s1[1], st.s2[1]) = (n1, n1 * 2.2, n1 * (2.2 * 2.2 + 0.4));
+        let free = crate::mstep::m_step(Family::Normal, 2, &st, 100.0, 1.0, false, None).unwrap();
+        let p = w.m_step(Family::Normal, &st, &free, 1.0).unwrap();
+        let pm: Vec<f64> = (0..2).map(|m| w.ln_mass(Family::Normal, p.mu[m], p.shape[m]).exp()).collect();
+        let q = p.alpha[0] * pm[0] + p.alpha[1] * pm[1];
+        // π_m = α_m P_m / Q is the observed share S0_m/N
+        assert!((p.alpha[0] * pm[0] / q - 0.6).abs() < 1e-12 && (p.alpha[1] * pm[1] / q - 0.4).abs() < 1e-12);
+        assert!((p.alpha[0] + p.alpha[1] - 1.0).abs() < 1e-15 && p.alpha[1] > 0.4);
+    }
+
+    #[test]
+    fn mass_derivatives_match_the_closed_form_of_the_normal() {
+        // d/dμ log(Φ(b) − Φ(a)) = (φ(a) − φ(b)) / (σ P), a, b standardised
+        let w = Window { lo: -0.7, hi: 1.9 };
+        let (mu, sigma) = (0.4, 0.8);
+        let (a, b) = ((w.lo - mu) / sigma, (w.hi - mu) / sigma);
+        let phi = |z: f64| (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let p = w.ln_mass(Family::Normal, mu, sigma).exp();
+        let (g, _) = w.ln_mass_derivatives(Family::Normal, mu, sigma);
+        assert!((g[0] - (phi(a) - phi(b)) / (sigma * p)).abs() < 1e-8);
+        assert!((g[1] - (a * phi(a) - b * phi(b)) / (sigma * p)).abs() < 1e-8);
+    }
+}

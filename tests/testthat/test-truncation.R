@@ -1,0 +1,200 @@
+# bulkem(truncation =) (issue 34, item 3): data observed only inside a
+# window, the likelihood renormalised over it. Against the truncated
+# likelihood written with R's own densities and cdfs (dnorm/pnorm,
+# statmod's dinvgauss/pinvgauss, dgamma/pgamma, dlnorm/plnorm), its direct
+# numerical maximisation (optim from many starts), and its numerical
+# Hessian for the standard errors.
+
+tr_density <- function(x, family, mu, shape) {
+  switch(family,
+    invgauss = statmod::dinvgauss(x, mean = mu, shape = shape),
+    gamma = stats::dgamma(x, shape = shape, rate = shape / mu),
+    lognormal = stats::dlnorm(x, mu, shape),
+    stats::dnorm(x, mu, shape))
+}
+tr_cdf <- function(x, family, mu, shape, lower = TRUE) {
+  switch(family,
+    invgauss = statmod::pinvgauss(x, mean = mu, shape = shape, lower.tail = lower),
+    gamma = stats::pgamma(x, shape = shape, rate = shape / mu, lower.tail = lower),
+    lognormal = stats::plnorm(x, mu, shape, lower.tail = lower),
+    stats::pnorm(x, mu, shape, lower.tail = lower))
+}
+
+# A component's mass in the window w, from the tail that does not cancel
+# (optim finds the rounding of 1 - 1 otherwise).
+tr_mass <- function(w, family, mu, shape) {
+  if (tr_cdf(w[1], family, mu, shape) < 0.5) {
+    tr_cdf(w[2], family, mu, shape) - tr_cdf(w[1], family, mu, shape)
+  } else {
+    tr_cdf(w[1], family, mu, shape, FALSE) - tr_cdf(w[2], family, mu, shape, FALSE)
+  }
+}
+
+# The truncated log-likelihood of (alpha, mu, shape) on x in window w.
+tr_loglik <- function(x, w, family, alpha, mu, shape) {
+  k <- length(mu)
+  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * tr_density(x, family, mu[m], shape[m])))
+  mass <- sum(vapply(seq_len(k), function(m) alpha[m] * tr_mass(w, family, mu[m], shape[m]), numeric(1)))
+  sum(log(dens)) - length(x) * log(mass)
+}
+
+# Two-component data of `family` cut to the window w.
+tr_data <- function(family, w, seed) {
+  set.seed(seed)
+  x <- switch(family,
+    normal = c(rnorm(300, 0, 1), rnorm(200, 3, 0.7)),
+    lognormal = exp(c(rnorm(300, 0, 0.4), rnorm(200, 1, 0.3))),
+    gamma = c(rgamma(300, shape = 6, rate = 6), rgamma(200, shape = 15, rate = 5)),
+    invgauss = c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40)))
+  x[x > w[1] & x < w[2]]
+}
+
+tr_windows <- list(normal = c(-1, 3.5), lognormal = c(0.5, 3.5), gamma = c(0.4, 3.6), invgauss = c(0.45, 3.8))
+
+test_that("truncated fits reach the best of optim on the renormalised likelihood, and report it", {
+  for (family in names(tr_windows)) {
+    w <- tr_windows[[family]]
+    x <- tr_data(family, w, 11)
+    f <- bulkem(list(x), family = family, truncation = w, use.gpu = FALSE, seed = 3,
+                control = list(threads = 1))[[1]]
+    expect_equal(f$status, "converged", info = family)
+    expect_equal(f$truncation, w)
+    shape <- f[[switch(family, invgauss = "lambda", gamma = "shape", "sigma")]]
+    expect_equal(f$loglik, tr_loglik(x, w, family, f$alpha, f$mu, shape), tolerance = 1e-10, info = family)
+    # optim over (logit alpha1, mu (log mu for positive families), log shape)
+    positive <- family %in% c("invgauss", "gamma")
+    # (within 0.05 to 20 times the data's sd: beyond, R's cdfs lose the
+    # window's mass to rounding, and optim finds the rounding)
+    spread <- stats::sd(if (family == "lognormal") log(x) else x)
+    sds <- function(mu, s) switch(family, invgauss = sqrt(mu^3 / s), gamma = mu / sqrt(s), s)
+    nll <- function(th) {
+      a <- stats::plogis(th[1])
+      mu <- if (positive) exp(th[2:3]) else th[2:3]
+      sd <- sds(mu, exp(th[4:5]))
+      if (any(sd < 0.05 * spread | sd > 20 * spread)) return(1e10)
+      v <- -tr_loglik(x, w, family, c(a, 1 - a), mu, exp(th[4:5]))
+      if (is.finite(v)) v else 1e10
+    }
+    set.seed(5)
+    best <- Inf
+    for (i in 1:15) {
+      mu0 <- sort(stats::quantile(if (family == "lognormal") log(x) else x, stats::runif(2, 0.1, 0.9)))
+      s0 <- if (family %in% c("normal", "lognormal")) stats::sd(if (family == "lognormal") log(x) else x) / 2 else
+        if (family == "gamma") 5 else mean(x) / stats::var(x) * mean(x)^2
+      th <- c(0, if (positive) log(mu0) else mu0, log(c(s0, s0)))
+      o <- stats::optim(th, nll, control = list(maxit = 5000, reltol = 1e-13))
+      o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
+      best <- min(best, o$value)
+    }
+    expect_gte(f$loglik, -best - 1e-6 * abs(best))
+    # every weight in (0, 1), the components in ascending mu
+    expect_true(all(f$alpha > 0 & f$alpha < 1) && abs(sum(f$alpha) - 1) < 1e-12)
+    expect_false(is.unsorted(f$mu))
+  }
+})
+
+test_that("truncated standard errors match a numerical Hessian of the renormalised likelihood", {
+  for (family in names(tr_windows)) {
+    w <- tr_windows[[family]]
+    x <- tr_data(family, w, 12)
+    f <- bulkem(list(x), family = family, truncation = w, use.gpu = FALSE, seed = 4,
+                control = list(threads = 1))[[1]]
+    sname <- switch(family, invgauss = "lambda", gamma = "shape", "sigma")
+    g <- function(th) -tr_loglik(x, w, family, c(th[1], 1 - th[1]), th[2:3], th[4:5])
+    th <- c(f$alpha[1], f$mu, f[[sname]])
+    h <- stats::optimHess(th, g, control = list(ndeps = 1e-4 * pmax(abs(th), 1e-2)))
+    numeric_se <- sqrt(diag(solve(h)))
+    se <- unlist(f$se)[c("alpha1", "mu1", "mu2", paste0(sname, 1:2))]
+    expect_equal(unname(se), numeric_se, tolerance = 1e-3, info = family)
+  }
+})
+
+test_that("a window that cuts nothing gives the untruncated fit", {
+  set.seed(2)
+  x <- c(rnorm(200), rnorm(150, 4))
+  plain <- bulkem(list(x), family = "normal", use.gpu = FALSE, seed = 9)[[1]]
+  wide <- bulkem(list(x), family = "normal", truncation = c(-100, 100), use.gpu = FALSE, seed = 9)[[1]]
+  open <- bulkem(list(x), family = "normal", truncation = c(-Inf, 100), use.gpu = FALSE, seed = 9)[[1]]
+  for (f in list(wide, open)) {
+    expect_equal(f$loglik, plain$loglik, tolerance = 1e-10)
+    expect_equal(f$mu, plain$mu, tolerance = 1e-6)
+    expect_equal(f$sigma, plain$sigma, tolerance = 1e-6)
+    expect_equal(f$alpha, plain$alpha, tolerance = 1e-6)
+  }
+})
+
+test_that("predict, quantile and simulate of a truncated fit are the renormalised mixture's", {
+  w <- tr_windows$invgauss
+  x <- tr_data("invgauss", w, 13)
+  f <- bulkem(list(x), truncation = w, use.gpu = FALSE, seed = 5)[[1]]
+  inside <- stats::integrate(function(z) predict(f, newdata = z, type = "density"), w[1], w[2])$value
+  expect_equal(inside, 1, tolerance = 1e-6)
+  expect_equal(predict(f, newdata = c(w[1] / 2, w[2] * 2), type = "density"), c(0, 0))
+  expect_equal(predict(f, newdata = c(w[1] / 2, w[1], w[2], 10), type = "cdf"), c(0, 0, 1, 1))
+  q <- quantile(f, c(0, 0.3, 1))
+  expect_equal(unname(q[c(1, 3)]), w)
+  expect_equal(predict(f, newdata = q[2], type = "cdf"), 0.3, tolerance = 1e-8)
+  s <- simulate(f, nsim = 2, n = 2000, seed = 1)
+  expect_true(all(unlist(s) >= w[1] & unlist(s) <= w[2]))
+  # the draws follow the truncated cdf
+  expect_gt(stats::ks.test(s$sim_1, function(z) predict(f, newdata = z, type = "cdf"))$p.value, 1e-3)
+  # posteriors are the untruncated mixture's responsibilities
+  post <- predict(f, newdata = x[1:5], type = "posterior")
+  d <- sapply(1:2, function(m) f$alpha[m] * statmod::dinvgauss(x[1:5], f$mu[m], f$lambda[m]))
+  expect_equal(unname(as.matrix(post[c("comp1", "comp2")])), d / rowSums(d), tolerance = 1e-10)
+  expect_output(print(f), "truncated to")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(f, data = x))
+})
+
+test_that("truncation per dataset, values outside the window and bad arguments", {
+  set.seed(3)
+  a <- stats::runif(100, 1, 2) + rep(c(0, 1.5), 50)
+  b <- c(a, 10)
+  fits <- suppressWarnings(bulkem(list(a = a, b = b, c = a), family = "normal",
+                                  truncation = list(c(0.5, 4), c(0.5, 4), NULL), use.gpu = FALSE, seed = 1))
+  expect_equal(fits$a$truncation, c(0.5, 4))
+  expect_null(fits$c$truncation)
+  expect_equal(fits$b$status, "invalid")
+  expect_match(fits$b$message, "outside the truncation window")
+  expect_equal(fits$a$status, "converged")
+  one <- bulkem(list(a = a), family = "normal", truncation = c(0.5, 4), use.gpu = FALSE, seed = 1)
+  expect_equal(one$a$loglik, fits$a$loglik)
+  expect_equal(bulkem(list(a = a), family = "normal", truncation = matrix(c(0.5, 4), 1), use.gpu = FALSE,
+                      seed = 1)$a$loglik, fits$a$loglik)
+  bad <- function(...) expect_error(bulkem(list(a = a), family = "normal", use.gpu = FALSE, ...),
+                                    class = "bulkem_error_argument", regexp = "truncation")
+  bad(truncation = c(4, 1))
+  bad(truncation = c(-Inf, Inf))
+  bad(truncation = c(1, NA))
+  bad(truncation = "a")
+  bad(truncation = list(c(0, 1), c(0, 1)))
+  bad(truncation = c(0.5, 4), noise = TRUE)
+  bad(truncation = c(0.5, 4), equal.scale = TRUE)
+  bad(truncation = c(0.5, 4), fixed = list(mu = c(NA, 3)))
+  expect_error(bulkem(list(a = a), family = "t", truncation = c(0.5, 4), use.gpu = FALSE),
+               class = "bulkem_error_argument", regexp = "truncat")
+  expect_error(bulkem(list(a = a), family = "gamma", truncation = c(-2, -1), use.gpu = FALSE),
+               class = "bulkem_error_argument", regexp = "truncation")
+  expect_error(bulkem_bootstrap(one, B = 19), class = "bulkem_error_argument", regexp = "truncation")
+})
+
+test_that("shards carry each dataset's window", {
+  skip_if_not_installed("future")
+  set.seed(4)
+  x <- list(a = c(rnorm(80), rnorm(60, 3)), b = c(rnorm(70, 1), rnorm(90, 5)), c = rnorm(100, 2))
+  x <- lapply(x, function(v) v[v > -1 & v < 6])
+  windows <- list(c(-1, 6), NULL, c(-1, Inf))
+  local <- bulkem(x, family = "normal", use.gpu = FALSE, seed = 4, truncation = windows)
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old))
+  sharded <- bulkem(x, family = "normal", use.gpu = FALSE, seed = 4, truncation = windows,
+                    control = list(future = TRUE, shards = 2))
+  for (d in 1:3) {
+    expect_identical(sharded[[d]][c("mu", "sigma", "alpha", "loglik", "truncation")],
+                     local[[d]][c("mu", "sigma", "alpha", "loglik", "truncation")])
+  }
+  expect_null(local$b$truncation)
+  expect_equal(local$c$truncation, c(-1, Inf))
+})
