@@ -89,7 +89,7 @@ impl EmState {
                 // Accepted when θ' is at least as likely as θ1 and its
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
-                let next = if loglik >= sq.ll1 { m_step_on(family, ds, self.params.k, stats).ok() } else { None };
+                let next = if loglik >= sq.ll1 { m_step_on(family, ds, &self.params, stats).ok() } else { None };
                 let reached = sq.step >= sq.step_max;
                 match next {
                     Some(next) => {
@@ -127,7 +127,7 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        let next = match m_step_on(family, ds, self.params.k, stats) {
+        let next = match m_step_on(family, ds, &self.params, stats) {
             Ok(next) => next,
             Err(why) => return end(Outcome::Failed(why)),
         };
@@ -163,13 +163,13 @@ impl EmState {
     }
 }
 
-/// The M-step on the dataset `ds`: its settings' (mstep.rs), then, with
-/// truncation, the components and weights moved to the truncated maximum
-/// (truncation.rs).
-fn m_step_on(family: Family, ds: &Prepared, k: usize, stats: &Stats) -> Result<Params, Degenerate> {
-    let free = m_step(family, k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?;
+/// The M-step on the dataset `ds` from the statistics of the parameters
+/// `from`: its settings' (mstep.rs), then, with truncation, the components
+/// and weights moved to the truncated maximum (truncation.rs).
+fn m_step_on(family: Family, ds: &Prepared, from: &Params, stats: &Stats) -> Result<Params, Degenerate> {
+    let free = m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?;
     match &ds.truncation {
-        Some(w) => w.m_step(family, stats, &free, ds.spread),
+        Some(w) => w.m_step(family, stats, &free, from, ds.spread),
         None => Ok(free),
     }
 }

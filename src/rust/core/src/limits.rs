@@ -184,3 +184,8 @@ pub const GAMMA_SHAPE_TOLERANCE: f64 = 1e-14;
 /// the standard errors it feeds are good to far better than 1e-3.
 pub const TRUNCATED_STEPS: u32 = 50;
 pub const TRUNCATED_DIFFERENCE: f64 = 1e-4;
+/// A Newton step of the truncated M-step shorter than this (in the
+/// component's sds, and in log shape) is its last: below the differences'
+/// own error in the maximum's place, and what a pass near EM's fixed
+/// point takes.
+pub const TRUNCATED_SETTLED: f64 = 1e-9;
