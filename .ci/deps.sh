@@ -12,7 +12,7 @@ min_rust=$(sed -n 's/^MIN_RUST="\([^"]*\)".*/\1/p' configure)
 
 pkgs=(r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown
       pandoc r-cran-generics r-cran-statmod r-cran-mixtools r-cran-mclust r-cran-flexmix
-      r-cran-suppdists r-cran-rtdists r-cran-mass r-cran-jsonlite r-cran-progressr
+      r-cran-suppdists r-cran-rtdists r-cran-mass r-cran-jsonlite r-cran-progressr r-cran-survival
       r-cran-parallelly r-cran-future r-cran-future.apply r-cran-future.batchtools
       slurm-wlm munge xz-utils qpdf devscripts)
 

@@ -180,6 +180,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   if (any(vapply(unclass(fits), function(f) length(f$truncation) == 2, logical(1)))) {
     stop_arg("`fits` were fitted with `truncation`: bulkem_bootstrap() does not refit truncated data yet")
   }
+  if (any(vapply(unclass(fits), function(f) isTRUE(f$censored > 0), logical(1)))) {
+    stop_arg("`fits` were fitted to censored values (a Surv response): bulkem_bootstrap() does not refit ",
+             "censored data yet")
+  }
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")

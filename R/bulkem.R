@@ -200,6 +200,26 @@
 #'   columns; see `covariance` and [bulkem-multivariate]. A single matrix
 #'   is an error: give `list(m)` for one multivariate dataset, or
 #'   `asplit(m, 2)` for one dataset per column.
+#'
+#'   Censored values (a response deadline: a reaction time known only to
+#'   exceed it; a detection limit) come as a [survival::Surv()] response,
+#'   `Surv(rt, observed) ~ subject` (right-censored: `observed` `FALSE`
+#'   where the value is only known to exceed `rt`), `Surv(rt, observed,
+#'   type = "left")` (known only to lie below), or `type = "interval2"`
+#'   (`Surv(lower, upper, type = "interval2")`, `NA` for an open end); or
+#'   as a list of such `Surv` objects, one per dataset. Each censored value
+#'   adds log(F(upper) - F(lower)) of its window to the likelihood
+#'   (within `truncation`'s window, and renormalised with the rest, when
+#'   both are given); its E-step takes each component's share of the
+#'   window, its M-step (a Newton step per component from where it was)
+#'   the windows' masses, and the standard errors their information. A
+#'   fit's `n` counts the observed values, `censored` the censored ones,
+#'   `nobs` (BIC's n) both; `predict()`, `augment()`, ICL's classification
+#'   term and `control$keep.data` see the observed values. For every family
+#'   but the t, on the `cpu` and `cuda-streams` engines (`cuda-batched`
+#'   refuses it; a GPU call left to choose runs on `cuda-streams`); not
+#'   yet with `weights`, `noise`, `equal.scale`, `fixed`,
+#'   `control$future`, or `bulkem_bootstrap()`.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest `criterion` (BIC by
@@ -505,6 +525,8 @@
 #'       `NULL`.}
 #'     \item{`truncation`}{with `truncation`: the dataset's window
 #'       `c(lower, upper)`; else `NULL`.}
+#'     \item{`censored`}{the number of censored values (a `Surv`
+#'       response) beside the `n` observed ones; 0 without.}
 #'     \item{`df`}{with `family = "t"`: each component's degrees of
 #'       freedom, with the attribute `fixed` (`TRUE`) where the argument
 #'       `df` fixed them; `NULL` for the other families.}
@@ -672,6 +694,10 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   # (multivariate data's boxes are checked by fit_multivariate())
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   truncation <- check_truncation(truncation, length(datasets), multivariate)
+  censored <- input$censored
+  if (!is.null(censored) && isTRUE(checked_control$future)) {
+    stop_arg("censored values (a Surv response) cannot be fitted with control$future = TRUE yet")
+  }
   df <- check_df(df, family, num.components)
   fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
                        equal.scale)
@@ -702,12 +728,12 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
                       control, verbose, started, noise.support, given, weights, fixed, truncation))
   }
-  engine <- choose_engine(use.gpu, control$engine, truncated = length(truncation) > 0)
+  engine <- choose_engine(use.gpu, control$engine, truncated = length(truncation) > 0 || !is.null(censored))
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,
                                  given_records(given), equal.scale, fixed_records(fixed, num.components),
-                                 truncation),
+                                 truncation, censored),
          reporter$update)
   }
 

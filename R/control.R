@@ -340,13 +340,14 @@ check_tuning <- function(tuning) {
 core_settings <- function(family, num.components, max.iters, random.inits, epsilon, seed,
                           control, engine, noise = FALSE, noise.support = numeric(0), df = NULL,
                           criterion = "bic", init = numeric(0), equal.scale = FALSE, fixed = numeric(0),
-                          truncation = numeric(0)) {
+                          truncation = numeric(0), censored = NULL) {
   settings <- c(list(family = family, num.components = as.integer(num.components),
                      max.iters = as.integer(max.iters), random.inits = as.integer(random.inits),
                      epsilon = epsilon, seed = as.double(seed), noise = noise,
                      noise.support = as.double(noise.support), df = as.double(df),
                      criterion = criterion, init = as.double(init), equal.scale = equal.scale,
-                     fixed = as.double(fixed), truncation = as.double(truncation)),
+                     fixed = as.double(fixed), truncation = as.double(truncation),
+                     censored = if (is.null(censored)) list() else lapply(censored, as.double)),
                 unclass(control))
   settings$engine <- engine
   attr(settings, "given") <- NULL

@@ -6,8 +6,8 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# `truncated` data go to cuda-streams on a GPU (cuda-batched does not fit
-# them yet).
+# `truncated` (or censored) data go to cuda-streams on a GPU (cuda-batched
+# does not fit them yet).
 choose_engine <- function(use.gpu, engine, truncated = FALSE) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {

@@ -81,6 +81,14 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   unused_with(c(data = given[["data"]], subset = !is.null(subset), value = !is.null(value),
                 group = !is.null(group), formula = !is.null(formula)),
               "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
+  if (is.list(datasets) && !is.data.frame(datasets) && any(vapply(datasets, function(d) inherits(d, "Surv"), NA))) {
+    if (!is.null(weights)) stop_arg("`weights` do not go with censored values (Surv datasets) yet")
+    surv <- datasets_from_surv(datasets)
+    checked <- check_datasets(surv$datasets, threads)
+    dropped <- drop_missing(checked$datasets, checked$has_na, na)
+    return(list(datasets = dropped$datasets, n_dropped = dropped$n_dropped + surv$n_dropped, na.action = NULL,
+                multivariate = FALSE, variables = NULL, censored = surv$censored))
+  }
   checked <- check_datasets(datasets, threads)
   if (!is.null(checked$variables)) {
     dropped <- drop_missing_rows(checked$datasets, checked$has_na, na, checked$variables)
@@ -307,6 +315,8 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
              " gives no rows to fit")
   }
   y <- mf[[1L]]
+  surv <- if (inherits(y, "Surv")) surv_rows(y, paste0("the response of ", labels$formula))
+  if (!is.null(surv)) y <- surv$value
   multivariate <- length(dim(y)) == 2L && ncol(y) > 1L
   if (multivariate) {
     if (!is.numeric(y)) {
@@ -389,10 +399,23 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
     w <- as.double(w)
     w <- if (is.null(g)) list(w) else unname(split(w, g[keep]))
   }
+  censored <- NULL
+  if (!is.null(surv)) {
+    # the censored rows leave the values: each dataset's exact ones, and
+    # the windows of its censored ones
+    parts <- lapply(surv, function(v) v[keep])
+    by <- if (is.null(g)) list(seq_along(keep)) else unname(split(seq_along(keep), g[keep]))
+    censored <- lapply(by, function(i) censored_windows(lapply(parts, function(v) v[i])))
+    exact <- lapply(by, function(i) parts$exact[i])
+    datasets <- stats::setNames(Map(function(d, e) d[e], datasets, exact), names(datasets))
+    rows <- Map(function(r, e) r[e], rows, exact)
+    if (!is.null(w)) stop_arg("`weights` do not go with censored values (a Surv response) yet")
+  }
   out <- list(datasets = datasets, n_dropped = as.integer(n_dropped),
               na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,
               response = if (is.null(response)) paste(deparse(f[[2L]], width.cutoff = 500L), collapse = " ") else response,
               multivariate = multivariate, variables = if (multivariate) variables)
   if (!is.null(w)) out$weights <- w
+  if (!is.null(censored)) out$censored <- censored
   out
 }

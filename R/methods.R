@@ -294,6 +294,10 @@ print.bulkem_fit <- function(x, ...) {
                 x$loglik, x$aic, x$bic, x$icl, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
     held <- fixed_labels(x)
     if (length(held) > 0) cat("held fixed:", paste(held, collapse = ", "), "\n\n")
+    if (censored_count(x) > 0) {
+      cat(sprintf("%d censored value%s beside the n = %d observed (nobs %s)\n\n", censored_count(x),
+                  if (censored_count(x) == 1) "" else "s", x$n, format(x$nobs)))
+    }
     if (is_truncated(x)) {
       cat(sprintf("truncated to [%s, %s]: alpha are the weights before truncation\n\n",
                   format(x$truncation[1]), format(x$truncation[2])))

@@ -285,6 +285,27 @@ test_that("truncated data (truncation) are fitted alike on cuda-streams, and cud
                class = "bulkem_error_argument", regexp = "truncat")
 })
 
+test_that("censored values (a Surv response) are fitted alike on cuda-streams, and cuda-batched refuses them", {
+  skip_if_no_gpu()
+  skip_if_not_installed("survival")
+  set.seed(70)
+  deadline <- function(x, c0) survival::Surv(pmin(x, c0), x <= c0)
+  normal <- replicate(6, deadline(c(rnorm(300, 0, 1), rnorm(200, 3.5, 0.8)), 4), simplify = FALSE)
+  expect_same_optimum(normal, family = "normal", random.inits = 6, tolerance = 1e-8, engines = "cuda-streams")
+  ig <- replicate(5, deadline(c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40)), 3.6),
+                  simplify = FALSE)
+  for (family in c("invgauss", "gamma", "lognormal")) {
+    expect_same_optimum(ig, family = family, random.inits = 6, tolerance = 1e-8, engines = "cuda-streams")
+    # with cut-offs as well
+    expect_same_optimum(ig, family = family, random.inits = 6, truncation = c(0.1, 8), tolerance = 1e-8,
+                        engines = "cuda-streams")
+  }
+  auto <- bulkem(normal, family = "normal", random.inits = 4)
+  expect_identical(attr(auto, "engine"), "cuda-streams")
+  expect_error(bulkem(normal, family = "normal", control = list(engine = "cuda-batched")),
+               class = "bulkem_error_argument", regexp = "censored")
+})
+
 test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(63)

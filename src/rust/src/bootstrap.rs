@@ -63,6 +63,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 weights: Vec::new(),
                 fixed,
                 truncation: Vec::new(),
+                censored: Vec::new(),
             },
         };
         let counters = Counters::default();

@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 34] = [
+const FIELDS: [&str; 35] = [
     "shape",
     "mu",
     "alpha",
@@ -54,6 +54,7 @@ const FIELDS: [&str; 34] = [
     "equal_scale",
     "fixed",
     "truncation",
+    "censored",
 ];
 /// With several Ks: the K chosen, every K's summary, every K's fit (the
 /// chosen one first, then the others by ascending K), each a list of
@@ -126,6 +127,7 @@ mod field {
     pub const EQUAL_SCALE: usize = at("equal_scale");
     pub const FIXED: usize = at("fixed");
     pub const TRUNCATION: usize = at("truncation");
+    pub const CENSORED: usize = at("censored");
     // set_standard_errors writes `vcov` right after `se`
     const _: () = assert!(VCOV == SE + 1);
     pub const NUM_COMPONENTS: usize = at("num_components");
@@ -516,6 +518,7 @@ impl FitLists {
             Some(w) => store(field::TRUNCATION, &[w.lo, w.hi]),
             None => set(field::TRUNCATION, extendr_ffi::R_NilValue),
         }
+        set(field::CENSORED, count(u32::try_from(f.censored).unwrap_or(u32::MAX)));
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
         set(
             field::LOGLIK_SPURIOUS,

@@ -31,18 +31,29 @@ fn fit_(datasets: List, weights: List, settings: List, report: Robj) -> Robj {
 
 fn fit(datasets: List, weights: List, settings: List, report: Robj) -> Result<List, Stop> {
     let started = std::time::Instant::now();
-    let call = Call::from_r(&settings)?;
+    let mut call = Call::from_r(&settings)?;
     let datasets = borrow_doubles(&datasets)?;
     let noise_supports = call.noise_supports_for(datasets.len());
     let given_starts = call.given_starts_for(datasets.len())?;
     let fixed = call.fixed_for(datasets.len())?;
     let truncation = call.truncation_for(datasets.len());
+    let censored = std::mem::take(&mut call.censored);
     let weights = borrow_doubles(&weights)?.into_iter().map(|w| (!w.is_empty()).then_some(w)).collect();
     let Call { settings, engine, threads, tuning, .. } = call;
     let keep_starts = settings.keep_starts;
     let during = tuning.result_during;
-    let job =
-        Job { datasets, settings, inits: Vec::new(), tuning, noise_supports, given_starts, weights, fixed, truncation };
+    let job = Job {
+        datasets,
+        settings,
+        inits: Vec::new(),
+        tuning,
+        noise_supports,
+        given_starts,
+        weights,
+        fixed,
+        truncation,
+        censored,
+    };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
     let choice = job.settings.components.len() > 1;

@@ -34,6 +34,9 @@ pub(crate) struct Call {
     /// `truncation`: one window for every dataset, one per dataset, or
     /// none; `None` for a dataset: not truncated.
     truncation: Vec<Option<Window>>,
+    /// `censored`: per dataset, the windows its censored observations are
+    /// known to lie in (Job::censored); empty: none in the call.
+    pub censored: Vec<Vec<Window>>,
 }
 
 impl Call {
@@ -182,6 +185,25 @@ impl Named {
         v.as_real().or_else(|| v.as_integer().map(f64::from)).ok_or_else(|| mistyped(name, "a number"))
     }
 
+    /// A list of numeric vectors, each (lower, upper) pairs one after the
+    /// other: one list of windows per element (NULL or an empty list: none).
+    fn window_lists(&self, name: &str) -> Result<Vec<Vec<Window>>, Stop> {
+        let v = self.get(name)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        let list = v.as_list().ok_or_else(|| mistyped(name, "a list"))?;
+        list.values()
+            .map(|e| {
+                let flat = e.as_real_vector().ok_or_else(|| mistyped(name, "a list of numeric vectors"))?;
+                if flat.len() % 2 != 0 {
+                    return Err(internal(format!("{name} has an element of odd length")));
+                }
+                Ok(flat.chunks(2).map(|p| Window { lo: p[0], hi: p[1] }).collect())
+            })
+            .collect()
+    }
+
     pub(crate) fn reals(&self, name: &str) -> Result<Vec<f64>, Stop> {
         let v = self.get(name)?;
         if v.is_null() {
@@ -281,6 +303,7 @@ impl Call {
         let given = s.reals("init")?;
         let fixed = s.reals("fixed")?;
         let truncation = windows(&s.reals("truncation")?)?;
+        let censored = s.window_lists("censored")?;
         Ok(Call {
             settings,
             engine,
@@ -290,6 +313,7 @@ impl Call {
             given,
             fixed,
             truncation,
+            censored,
         })
     }
 }

@@ -55,6 +55,7 @@ fn main() {
         weights: Vec::new(),
         fixed: Vec::new(),
         truncation: Vec::new(),
+        censored: Vec::new(),
     };
     let t = Instant::now();
     let fits =

@@ -88,6 +88,9 @@ impl Bootstrap<'_> {
                 format!("a fit of {} components cannot be refitted with {} (at most {MAX_COMPONENTS})", p.k, p.k + top),
             );
         }
+        if self.job.censored.iter().any(|c| !c.is_empty()) {
+            return bad("fits", "fits of censored data cannot be bootstrapped yet".into());
+        }
         if self.job.truncation.iter().any(Option::is_some) {
             return bad("fits", "truncated fits (truncation =) cannot be bootstrapped yet".into());
         }
@@ -107,6 +110,7 @@ impl Bootstrap<'_> {
             settings: Settings { components: vec![1], ..self.job.settings.clone() },
             fixed: Vec::new(),
             truncation: Vec::new(),
+            censored: Vec::new(),
             ..self.job.clone()
         }
         .validate()
@@ -303,6 +307,7 @@ fn refit_block(
                 weights: Vec::new(),
                 fixed,
                 truncation: Vec::new(),
+                censored: Vec::new(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;
             out[slot].extend(fits.iter().enumerate().map(|(j, f)| (block[members[j / per]].0, j % per, Refit::of(f))));
@@ -384,6 +389,7 @@ mod tests {
             weights: Vec::new(),
             fixed: Vec::new(),
             truncation: Vec::new(),
+            censored: Vec::new(),
         };
         let one = Params::from_slices(&[1.0], &[1.0], &[0.8]).unwrap();
         let two = Params::from_slices(&[0.4, 0.6], &[0.5, 2.5], &[0.4, 0.6]).unwrap();
@@ -457,6 +463,7 @@ mod tests {
             weights: Vec::new(),
             fixed: Vec::new(),
             truncation: Vec::new(),
+            censored: Vec::new(),
         };
         let mut null = Params::from_slices(&[0.49, 0.49], &[-1.5, 2.5], &[0.3, 0.3]).unwrap();
         null.noise = 0.02;

@@ -60,6 +60,12 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
+    if kind == EngineKind::CudaBatched && job.censored.iter().any(|c| !c.is_empty()) {
+        return Err(Error::Argument {
+            arg: "engine",
+            message: "\"cuda-batched\" does not fit censored data yet: use engine = \"cuda-streams\" or \"cpu\"".into(),
+        });
+    }
     if kind == EngineKind::CudaBatched && job.truncation.iter().any(Option::is_some) {
         return Err(Error::Argument {
             arg: "engine",
@@ -134,6 +140,10 @@ fn run_into(
         };
         let ds = match job.truncation.get(d).copied().flatten() {
             Some(window) => ds.and_then(|ds| ds.with_truncation(window, values)),
+            None => ds,
+        };
+        let ds = match job.censored.get(d).filter(|c| !c.is_empty()) {
+            Some(windows) => ds.and_then(|ds| ds.with_censoring(windows)),
             None => ds,
         };
         ds.map(|mut ds| {
@@ -291,6 +301,7 @@ mod tests {
             weights: Vec::new(),
             fixed: Vec::new(),
             truncation: Vec::new(),
+            censored: Vec::new(),
         };
         let refused = |j: &Job| match supported(j, EngineKind::CudaBatched) {
             Err(Error::Argument { arg, message }) => format!("{arg} {message}"),
@@ -335,6 +346,7 @@ mod tests {
                 weights: Vec::new(),
                 fixed: Vec::new(),
                 truncation: Vec::new(),
+                censored: Vec::new(),
             };
             let cancel = AtomicBool::new(false);
             let after = run(&job, &Cpu { threads: 2 }, 2, &cancel, &Counters::default(), true).unwrap();

@@ -20,7 +20,7 @@ use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
 use crate::noise::{Noise, Support};
 use crate::params::{Family, Params, Stats};
-use crate::truncation::Window;
+use crate::truncation::{censored_e_step, Censored, CensoredStats, Window};
 
 pub struct Prepared {
     /// The family the data were checked and rescaled for.
@@ -60,6 +60,10 @@ pub struct Prepared {
     /// in the fitted units: the log-likelihood renormalised over it, the
     /// M-step's components with it.
     pub truncation: Option<Window>,
+    /// Observations known only to lie in a window (censored: Job::censored),
+    /// grouped by window, in the fitted units and inside the truncation
+    /// window; their count is in `total`, not in `x`.
+    pub censored: Vec<Censored>,
     /// Σ w, or the number of observations without weights: the n of BIC,
     /// of the screen's expected counts and of the rescaling's Jacobian.
     pub total: f64,
@@ -101,6 +105,13 @@ pub enum Invalid {
     },
     /// Every weight 0.
     ZeroWeights,
+    /// A censored observation whose window holds nothing (inside the
+    /// truncation window, if any).
+    BadCensoring {
+        first: usize,
+        lo: f64,
+        hi: f64,
+    },
     /// Values outside the truncation window.
     OutsideWindow {
         count: usize,
@@ -160,6 +171,11 @@ impl fmt::Display for Invalid {
                 if count == 1 { "is" } else { "are" }
             ),
             Invalid::ZeroWeights => write!(f, "has every weight 0: nothing is left to fit"),
+            Invalid::BadCensoring { first, lo, hi } => write!(
+                f,
+                "has a censored observation known to lie in ({lo}, {hi}), where the data cannot be \
+                 (the {first}th censored one; inside the truncation window, for truncated data)"
+            ),
             Invalid::OutsideWindow { count, first, lo, hi } => write!(
                 f,
                 "has {count} value{} outside the truncation window [{lo}, {hi}] (the first at position {first})",
@@ -251,6 +267,39 @@ impl Prepared {
         }
         self.truncation = Some(window.fitted(self.family.on_log_scale(), self.shift, self.scale));
         Ok(self)
+    }
+
+    /// The dataset with censored observations, each known only to lie in
+    /// its window of `windows` (the data's units), or why it cannot be:
+    /// a window that the truncation window (set first) leaves nothing of.
+    pub fn with_censoring(mut self, windows: &[Window]) -> Result<Prepared, Invalid> {
+        let logs = self.family.on_log_scale();
+        let mut fitted = Vec::with_capacity(windows.len());
+        for (i, w) in windows.iter().enumerate() {
+            let inside = match &self.truncation {
+                Some(t) => w.fitted(logs, self.shift, self.scale).within(t),
+                None => Some(w.fitted(logs, self.shift, self.scale)).filter(|f| f.lo < f.hi),
+            };
+            match inside {
+                Some(f) => fitted.push(f),
+                None => return Err(Invalid::BadCensoring { first: i + 1, lo: w.lo, hi: w.hi }),
+            }
+        }
+        fitted.sort_by(|a, b| a.lo.total_cmp(&b.lo).then(a.hi.total_cmp(&b.hi)));
+        for w in fitted {
+            match self.censored.last_mut() {
+                Some(g) if g.window == w => g.count += 1.0,
+                _ => self.censored.push(Censored { window: w, count: 1.0 }),
+            }
+        }
+        self.total += windows.len() as f64;
+        Ok(self)
+    }
+
+    /// The E-step of the censored observations under `p` (fitted units),
+    /// `None` without any.
+    pub fn censored_stats(&self, p: &Params) -> Option<CensoredStats> {
+        (!self.censored.is_empty()).then(|| censored_e_step(self.family, &self.censored, p))
     }
 
     /// What truncation adds to the log-likelihood of `p` (fitted units):
@@ -365,6 +414,7 @@ impl Prepared {
         self.log_likelihood_fitted(family, fitted, noise.as_deref(), params, self.h_sum - jacobian)
             + jacobian
             + self.truncation_term(&self.rescale(params))
+            + self.censored_stats(&self.rescale(params)).map_or(0.0, |c| c.ll)
     }
 
     /// `log_likelihood` for a family fitted on the values themselves (or
@@ -379,7 +429,9 @@ impl Prepared {
         params: &Params,
         h_sum: f64,
     ) -> f64 {
-        let n = self.total;
+        // the exact values' count (Σ w with weights): the Jacobian of the
+        // rescaling is theirs; censored values' windows are invariant
+        let n = self.total - self.censored.iter().map(|g| g.count).sum::<f64>();
         let moderate = self.scale.abs().log2().abs() <= MODERATE_SCALE_LOG2;
         if moderate {
             let g: Vec<f64> = values.iter().map(|&x| family::aux(family, x)).collect();
@@ -511,6 +563,7 @@ fn prepare_of<F: ComponentFamily>(values: &[f64]) -> Result<Prepared, Invalid> {
         equal_scale: false,
         fixed: None,
         truncation: None,
+        censored: Vec::new(),
         w: None,
         total: nf,
         sorted: OnceLock::new(),

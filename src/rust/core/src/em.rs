@@ -9,6 +9,7 @@ use crate::mstep::{check_component, m_step};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 use crate::student;
+use crate::truncation::{CensoredStats, Renormalised};
 
 /// How far the log-likelihood may fall before it is more than rounding.
 pub(crate) fn fall_tolerance(loglik: f64, n: f64) -> f64 {
@@ -81,7 +82,8 @@ impl EmState {
         max_iters: u32,
         epsilon: f64,
     ) -> Option<StartFit> {
-        let loglik = stats.ll + ds.h_sum + ds.truncation_term(&self.params);
+        let censored = ds.censored_stats(&self.params);
+        let loglik = stats.ll + ds.h_sum + ds.truncation_term(&self.params) + censored.as_ref().map_or(0.0, |c| c.ll);
         // the observations' count, Σ w with weights
         let n = ds.total;
         if let Some(sq) = &mut self.squarem {
@@ -89,7 +91,11 @@ impl EmState {
                 // Accepted when θ' is at least as likely as θ1 and its
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
-                let next = if loglik >= sq.ll1 { m_step_on(family, ds, &self.params, stats).ok() } else { None };
+                let next = if loglik >= sq.ll1 {
+                    m_step_on(family, ds, &self.params, stats, censored.as_ref()).ok()
+                } else {
+                    None
+                };
                 let reached = sq.step >= sq.step_max;
                 match next {
                     Some(next) => {
@@ -127,7 +133,7 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        let next = match m_step_on(family, ds, &self.params, stats) {
+        let next = match m_step_on(family, ds, &self.params, stats, censored.as_ref()) {
             Ok(next) => next,
             Err(why) => return end(Outcome::Failed(why)),
         };
@@ -164,14 +170,22 @@ impl EmState {
 }
 
 /// The M-step on the dataset `ds` from the statistics of the parameters
-/// `from`: its settings' (mstep.rs), then, with truncation, the components
-/// and weights moved to the truncated maximum (truncation.rs).
-fn m_step_on(family: Family, ds: &Prepared, from: &Params, stats: &Stats) -> Result<Params, Degenerate> {
+/// `from` (and of its censored observations, `censored`): its settings'
+/// (mstep.rs), then, with truncation or censoring, the components and
+/// weights moved toward the renormalised maximum (truncation.rs).
+fn m_step_on(
+    family: Family,
+    ds: &Prepared,
+    from: &Params,
+    stats: &Stats,
+    censored: Option<&CensoredStats>,
+) -> Result<Params, Degenerate> {
     let free = m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?;
-    match &ds.truncation {
-        Some(w) => w.m_step(family, stats, &free, from, ds.spread),
-        None => Ok(free),
+    if ds.truncation.is_none() && censored.is_none() {
+        return Ok(free);
     }
+    let renormalised = Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored };
+    renormalised.m_step(family, stats, &free, from, ds.spread)
 }
 
 /// The coordinates SQUAREM extrapolates in: the weights, the means, the

@@ -88,7 +88,13 @@ pub(crate) fn finish(
     // (not with one shape shared or values fixed: the ascent direction
     // would part the shapes or move the fixed; nor truncated: the saddle's
     // direction is the untruncated likelihood's)
-    let escaped = if at_saddle && !spurious && !ds.equal_scale && ds.fixed.is_none() && ds.truncation.is_none() {
+    let escaped = if at_saddle
+        && !spurious
+        && !ds.equal_scale
+        && ds.fixed.is_none()
+        && ds.truncation.is_none()
+        && ds.censored.is_empty()
+    {
         saddle::escape(t, ds, &fit, cancel)
     } else {
         None
@@ -156,6 +162,7 @@ pub(crate) fn finish(
         covariance,
         noise_support: ds.noise.as_ref().map(|n| n.support),
         truncation: job.truncation.get(d).copied().flatten(),
+        censored: job.censored.get(d).map_or(0, Vec::len),
     }
 }
 

@@ -133,8 +133,8 @@ pub(crate) fn information(
 
 /// The information of `p` (fitted units) on the dataset `ds`: its data,
 /// noise component and weights, the log-likelihood with Σ h, and with
-/// truncation the value, score and Hessian of its −N log Q added
-/// (truncation.rs).
+/// truncation the value, score and Hessian of its −N log Q added, and
+/// those of each censored group's count·log Q_j (truncation.rs).
 pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Information {
     let mut info = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), p);
     info.loglik += ds.h_sum;
@@ -147,6 +147,17 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
         }
         for (o, h) in info.observed.iter_mut().zip(&hess) {
             *o += n * h;
+        }
+    }
+    // each censored group: count·log Q_j, a term of the data's
+    for g in &ds.censored {
+        let (grad, hess) = g.window.ln_q_derivatives(family, p, info.layout);
+        info.loglik += g.count * g.window.ln_mixture_mass(family, p);
+        for (s, v) in info.score.iter_mut().zip(&grad) {
+            *s += g.count * v;
+        }
+        for (o, h) in info.observed.iter_mut().zip(&hess) {
+            *o -= g.count * h;
         }
     }
     info

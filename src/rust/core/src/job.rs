@@ -48,6 +48,10 @@ pub struct Job<'a> {
     /// truncation.rs), in its own units; empty, or `None` for a dataset:
     /// not truncated.
     pub truncation: Vec<Option<Window>>,
+    /// Each dataset's censored observations, each a window it is known to
+    /// lie in (right-censored at c: (c, ∞); left: (−∞, c)), in its own
+    /// units; empty: none. `datasets` holds the exact values only.
+    pub censored: Vec<Vec<Window>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -250,8 +254,31 @@ impl Job<'_> {
             });
         }
         if self.truncation.iter().any(Option::is_some) {
-            if let Some(message) = self.truncation_problem() {
+            if let Some(message) = self.truncation_problem("truncated data") {
                 return Err(Error::Argument { arg: "truncation", message });
+            }
+        }
+        if !self.censored.is_empty() && self.censored.len() != self.datasets.len() {
+            return Err(Error::Argument {
+                arg: "datasets",
+                message: format!("censored values for {} datasets, not {}", self.censored.len(), self.datasets.len()),
+            });
+        }
+        if self.censored.iter().any(|c| !c.is_empty()) {
+            let unsupported = self.truncation_problem("censored data").or_else(|| {
+                self.weights
+                    .iter()
+                    .any(Option::is_some)
+                    .then(|| "censored data cannot be fitted with weights yet".to_string())
+            });
+            if let Some(message) = unsupported {
+                return Err(Error::Argument { arg: "datasets", message });
+            }
+            if let Some(w) = self.censored.iter().flatten().find(|w| !(w.lo < w.hi)) {
+                return Err(Error::Argument {
+                    arg: "datasets",
+                    message: format!("a censored value's window must have lower < upper, not ({}, {})", w.lo, w.hi),
+                });
             }
         }
         if !self.noise_supports.is_empty() && self.noise_supports.len() != self.datasets.len() {
@@ -265,10 +292,10 @@ impl Job<'_> {
 
     /// What is wrong with the job's truncation windows, if anything: each
     /// window lo < hi, not both open, the upper above 0 for a family of
-    /// positive data; not yet with what the truncated M-step does not
+    /// positive data; not yet with what the renormalised M-step does not
     /// handle (Student's t, a noise component, one shape shared, values
-    /// held fixed).
-    fn truncation_problem(&self) -> Option<String> {
+    /// held fixed), for `data` (what the message calls the data).
+    fn truncation_problem(&self, data: &str) -> Option<String> {
         let s = &self.settings;
         let unsupported = if s.family.has_df() {
             Some("Student's t components (family = \"t\")")
@@ -282,7 +309,7 @@ impl Job<'_> {
             None
         };
         if let Some(what) = unsupported {
-            return Some(format!("truncated data cannot be fitted with {what} yet"));
+            return Some(format!("{data} cannot be fitted with {what} yet"));
         }
         let positive = s.family.on_log_scale() || with_family!(s.family, F => F::POSITIVE);
         self.truncation.iter().flatten().find_map(|w| {
@@ -507,6 +534,9 @@ pub struct Fit {
     /// The window the data were observed in (Job::truncation), in the
     /// data's units, when the fit's likelihood is renormalised over one.
     pub truncation: Option<Window>,
+    /// Censored observations (Job::censored) beside the `n` exact values;
+    /// `nobs` counts both.
+    pub censored: usize,
 }
 
 /// One K's result for a dataset, for choosing among several Ks.
@@ -579,6 +609,7 @@ impl Fit {
             covariance: None,
             noise_support: None,
             truncation: None,
+            censored: 0,
         }
     }
 

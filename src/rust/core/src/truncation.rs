@@ -22,6 +22,15 @@
 //!   to the maximum itself;
 //! - α_m ∝ π_m / P_m maps the weights back.
 //!
+//! Censored observations (a response deadline: a value known only to exceed
+//! it; or below a detection limit) are windows too: each group of `count`
+//! observations known to lie in the window W_j adds count·log Q_j, Q_j =
+//! Σ_m α_m P_jm (intersected with the truncation window, if any, and
+//! renormalised with the rest). Their E-step is done here on the host
+//! (`censored_e_step`: responsibilities α_m P_jm / Q_j), beside any engine's
+//! pass over the exact values; the M-step's objective for component m takes
+//! Σ_j count·τ_jm log P_jm, and its weight π_m counts them too.
+//!
 //! The information (information.rs) takes the Hessian of −N log Q, and the
 //! standard errors follow. Everything is in the fitted units: the rescaled
 //! data (the logarithms for the lognormal), where the window is rescaled
@@ -62,6 +71,13 @@ impl Window {
             (v - shift) / scale
         };
         Window { lo: map(self.lo), hi: map(self.hi) }
+    }
+
+    /// The part of the window inside `other`; `None` where they do not
+    /// overlap in more than a point.
+    pub fn within(&self, other: &Window) -> Option<Window> {
+        let w = Window { lo: self.lo.max(other.lo), hi: self.hi.min(other.hi) };
+        (w.lo < w.hi).then_some(w)
     }
 
     /// Whether `x` (in the window's units) lies inside it.
@@ -105,137 +121,6 @@ impl Window {
     /// observations (Σ w with weights): −N log Q.
     pub fn term(&self, family: Family, p: &Params, total: f64) -> f64 {
         -total * self.ln_mixture_mass(family, p)
-    }
-
-    /// The M-step under truncation: `free`, the untruncated M-step's
-    /// parameters from the statistics `st` (weights S0/N, closed-form μ
-    /// and shape), moved to the truncated maximum: each component's
-    /// (μ, shape) by `maximise` from where it was, `from` (the parameters
-    /// whose E-step gave `st`: after the first passes a step or two away),
-    /// or from the closed form where that is no component; then the
-    /// weights mapped back from the observed population's (α_m ∝ π_m / P_m).
-    pub fn m_step(
-        &self,
-        family: Family,
-        st: &Stats,
-        free: &Params,
-        from: &Params,
-        spread: f64,
-    ) -> Result<Params, Degenerate> {
-        with_family!(family, F => self.m_step_of::<F>(family, st, free, from, spread))
-    }
-
-    fn m_step_of<F: ComponentFamily>(
-        &self,
-        family: Family,
-        st: &Stats,
-        free: &Params,
-        from: &Params,
-        spread: f64,
-    ) -> Result<Params, Degenerate> {
-        let mut p = *free;
-        let mut l = [0.0; MAX_COMPONENTS];
-        for m in 0..p.k {
-            let s = [st.s0[m], st.s1[m], st.s2[m]];
-            let start = match self.objective::<F>(s, from.mu[m], from.shape[m].ln()).is_finite() {
-                true => (from.mu[m], from.shape[m]),
-                false => (free.mu[m], free.shape[m]),
-            };
-            let (mu, shape) = self.maximise::<F>(s, start.0, start.1);
-            check_component(family, mu, shape, spread)?;
-            (p.mu[m], p.shape[m]) = (mu, shape);
-            l[m] = free.alpha[m].ln() - self.ln_mass_of::<F>(mu, shape);
-        }
-        let total = log_sum_exp(&l[..p.k]);
-        for m in 0..p.k {
-            p.alpha[m] = (l[m] - total).exp();
-        }
-        Ok(p)
-    }
-
-    /// One component's expected complete-data log-likelihood under
-    /// truncation, S0·c − k·Σr q − S0 log P, at (μ, e^ls); −∞ where that
-    /// is no component.
-    fn objective<F: ComponentFamily>(&self, s: [f64; 3], mu: f64, ls: f64) -> f64 {
-        let shape = ls.exp();
-        if !(F::mean_ok(mu) && mu.is_finite() && shape > 0.0 && shape.is_finite()) {
-            return f64::NEG_INFINITY;
-        }
-        let (c, k) = F::constants(mu, shape);
-        let v = s[0] * c - k * F::q_sum(s[0], s[1], s[2], mu) - s[0] * self.ln_mass_of::<F>(mu, shape);
-        if v.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            v
-        }
-    }
-
-    /// (μ, shape) moved from (mu, shape) toward the maximum of `objective`:
-    /// Newton's method in (μ, log shape) on central differences (steps of
-    /// TRUNCATED_DIFFERENCE of the component's sd in μ, of 1 in log
-    /// shape), each step halved until it gains; where the Hessian is not
-    /// negative definite, a gradient step scaled by its diagonal. Ends
-    /// after the first full Newton step that gains (every M-step a gain: a
-    /// generalised EM whose fixed points are EM's), or a Newton step
-    /// shorter than TRUNCATED_SETTLED (in sds and in log shape), taken
-    /// without a look; also when no step gains, or after TRUNCATED_STEPS.
-    fn maximise<F: ComponentFamily>(&self, s: [f64; 3], mu: f64, shape: f64) -> (f64, f64) {
-        let f = |x: [f64; 2]| self.objective::<F>(s, x[0], x[1]);
-        let mut x = [mu, shape.ln()];
-        let mut here = f(x);
-        if !here.is_finite() {
-            return (mu, shape);
-        }
-        for _ in 0..TRUNCATED_STEPS {
-            let sd = F::sd(x[0], x[1].exp());
-            let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
-            let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
-            let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
-            let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
-            let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
-            let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
-            // (one corner: the cross term only steers the step, whose
-            // length the central gradient decides)
-            let h01 = (at(1.0, 1.0) - p0 - p1 + here) / (h[0] * h[1]);
-            let det = h00 * h11 - h01 * h01;
-            let newton = h00 < 0.0 && det > 0.0;
-            let mut d = if newton {
-                [-(h11 * g[0] - h01 * g[1]) / det, -(h00 * g[1] - h01 * g[0]) / det]
-            } else {
-                [g[0] / h00.abs().max(f64::MIN_POSITIVE), g[1] / h11.abs().max(f64::MIN_POSITIVE)]
-            };
-            if !(d[0].is_finite() && d[1].is_finite()) {
-                break;
-            }
-            // a step of at most one sd and a factor e in the shape
-            let reach = (d[0].abs() / sd).max(d[1].abs());
-            if newton && reach < TRUNCATED_SETTLED {
-                x = [x[0] + d[0], x[1] + d[1]];
-                break;
-            }
-            if reach > 1.0 {
-                d = [d[0] / reach, d[1] / reach];
-            }
-            let mut t = 1.0;
-            let mut moved = false;
-            while t > 1e-10 {
-                let y = [x[0] + t * d[0], x[1] + t * d[1]];
-                let v = f(y);
-                if v > here {
-                    (x, here, moved) = (y, v, true);
-                    break;
-                }
-                t *= 0.5;
-            }
-            // a full Newton step taken: enough for this pass (Lange's EM
-            // gradient algorithm, one Newton step per M-step, converges as
-            // fast as EM near the maximum, at a seventh of the M-step's cost
-            // of solving it out; results-truncation.md)
-            if !moved || (newton && t == 1.0) {
-                break;
-            }
-        }
-        (x[0], x[1].exp())
     }
 
     /// The gradient and Hessian of log Q in the free parameters of the
@@ -306,6 +191,199 @@ impl Window {
         let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
         let h01 = (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * h[0] * h[1]);
         (g, [h00, h01, h11])
+    }
+}
+
+/// Observations known only to lie in a window (censored, or binned):
+/// `count` of them in `window`, in the fitted units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Censored {
+    pub window: Window,
+    pub count: f64,
+}
+
+/// The censored observations' E-step: their log-likelihood Σ_j count·log Q_j
+/// and each group's expected counts by component, count·τ_jm (`w`), with
+/// their sums over the groups (`total`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CensoredStats {
+    pub ll: f64,
+    pub w: Vec<[f64; MAX_COMPONENTS]>,
+    pub total: [f64; MAX_COMPONENTS],
+}
+
+/// The E-step of the censored groups `groups` under the mixture `p`.
+pub fn censored_e_step(family: Family, groups: &[Censored], p: &Params) -> CensoredStats {
+    let mut out = CensoredStats { ll: 0.0, w: Vec::with_capacity(groups.len()), total: [0.0; MAX_COMPONENTS] };
+    let mut l = [0.0; MAX_COMPONENTS];
+    for g in groups {
+        for m in 0..p.k {
+            l[m] = p.alpha[m].ln() + g.window.ln_mass(family, p.mu[m], p.shape[m]);
+        }
+        let lq = log_sum_exp(&l[..p.k]);
+        out.ll += g.count * lq;
+        let mut w = [0.0; MAX_COMPONENTS];
+        for m in 0..p.k {
+            w[m] = g.count * (l[m] - lq).exp();
+            out.total[m] += w[m];
+        }
+        out.w.push(w);
+    }
+    out
+}
+
+/// What the M-step of a dataset with truncation or censored observations
+/// takes beside the E-step's sums over its exact values.
+pub(crate) struct Renormalised<'a> {
+    pub truncation: Option<&'a Window>,
+    pub censored: &'a [Censored],
+    /// `censored_e_step` of `censored` (`None`: there are none).
+    pub stats: Option<&'a CensoredStats>,
+}
+
+impl Renormalised<'_> {
+    /// The M-step: `free`, the plain M-step's parameters from the exact
+    /// values' statistics `st` (closed-form μ and shape), moved toward the
+    /// maximum of each component's renormalised expected log-likelihood by
+    /// `step` from where it was, `from` (the parameters whose E-step gave
+    /// `st`), or from the closed form where that is no component; the
+    /// weights of the observed population π_m = (S0_m + W_m)/N (W_m: the
+    /// censored groups' expected count), mapped back to the untruncated
+    /// mixture's (α_m ∝ π_m / P_m).
+    pub fn m_step(
+        &self,
+        family: Family,
+        st: &Stats,
+        free: &Params,
+        from: &Params,
+        spread: f64,
+    ) -> Result<Params, Degenerate> {
+        with_family!(family, F => self.m_step_of::<F>(family, st, free, from, spread))
+    }
+
+    fn m_step_of<F: ComponentFamily>(
+        &self,
+        family: Family,
+        st: &Stats,
+        free: &Params,
+        from: &Params,
+        spread: f64,
+    ) -> Result<Params, Degenerate> {
+        let mut p = *free;
+        let mut l = [0.0; MAX_COMPONENTS];
+        for m in 0..p.k {
+            let censored = self.stats.map_or(0.0, |c| c.total[m]);
+            let s = [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored];
+            let start = match self.objective::<F>(m, s, from.mu[m], from.shape[m].ln()).is_finite() {
+                true => (from.mu[m], from.shape[m]),
+                false => (free.mu[m], free.shape[m]),
+            };
+            let (mu, shape) = self.step::<F>(m, s, start.0, start.1);
+            check_component(family, mu, shape, spread)?;
+            (p.mu[m], p.shape[m]) = (mu, shape);
+            let mass = self.truncation.map_or(0.0, |w| w.ln_mass_of::<F>(mu, shape));
+            l[m] = s[3].ln() - mass;
+        }
+        let total = log_sum_exp(&l[..p.k]);
+        for m in 0..p.k {
+            p.alpha[m] = (l[m] - total).exp();
+        }
+        Ok(p)
+    }
+
+    /// Component m's expected complete-data log-likelihood, renormalised,
+    /// at (μ, e^ls): S0·c − k·Σr q (the exact values, `s` = S0, S1, S2),
+    /// plus Σ_j count·τ_jm log P_jm (the censored groups), less
+    /// (S0 + W_m) log P_m of the truncation window (`s[3]` = S0 + W_m);
+    /// −∞ where that is no component.
+    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> f64 {
+        let shape = ls.exp();
+        if !(F::mean_ok(mu) && mu.is_finite() && shape > 0.0 && shape.is_finite()) {
+            return f64::NEG_INFINITY;
+        }
+        let (c, k) = F::constants(mu, shape);
+        let mut v = s[0] * c - k * F::q_sum(s[0], s[1], s[2], mu);
+        if let Some(stats) = self.stats {
+            for (g, w) in self.censored.iter().zip(&stats.w) {
+                v += w[m] * g.window.ln_mass_of::<F>(mu, shape);
+            }
+        }
+        if let Some(w) = self.truncation {
+            v -= s[3] * w.ln_mass_of::<F>(mu, shape);
+        }
+        if v.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            v
+        }
+    }
+
+    /// (μ, shape) moved from (mu, shape) toward the maximum of `objective`:
+    /// Newton's method in (μ, log shape) on central differences (steps of
+    /// TRUNCATED_DIFFERENCE of the component's sd in μ, of 1 in log
+    /// shape), each step halved until it gains; where the Hessian is not
+    /// negative definite, a gradient step scaled by its diagonal. Ends
+    /// after the first full Newton step that gains (every M-step a gain: a
+    /// generalised EM whose fixed points are EM's), or a Newton step
+    /// shorter than TRUNCATED_SETTLED (in sds and in log shape), taken
+    /// without a look; also when no step gains, or after TRUNCATED_STEPS.
+    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, shape: f64) -> (f64, f64) {
+        let f = |x: [f64; 2]| self.objective::<F>(m, s, x[0], x[1]);
+        let mut x = [mu, shape.ln()];
+        let mut here = f(x);
+        if !here.is_finite() {
+            return (mu, shape);
+        }
+        for _ in 0..TRUNCATED_STEPS {
+            let sd = F::sd(x[0], x[1].exp());
+            let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
+            let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
+            let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
+            let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
+            let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
+            let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
+            // (one corner: the cross term only steers the step, whose
+            // length the central gradient decides)
+            let h01 = (at(1.0, 1.0) - p0 - p1 + here) / (h[0] * h[1]);
+            let det = h00 * h11 - h01 * h01;
+            let newton = h00 < 0.0 && det > 0.0;
+            let mut d = if newton {
+                [-(h11 * g[0] - h01 * g[1]) / det, -(h00 * g[1] - h01 * g[0]) / det]
+            } else {
+                [g[0] / h00.abs().max(f64::MIN_POSITIVE), g[1] / h11.abs().max(f64::MIN_POSITIVE)]
+            };
+            if !(d[0].is_finite() && d[1].is_finite()) {
+                break;
+            }
+            // a step of at most one sd and a factor e in the shape
+            let reach = (d[0].abs() / sd).max(d[1].abs());
+            if newton && reach < TRUNCATED_SETTLED {
+                x = [x[0] + d[0], x[1] + d[1]];
+                break;
+            }
+            if reach > 1.0 {
+                d = [d[0] / reach, d[1] / reach];
+            }
+            let mut t = 1.0;
+            let mut moved = false;
+            while t > 1e-10 {
+                let y = [x[0] + t * d[0], x[1] + t * d[1]];
+                let v = f(y);
+                if v > here {
+                    (x, here, moved) = (y, v, true);
+                    break;
+                }
+                t *= 0.5;
+            }
+            // a full Newton step taken: enough for this pass (Lange's EM
+            // gradient algorithm, one Newton step per M-step, converges as
+            // fast as EM near the maximum, at a seventh of the M-step's cost
+            // of solving it out; results-truncation.md)
+            if !moved || (newton && t == 1.0) {
+                break;
+            }
+        }
+        (x[0], x[1].exp())
     }
 }
 
@@ -382,9 +460,10 @@ mod tests {
                 st.s2[0] += r * family::aux(fam, *x);
             }
             let free = crate::mstep::m_step(fam, 1, &st, st.s0[0], 0.1, false, None).unwrap();
-            let mut p = w.m_step(fam, &st, &free, &free, 0.1).unwrap();
+            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+            let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1).unwrap();
             for _ in 0..20 {
-                p = w.m_step(fam, &st, &free, &p, 0.1).unwrap();
+                p = renormalised.m_step(fam, &st, &free, &p, 0.1).unwrap();
             }
             assert!((p.alpha[0] - 1.0).abs() < 1e-15);
             let q = |mu: f64, shape: f64| {
@@ -409,12 +488,40 @@ mod tests {
         (st.s0[0], st.s1[0], st.s2[0]) = (n0, 0.0, n0 * 1.0);
         (st.s0[1], st.s1[1], st.s2[1]) = (n1, n1 * 2.2, n1 * (2.2 * 2.2 + 0.4));
         let free = crate::mstep::m_step(Family::Normal, 2, &st, 100.0, 1.0, false, None).unwrap();
-        let p = w.m_step(Family::Normal, &st, &free, &free, 1.0).unwrap();
+        let r = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+        let p = r.m_step(Family::Normal, &st, &free, &free, 1.0).unwrap();
         let pm: Vec<f64> = (0..2).map(|m| w.ln_mass(Family::Normal, p.mu[m], p.shape[m]).exp()).collect();
         let q = p.alpha[0] * pm[0] + p.alpha[1] * pm[1];
         // π_m = α_m P_m / Q is the observed share S0_m/N
         assert!((p.alpha[0] * pm[0] / q - 0.6).abs() < 1e-12 && (p.alpha[1] * pm[1] / q - 0.4).abs() < 1e-12);
         assert!((p.alpha[0] + p.alpha[1] - 1.0).abs() < 1e-15 && p.alpha[1] > 0.4);
+    }
+
+    #[test]
+    fn censored_groups_add_their_window_masses_and_share_their_counts() {
+        let mut p = Params::zeroed(2);
+        p.alpha[..2].copy_from_slice(&[0.3, 0.7]);
+        p.mu[..2].copy_from_slice(&[1.0, 2.5]);
+        p.shape[..2].copy_from_slice(&[4.0, 20.0]);
+        let groups = [
+            Censored { window: Window { lo: 3.0, hi: f64::INFINITY }, count: 5.0 },
+            Censored { window: Window { lo: 0.0, hi: 0.4 }, count: 2.0 },
+        ];
+        let st = censored_e_step(Family::InvGauss, &groups, &p);
+        let mut ll = 0.0;
+        for (j, g) in groups.iter().enumerate() {
+            // Q_j by Simpson's rule over the window (the upper tail to 40,
+            // the lower from 1e-9: the density's log is NaN at 0)
+            let (lo, hi) = (g.window.lo.max(1e-9), g.window.hi.min(40.0));
+            let q: Vec<f64> =
+                (0..2).map(|m| p.alpha[m] * integral(Family::InvGauss, p.mu[m], p.shape[m], lo, hi)).collect();
+            ll += g.count * (q[0] + q[1]).ln();
+            for m in 0..2 {
+                assert!((st.w[j][m] - g.count * q[m] / (q[0] + q[1])).abs() < 1e-7, "group {j}, component {m}");
+            }
+        }
+        assert!((st.ll - ll).abs() < 1e-7 * ll.abs(), "{} vs {ll}", st.ll);
+        assert!((st.total[0] + st.total[1] - 7.0).abs() < 1e-12);
     }
 
     #[test]

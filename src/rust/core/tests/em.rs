@@ -80,6 +80,7 @@ fn run(datasets: &[Vec<f64>], family: Family, k: usize, starts: u32, seed: u64, 
         weights: Vec::new(),
         fixed: Vec::new(),
         truncation: Vec::new(),
+        censored: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, threads, &AtomicBool::new(false), &Counters::default())
         .unwrap()
@@ -230,6 +231,7 @@ fn cancelling_stops_the_call() {
         weights: Vec::new(),
         fixed: Vec::new(),
         truncation: Vec::new(),
+        censored: Vec::new(),
     };
     let cancel = AtomicBool::new(true);
     assert_eq!(
@@ -277,6 +279,7 @@ fn run_accelerated(
         weights: Vec::new(),
         fixed: Vec::new(),
         truncation: Vec::new(),
+        censored: Vec::new(),
     };
     fit(&job, bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), counters)
         .unwrap()
@@ -375,6 +378,7 @@ fn squarem_never_reports_a_lower_likelihood_than_its_em_steps_reached() {
         weights: Vec::new(),
         fixed: Vec::new(),
         truncation: Vec::new(),
+        censored: Vec::new(),
     };
     let one =
         fit(&job(false, 1), bulkem_core::EngineKind::Cpu, 2, &AtomicBool::new(false), &Counters::default()).unwrap();
@@ -444,6 +448,7 @@ fn a_start_stuck_at_a_saddle_between_two_groups_is_continued_to_the_maximum() {
                 weights: Vec::new(),
                 fixed: Vec::new(),
                 truncation: Vec::new(),
+                censored: Vec::new(),
             };
             let stuck =
                 &fit(&job(false), bulkem_core::EngineKind::Cpu, 1, &AtomicBool::new(false), &Counters::default())

@@ -1,0 +1,150 @@
+# Censored values (issue 34, item 3): a survival::Surv() response, each
+# censored value adding log(F(upper) - F(lower)) of its window to the
+# likelihood. Against that likelihood written with R's own densities and
+# cdfs, its direct numerical maximisation (optim from many starts), and its
+# numerical Hessian for the standard errors.
+
+skip_if_not_installed("survival")
+
+cs_density <- function(x, family, mu, shape) {
+  switch(family,
+    invgauss = statmod::dinvgauss(x, mean = mu, shape = shape),
+    gamma = stats::dgamma(x, shape = shape, rate = shape / mu),
+    lognormal = stats::dlnorm(x, mu, shape),
+    stats::dnorm(x, mu, shape))
+}
+cs_cdf <- function(x, family, mu, shape, lower = TRUE) {
+  switch(family,
+    invgauss = statmod::pinvgauss(x, mean = mu, shape = shape, lower.tail = lower),
+    gamma = stats::pgamma(x, shape = shape, rate = shape / mu, lower.tail = lower),
+    lognormal = stats::plnorm(x, mu, shape, lower.tail = lower),
+    stats::pnorm(x, mu, shape, lower.tail = lower))
+}
+
+# The log-likelihood of exact values x, right-censored values at `right`,
+# left-censored at `left`, within the window `trunc` (or none).
+cs_loglik <- function(x, right, left, family, alpha, mu, shape, trunc = NULL) {
+  k <- length(mu)
+  mix <- function(f) Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * f(m)))
+  hi <- if (is.null(trunc)) Inf else trunc[2]
+  lo <- if (is.null(trunc)) -Inf else trunc[1]
+  cdf <- function(v, m) if (is.infinite(v)) as.numeric(v > 0) else cs_cdf(v, family, mu[m], shape[m])
+  ll <- sum(log(mix(function(m) cs_density(x, family, mu[m], shape[m])))) +
+    sum(log(mix(function(m) vapply(right, function(c) cdf(hi, m) - cdf(c, m), 0)))) +
+    sum(log(mix(function(m) vapply(left, function(c) cdf(c, m) - cdf(lo, m), 0))))
+  if (!is.null(trunc)) ll <- ll - (length(x) + length(right) + length(left)) * log(mix(function(m) cdf(hi, m) - cdf(lo, m)))
+  ll
+}
+
+cs_data <- function(family, seed) {
+  set.seed(seed)
+  switch(family,
+    normal = c(rnorm(300, 0, 1), rnorm(200, 3, 0.7)),
+    lognormal = exp(c(rnorm(300, 0, 0.4), rnorm(200, 1, 0.3))),
+    gamma = c(rgamma(300, shape = 6, rate = 6), rgamma(200, shape = 15, rate = 5)),
+    invgauss = c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40)))
+}
+# a deadline (right-censoring) near the upper end of each family's data
+cs_deadline <- c(normal = 3.3, lognormal = 3.3, gamma = 3.4, invgauss = 3.5)
+
+test_that("right-censored fits reach the best of optim on the censored likelihood, with its standard errors", {
+  for (family in names(cs_deadline)) {
+    v <- cs_data(family, 21)
+    c0 <- cs_deadline[[family]]
+    observed <- v <= c0
+    d <- data.frame(rt = pmin(v, c0), observed = observed, s = "one")
+    f <- bulkem(survival::Surv(rt, observed) ~ s, data = d, family = family, use.gpu = FALSE, seed = 3,
+                control = list(threads = 1))[[1]]
+    expect_equal(f$status, "converged", info = family)
+    expect_equal(f$censored, sum(!observed))
+    expect_equal(f$n, sum(observed))
+    expect_equal(f$nobs, length(v))
+    x <- v[observed]
+    right <- rep(c0, sum(!observed))
+    sname <- bulkem:::shape_name(family)
+    expect_equal(f$loglik, cs_loglik(x, right, numeric(0), family, f$alpha, f$mu, f[[sname]]),
+                 tolerance = 1e-10, info = family)
+    positive <- family %in% c("invgauss", "gamma")
+    spread <- stats::sd(if (family == "lognormal") log(x) else x)
+    sds <- function(mu, s) switch(family, invgauss = sqrt(mu^3 / s), gamma = mu / sqrt(s), s)
+    nll <- function(th) {
+      a <- stats::plogis(th[1])
+      mu <- if (positive) exp(th[2:3]) else th[2:3]
+      sd <- sds(mu, exp(th[4:5]))
+      if (any(sd < 0.05 * spread | sd > 20 * spread)) return(1e10)
+      v <- -cs_loglik(x, right, numeric(0), family, c(a, 1 - a), mu, exp(th[4:5]))
+      if (is.finite(v)) v else 1e10
+    }
+    set.seed(5)
+    best <- Inf
+    for (i in 1:10) {
+      mu0 <- sort(stats::quantile(if (family == "lognormal") log(x) else x, stats::runif(2, 0.1, 0.9)))
+      s0 <- if (family %in% c("normal", "lognormal")) spread / 2 else
+        if (family == "gamma") 5 else mean(x)^3 / stats::var(x)
+      th <- c(0, if (positive) log(mu0) else mu0, log(c(s0, s0)))
+      o <- stats::optim(th, nll, control = list(maxit = 5000, reltol = 1e-13))
+      o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
+      best <- min(best, o$value)
+    }
+    expect_gte(f$loglik, -best - 1e-6 * abs(best))
+    g <- function(th) -cs_loglik(x, right, numeric(0), family, c(th[1], 1 - th[1]), th[2:3], th[4:5])
+    th <- c(f$alpha[1], f$mu, f[[sname]])
+    h <- stats::optimHess(th, g, control = list(ndeps = 1e-4 * pmax(abs(th), 1e-2)))
+    se <- unlist(f$se)[c("alpha1", "mu1", "mu2", paste0(sname, 1:2))]
+    expect_equal(unname(se), sqrt(diag(solve(h))), tolerance = 1e-3, info = family)
+  }
+})
+
+test_that("left- and interval-censored values, with truncation, and Surv datasets in a list", {
+  v <- cs_data("invgauss", 22)
+  # a detection limit below, a deadline above, cut-offs outside both
+  lo <- 0.5
+  hi <- 3.5
+  v <- v[v > 0.2 & v < 6]
+  left <- v < lo
+  right <- v > hi
+  status <- ifelse(left, 2, ifelse(right, 0, 1))
+  # (interval2: NA for an open end)
+  y <- survival::Surv(ifelse(left, NA, ifelse(right, hi, v)), ifelse(left, lo, ifelse(right, NA, v)),
+                      type = "interval2")
+  f <- bulkem(list(s = y), truncation = c(0.2, 6), use.gpu = FALSE, seed = 4)$s
+  expect_equal(f$status, "converged")
+  expect_equal(f$censored, sum(left | right))
+  expect_equal(f$loglik, cs_loglik(v[!left & !right], rep(hi, sum(right)), rep(lo, sum(left)), "invgauss",
+                                   f$alpha, f$mu, f$lambda, trunc = c(0.2, 6)), tolerance = 1e-10)
+  # the same values as a right- and a left-censored Surv: each its part
+  g <- bulkem(list(s = survival::Surv(pmin(v, hi), !right)), use.gpu = FALSE, seed = 4)$s
+  expect_equal(g$loglik, cs_loglik(v[!right], rep(hi, sum(right)), numeric(0), "invgauss", g$alpha, g$mu, g$lambda),
+               tolerance = 1e-10)
+  l <- bulkem(list(s = survival::Surv(pmax(v, lo), !left, type = "left")), use.gpu = FALSE, seed = 4)$s
+  expect_equal(l$loglik, cs_loglik(v[!left], numeric(0), rep(lo, sum(left)), "invgauss", l$alpha, l$mu, l$lambda),
+               tolerance = 1e-10)
+  expect_output(print(g), "censored value")
+})
+
+test_that("without censored values a Surv response is the plain fit; bad combinations are refused", {
+  set.seed(7)
+  x <- c(rnorm(150), rnorm(100, 4))
+  plain <- bulkem(list(a = x), family = "normal", use.gpu = FALSE, seed = 2)$a
+  all_observed <- bulkem(list(a = survival::Surv(x, rep(1, length(x)))), family = "normal", use.gpu = FALSE,
+                         seed = 2)$a
+  expect_identical(all_observed[c("mu", "sigma", "alpha", "loglik")], plain[c("mu", "sigma", "alpha", "loglik")])
+  y <- list(a = survival::Surv(pmin(x, 5), x <= 5))
+  bad <- function(...) expect_error(bulkem(y, family = "normal", use.gpu = FALSE, ...),
+                                    class = "bulkem_error_argument", regexp = "censored")
+  bad(noise = TRUE)
+  bad(equal.scale = TRUE)
+  bad(fixed = list(mu = c(NA, 4)))
+  expect_error(bulkem(y, family = "t", use.gpu = FALSE), class = "bulkem_error_argument", regexp = "censored")
+  expect_error(bulkem(list(a = y$a, b = x), use.gpu = FALSE), class = "bulkem_error_argument", regexp = "Surv")
+  expect_error(bulkem(y, family = "normal", use.gpu = FALSE, control = list(future = TRUE)),
+               class = "bulkem_error_argument", regexp = "censored")
+  f <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 1)
+  expect_error(bulkem_bootstrap(f, B = 19), class = "bulkem_error_argument", regexp = "censored")
+  # a right-censored value above the truncation window's upper end: nothing
+  # is left of its window, and the dataset cannot be fitted
+  z <- suppressWarnings(bulkem(list(a = survival::Surv(c(x[x < 5], 7), c(rep(1, sum(x < 5)), 0))), family = "normal",
+                               truncation = c(-5, 6), use.gpu = FALSE, seed = 1))$a
+  expect_equal(z$status, "invalid")
+  expect_match(z$message, "censored")
+})
