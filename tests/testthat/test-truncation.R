@@ -198,3 +198,22 @@ test_that("shards carry each dataset's window", {
   expect_null(local$b$truncation)
   expect_equal(local$c$truncation, c(-1, Inf))
 })
+
+test_that("frequency weights give the truncated fit of the expanded data", {
+  set.seed(8)
+  x <- round(c(rnorm(120, 0, 1), rnorm(80, 3, 0.7)), 1)
+  x <- x[x > -1 & x < 3.5]
+  tab <- table(x)
+  values <- as.numeric(names(tab))
+  counts <- as.numeric(tab)
+  expanded <- bulkem(list(a = x), family = "normal", truncation = c(-1, 3.5), use.gpu = FALSE, seed = 6,
+                     control = list(accelerate = FALSE), epsilon = 1e-12, max.iters = 20000)$a
+  weighted <- bulkem(list(a = values), weights = list(counts), family = "normal", truncation = c(-1, 3.5),
+                     use.gpu = FALSE, seed = 6, control = list(accelerate = FALSE), epsilon = 1e-12,
+                     max.iters = 20000)$a
+  expect_equal(weighted$loglik, expanded$loglik, tolerance = 1e-10)
+  expect_equal(weighted$mu, expanded$mu, tolerance = 1e-6)
+  expect_equal(weighted$sigma, expanded$sigma, tolerance = 1e-6)
+  expect_equal(weighted$alpha, expanded$alpha, tolerance = 1e-6)
+  expect_equal(unlist(weighted$se), unlist(expanded$se), tolerance = 1e-4)
+})
