@@ -122,6 +122,9 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
   if (is_truncated(x)) comp <- truncated_density(x, grid, comp)
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)
+  # censored values have no bar of their own: the observed values' bars
+  # hold their share of the mixture, n of nobs
+  if (!is.null(bars) && censored_count(x) > 0) bars$density <- bars$density * x$n / x$nobs
   top <- max(total, bars$density[bars$right > lo & bars$left < hi], na.rm = TRUE)
   defaults <- list(x = range(grid), type = "n", main = main, xlab = xlab,
                    ylab = if (logx) "Density (per unit of value)" else "Density",

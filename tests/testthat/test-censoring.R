@@ -148,3 +148,12 @@ test_that("without censored values a Surv response is the plain fit; bad combina
   expect_equal(z$status, "invalid")
   expect_match(z$message, "censored")
 })
+
+test_that("a censored fit plots", {
+  set.seed(9)
+  x <- c(rnorm(300, 0, 1), rnorm(200, 3, 0.7))
+  f <- bulkem(list(a = survival::Surv(pmin(x, 3), x <= 3)), family = "normal", use.gpu = FALSE, seed = 1)$a
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(f, data = x[x <= 3]))
+})
