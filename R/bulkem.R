@@ -218,8 +218,9 @@
 #'   term and `control$keep.data` see the observed values. For every family
 #'   but the t, on the `cpu` and `cuda-streams` engines (`cuda-batched`
 #'   refuses it; a GPU call left to choose runs on `cuda-streams`); not
-#'   yet with `weights`, `noise`, `equal.scale`, `fixed`,
-#'   `control$future`, or `bulkem_bootstrap()`.
+#'   yet with `weights`, `noise`, `equal.scale`, `fixed` or
+#'   `bulkem_bootstrap()`. `control$future`'s shards carry each dataset's
+#'   censored values.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest `criterion` (BIC by
@@ -695,9 +696,6 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   truncation <- check_truncation(truncation, length(datasets), multivariate)
   censored <- input$censored
-  if (!is.null(censored) && isTRUE(checked_control$future)) {
-    stop_arg("censored values (a Surv response) cannot be fitted with control$future = TRUE yet")
-  }
   df <- check_df(df, family, num.components)
   fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
                        equal.scale)

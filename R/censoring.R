@@ -53,5 +53,16 @@ datasets_from_surv <- function(datasets) {
        n_dropped = vapply(parts, `[[`, 0L, "dropped"))
 }
 
+# The exact values `values` and censored windows `windows` (flat pairs) of
+# a dataset as one Surv object of type "interval2" (NA for an open end),
+# which datasets_from_surv() takes apart into the same values and windows:
+# what a future shard gets (R/future.R).
+as_surv <- function(values, windows) {
+  lower <- windows[c(TRUE, FALSE)]
+  upper <- windows[c(FALSE, TRUE)]
+  open <- function(v) ifelse(is.infinite(v), NA_real_, v)
+  survival::Surv(c(values, open(lower)), c(values, open(upper)), type = "interval2")
+}
+
 # How many censored values a fit's dataset had, for print().
 censored_count <- function(fit) if (is.null(fit$censored)) 0L else as.integer(fit$censored)

@@ -133,7 +133,9 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
   args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
   shards <- lapply(seq_len(n_shards), function(s) {
     at <- ranges$first[s]:ranges$last[s]
-    list(index = s, datasets = datasets[at], noise.support = shard_supports(noise.support, at),
+    # a dataset with censored values travels as the Surv object it came as
+    shard_data <- if (is.null(input$censored)) datasets[at] else Map(as_surv, datasets[at], input$censored[at])
+    list(index = s, datasets = shard_data, noise.support = shard_supports(noise.support, at),
          init = if (!is.null(given)) structure(unclass(given)[at], class = "bulkem_given"),
          weights = if (!is.null(weights)) weights[at],
          fixed = if (!is.null(fixed)) structure(unclass(fixed)[at], class = "bulkem_fixed"),

@@ -137,8 +137,6 @@ test_that("without censored values a Surv response is the plain fit; bad combina
   bad(fixed = list(mu = c(NA, 4)))
   expect_error(bulkem(y, family = "t", use.gpu = FALSE), class = "bulkem_error_argument", regexp = "censored")
   expect_error(bulkem(list(a = y$a, b = x), use.gpu = FALSE), class = "bulkem_error_argument", regexp = "Surv")
-  expect_error(bulkem(y, family = "normal", use.gpu = FALSE, control = list(future = TRUE)),
-               class = "bulkem_error_argument", regexp = "censored")
   f <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 1)
   expect_error(bulkem_bootstrap(f, B = 19), class = "bulkem_error_argument", regexp = "censored")
   # a right-censored value above the truncation window's upper end: nothing
@@ -156,4 +154,20 @@ test_that("a censored fit plots", {
   grDevices::pdf(NULL)
   on.exit(grDevices::dev.off())
   expect_silent(plot(f, data = x[x <= 3]))
+})
+
+test_that("shards carry each dataset's censored values", {
+  skip_if_not_installed("future")
+  set.seed(10)
+  x <- list(a = c(rnorm(80), rnorm(60, 3)), b = c(rnorm(70, 1), rnorm(90, 5)), c = rnorm(100, 2))
+  y <- lapply(x, function(v) survival::Surv(pmin(v, 4), v <= 4))
+  local <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 4)
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old))
+  sharded <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 4, control = list(future = TRUE, shards = 2))
+  for (d in 1:3) {
+    expect_identical(sharded[[d]][c("mu", "sigma", "alpha", "loglik", "censored")],
+                     local[[d]][c("mu", "sigma", "alpha", "loglik", "censored")])
+  }
+  expect_equal(local$b$censored, sum(x$b > 4))
 })
