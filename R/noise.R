@@ -32,19 +32,5 @@ check_noise_support <- function(support, n_datasets, noise) {
     stop_arg("`noise.support` must be c(lower, upper) with finite lower < upper, or one such pair per dataset ",
              "(a list or a two-column matrix with ", n_datasets, " rows)", what)
   }
-  pair <- function(p, i = NULL) {
-    if (is.null(p)) return(c(NA_real_, NA_real_))
-    where <- if (is.null(i)) "" else paste0("; element ", i, " is not")
-    if (!is.numeric(p) || length(p) != 2 || any(!is.finite(p)) || !(p[1] < p[2])) bad(where)
-    as.double(p)
-  }
-  if (is.matrix(support)) {
-    if (!is.numeric(support) || ncol(support) != 2 || nrow(support) != n_datasets) bad("")
-    return(as.double(unlist(lapply(seq_len(nrow(support)), function(i) pair(support[i, ], i)))))
-  }
-  if (is.list(support) && !is.data.frame(support)) {
-    if (length(support) != n_datasets) bad(paste0("; it has ", length(support), " elements"))
-    return(as.double(unlist(Map(pair, support, seq_along(support)))))
-  }
-  pair(support)
+  flatten_pairs(support, n_datasets, function(p) all(is.finite(p)) && p[1] < p[2], bad)
 }

@@ -16,21 +16,7 @@ check_truncation <- function(truncation, n_datasets, multivariate) {
              "not both), or one such pair per dataset (a list, NULL where a dataset is not truncated, ",
              "or a two-column matrix with ", n_datasets, " rows)", what)
   }
-  pair <- function(p, i = NULL) {
-    if (is.null(p)) return(c(NA_real_, NA_real_))
-    where <- if (is.null(i)) "" else paste0("; element ", i, " is not")
-    if (!is.numeric(p) || length(p) != 2 || anyNA(p) || !(p[1] < p[2]) || all(is.infinite(p))) bad(where)
-    as.double(p)
-  }
-  if (is.matrix(truncation)) {
-    if (!is.numeric(truncation) || ncol(truncation) != 2 || nrow(truncation) != n_datasets) bad("")
-    return(as.double(unlist(lapply(seq_len(nrow(truncation)), function(i) pair(truncation[i, ], i)))))
-  }
-  if (is.list(truncation) && !is.data.frame(truncation)) {
-    if (length(truncation) != n_datasets) bad(paste0("; it has ", length(truncation), " elements"))
-    return(as.double(unlist(Map(pair, truncation, seq_along(truncation)))))
-  }
-  pair(truncation)
+  flatten_pairs(truncation, n_datasets, function(p) p[1] < p[2] && !all(is.infinite(p)), bad)
 }
 
 # Whether a fit's likelihood is renormalised over a window.

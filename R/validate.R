@@ -247,3 +247,27 @@ check_devices <- function(x) {
   }
   as.integer(x)
 }
+
+# An argument of one (lower, upper) pair for every dataset or one pair per
+# dataset (a list, NULL where a dataset has none, or a two-column matrix
+# with a row per dataset), flattened: the pairs one after the other, NA, NA
+# for a dataset without one. `ok(p)` says whether a numeric pair is
+# acceptable; `bad(where)` raises the argument's error, `where` saying which
+# element (or "").
+flatten_pairs <- function(value, n_datasets, ok, bad) {
+  pair <- function(p, i = NULL) {
+    if (is.null(p)) return(c(NA_real_, NA_real_))
+    where <- if (is.null(i)) "" else paste0("; element ", i, " is not")
+    if (!is.numeric(p) || length(p) != 2 || anyNA(p) || !ok(p)) bad(where)
+    as.double(p)
+  }
+  if (is.matrix(value)) {
+    if (!is.numeric(value) || ncol(value) != 2 || nrow(value) != n_datasets) bad("")
+    return(as.double(unlist(lapply(seq_len(nrow(value)), function(i) pair(value[i, ], i)))))
+  }
+  if (is.list(value) && !is.data.frame(value)) {
+    if (length(value) != n_datasets) bad(paste0("; it has ", length(value), " elements"))
+    return(as.double(unlist(Map(pair, value, seq_along(value)))))
+  }
+  pair(value)
+}

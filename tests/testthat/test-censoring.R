@@ -6,21 +6,6 @@
 
 skip_if_not_installed("survival")
 
-cs_density <- function(x, family, mu, shape) {
-  switch(family,
-    invgauss = statmod::dinvgauss(x, mean = mu, shape = shape),
-    gamma = stats::dgamma(x, shape = shape, rate = shape / mu),
-    lognormal = stats::dlnorm(x, mu, shape),
-    stats::dnorm(x, mu, shape))
-}
-cs_cdf <- function(x, family, mu, shape, lower = TRUE) {
-  switch(family,
-    invgauss = statmod::pinvgauss(x, mean = mu, shape = shape, lower.tail = lower),
-    gamma = stats::pgamma(x, shape = shape, rate = shape / mu, lower.tail = lower),
-    lognormal = stats::plnorm(x, mu, shape, lower.tail = lower),
-    stats::pnorm(x, mu, shape, lower.tail = lower))
-}
-
 # The log-likelihood of exact values x, right-censored values at `right`,
 # left-censored at `left`, within the window `trunc` (or none).
 cs_loglik <- function(x, right, left, family, alpha, mu, shape, trunc = NULL) {
@@ -28,28 +13,20 @@ cs_loglik <- function(x, right, left, family, alpha, mu, shape, trunc = NULL) {
   mix <- function(f) Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * f(m)))
   hi <- if (is.null(trunc)) Inf else trunc[2]
   lo <- if (is.null(trunc)) -Inf else trunc[1]
-  cdf <- function(v, m) if (is.infinite(v)) as.numeric(v > 0) else cs_cdf(v, family, mu[m], shape[m])
-  ll <- sum(log(mix(function(m) cs_density(x, family, mu[m], shape[m])))) +
+  cdf <- function(v, m) if (is.infinite(v)) as.numeric(v > 0) else family_cdf(v, family, mu[m], shape[m])
+  ll <- sum(log(mix(function(m) family_density(x, family, mu[m], shape[m])))) +
     sum(log(mix(function(m) vapply(right, function(c) cdf(hi, m) - cdf(c, m), 0)))) +
     sum(log(mix(function(m) vapply(left, function(c) cdf(c, m) - cdf(lo, m), 0))))
   if (!is.null(trunc)) ll <- ll - (length(x) + length(right) + length(left)) * log(mix(function(m) cdf(hi, m) - cdf(lo, m)))
   ll
 }
 
-cs_data <- function(family, seed) {
-  set.seed(seed)
-  switch(family,
-    normal = c(rnorm(300, 0, 1), rnorm(200, 3, 0.7)),
-    lognormal = exp(c(rnorm(300, 0, 0.4), rnorm(200, 1, 0.3))),
-    gamma = c(rgamma(300, shape = 6, rate = 6), rgamma(200, shape = 15, rate = 5)),
-    invgauss = c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40)))
-}
 # a deadline (right-censoring) near the upper end of each family's data
 cs_deadline <- c(normal = 3.3, lognormal = 3.3, gamma = 3.4, invgauss = 3.5)
 
 test_that("right-censored fits reach the best of optim on the censored likelihood, with its standard errors", {
   for (family in names(cs_deadline)) {
-    v <- cs_data(family, 21)
+    v <- two_component_data(family, 21)
     c0 <- cs_deadline[[family]]
     observed <- v <= c0
     d <- data.frame(rt = pmin(v, c0), observed = observed, s = "one")
@@ -96,7 +73,7 @@ test_that("right-censored fits reach the best of optim on the censored likelihoo
 })
 
 test_that("left- and interval-censored values, with truncation, and Surv datasets in a list", {
-  v <- cs_data("invgauss", 22)
+  v <- two_component_data("invgauss", 22)
   # a detection limit below, a deadline above, cut-offs outside both
   lo <- 0.5
   hi <- 3.5

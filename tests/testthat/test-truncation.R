@@ -5,47 +5,27 @@
 # numerical maximisation (optim from many starts), and its numerical
 # Hessian for the standard errors.
 
-tr_density <- function(x, family, mu, shape) {
-  switch(family,
-    invgauss = statmod::dinvgauss(x, mean = mu, shape = shape),
-    gamma = stats::dgamma(x, shape = shape, rate = shape / mu),
-    lognormal = stats::dlnorm(x, mu, shape),
-    stats::dnorm(x, mu, shape))
-}
-tr_cdf <- function(x, family, mu, shape, lower = TRUE) {
-  switch(family,
-    invgauss = statmod::pinvgauss(x, mean = mu, shape = shape, lower.tail = lower),
-    gamma = stats::pgamma(x, shape = shape, rate = shape / mu, lower.tail = lower),
-    lognormal = stats::plnorm(x, mu, shape, lower.tail = lower),
-    stats::pnorm(x, mu, shape, lower.tail = lower))
-}
-
 # A component's mass in the window w, from the tail that does not cancel
 # (optim finds the rounding of 1 - 1 otherwise).
 tr_mass <- function(w, family, mu, shape) {
-  if (tr_cdf(w[1], family, mu, shape) < 0.5) {
-    tr_cdf(w[2], family, mu, shape) - tr_cdf(w[1], family, mu, shape)
+  if (family_cdf(w[1], family, mu, shape) < 0.5) {
+    family_cdf(w[2], family, mu, shape) - family_cdf(w[1], family, mu, shape)
   } else {
-    tr_cdf(w[1], family, mu, shape, FALSE) - tr_cdf(w[2], family, mu, shape, FALSE)
+    family_cdf(w[1], family, mu, shape, FALSE) - family_cdf(w[2], family, mu, shape, FALSE)
   }
 }
 
 # The truncated log-likelihood of (alpha, mu, shape) on x in window w.
 tr_loglik <- function(x, w, family, alpha, mu, shape) {
   k <- length(mu)
-  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * tr_density(x, family, mu[m], shape[m])))
+  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * family_density(x, family, mu[m], shape[m])))
   mass <- sum(vapply(seq_len(k), function(m) alpha[m] * tr_mass(w, family, mu[m], shape[m]), numeric(1)))
   sum(log(dens)) - length(x) * log(mass)
 }
 
 # Two-component data of `family` cut to the window w.
 tr_data <- function(family, w, seed) {
-  set.seed(seed)
-  x <- switch(family,
-    normal = c(rnorm(300, 0, 1), rnorm(200, 3, 0.7)),
-    lognormal = exp(c(rnorm(300, 0, 0.4), rnorm(200, 1, 0.3))),
-    gamma = c(rgamma(300, shape = 6, rate = 6), rgamma(200, shape = 15, rate = 5)),
-    invgauss = c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40)))
+  x <- two_component_data(family, seed)
   x[x > w[1] & x < w[2]]
 }
 
