@@ -294,6 +294,10 @@ print.bulkem_fit <- function(x, ...) {
                 x$loglik, x$aic, x$bic, x$icl, x$num_iterations, x$starts_ok, if (x$starts_ok == 1) "" else "s"))
     held <- fixed_labels(x)
     if (length(held) > 0) cat("held fixed:", paste(held, collapse = ", "), "\n\n")
+    if (!is.null(x$shift)) {
+      se <- if (!is.null(x$se)) sprintf(" (SE %s)", format(x$se[["shift"]], digits = 4)) else ""
+      cat(sprintf("shift %s%s: the components are of the values less it\n\n", format(x$shift, digits = 6), se))
+    }
     if (censored_count(x) > 0) {
       cat(sprintf("%d censored value%s beside the n = %d observed (nobs %s)\n\n", censored_count(x),
                   if (censored_count(x) == 1) "" else "s", x$n, format(x$nobs)))

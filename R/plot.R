@@ -101,25 +101,26 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     lo <- min(dots$xlim)
     hi <- max(dots$xlim)
   } else {
-    r <- component_range(x$family, x$mu, shape, x$df)
+    r <- component_range(x$family, x$mu, shape, x$df) + fit_shift(x)
     lo <- r[1]
     hi <- r[2]
     if (!is.null(data)) {
       lo <- min(lo, data)
       hi <- max(hi, data)
     }
-    if (positive_family(x$family)) lo <- max(lo, 1e-9 * hi)
+    if (positive_family(x$family)) lo <- max(lo, fit_shift(x) + 1e-9 * hi)
     if (logx) {
       lo <- if (!is.null(data)) max(lo, min(data) / 2) else if (lo <= 0) 1e-3 * hi else lo
     }
   }
   grid <- if (logx) exp(seq(log(lo), log(hi), length.out = 512)) else seq(lo, hi, length.out = 512)
-  comp <- matrix(core_value(weighted_densities_(grid, x$family, x$alpha, x$mu, shape, fit_nu(x))),
+  # (a shifted fit's components are of the values less its shift)
+  comp <- matrix(core_value(weighted_densities_(grid - fit_shift(x), x$family, x$alpha, x$mu, shape, fit_nu(x))),
                  nrow = length(grid))
   # a noise component: its level over its support, drawn like a component
   noise <- if (has_noise(x)) noise_density(x, grid)
   # truncated: every curve renormalised over the window, 0 outside it
-  if (is_truncated(x)) comp <- truncated_density(x, grid, comp)
+  if (is_truncated(x)) comp <- truncated_density(x, grid - fit_shift(x), comp)
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)
   # censored values have no bar of their own: the observed values' bars

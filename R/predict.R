@@ -48,6 +48,7 @@ fit_data <- function(fit, newdata, arg = "newdata") {
 # column, "noise"), by the package's own E-step; NA outside the family's
 # support, at NA and where the dataset has no fit.
 mixture_posterior <- function(fit, x) {
+  x <- x - fit_shift(fit)
   noise <- has_noise(fit)
   k <- NROW(fit$mu) + noise
   post <- if (has_fit(fit)) {
@@ -93,6 +94,7 @@ posterior_uncertainty <- function(post) {
 # Mixture density at x: sum of alpha_m p_m(x), from the package's own density
 # code; 0 outside the support, NA at NA or without a fit.
 mixture_density <- function(fit, x) {
+  x <- x - fit_shift(fit)
   if (!has_fit(fit)) return(rep(NA_real_, length(x)))
   d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit))),
               nrow = length(x))
@@ -106,6 +108,7 @@ mixture_density <- function(fit, x) {
 # Mixture cdf at x: sum of alpha_m F_m(x), with stats::pnorm or
 # statmod::pinvgauss (mean mu, shape lambda).
 mixture_cdf <- function(fit, x) {
+  x <- x - fit_shift(fit)
   if (!has_fit(fit)) return(rep(NA_real_, length(x)))
   if (is_truncated(fit)) {
     p <- truncated_cdf(fit, x)
@@ -310,16 +313,16 @@ prob_names <- function(probs) {
 mixture_quantile <- function(fit, p, tol) {
   if (!has_fit(fit)) return(NA_real_)
   normal <- !positive_family(fit$family)
-  window <- if (is_truncated(fit)) fit$truncation else c(if (normal) -Inf else 0, Inf)
+  window <- if (is_truncated(fit)) fit$truncation else c(if (normal) -Inf else fit_shift(fit), Inf)
   if (p == 0) return(window[1])
   if (p == 1) return(window[2])
   f <- function(x) mixture_cdf(fit, x) - p
   # The mixture's p quantile lies between its components' (F(lo) <= p <=
   # F(hi) in exact arithmetic); widen the bracket where rounding or a
   # component quantile statmod could not find leaves it short.
-  q <- component_quantiles(fit, p)
+  q <- component_quantiles(fit, p) + fit_shift(fit)
   q <- q[is.finite(q)]
-  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit$df)
+  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit$df) + fit_shift(fit)
   lo <- max(min(q), window[1])
   hi <- min(max(q), window[2])
   if (has_noise(fit)) {
@@ -461,7 +464,7 @@ draw_samples <- function(fit, n, nsim) {
       component_draws(fit$family, total, fit$mu[comp], shape[comp], fit$df[comp])
     }
   }
-  out <- as.data.frame(matrix(x, nrow = n, ncol = nsim))
+  out <- as.data.frame(matrix(x + if (has_fit(fit)) fit_shift(fit) else 0, nrow = n, ncol = nsim))
   names(out) <- paste0("sim_", seq_len(nsim))
   out
 }

@@ -149,7 +149,7 @@ tidy_fits <- function(fits, conf.int, conf.level) {
     c(f$alpha, f$mu, fit_shape(f), f$df, if (has_noise(f)) f$noise)
   }), use.names = FALSE))
   se <- as.double(unlist(Map(function(f, r) {
-    s <- unname(f$se)
+    s <- unname(component_se(f))
     if (!is.null(f$df) && !estimates_nu(f) && length(s) == r - NROW(f$mu)) {
       # fixed degrees of freedom: no standard error
       k <- NROW(f$mu)

@@ -33,23 +33,26 @@ untruncated_cdf <- function(fit, x) {
   p
 }
 
+# The fit's window on the scale its components are of: the values less a
+# shifted fit's shift (R/shift.R), which predict() and the others compute on.
+fitted_window <- function(fit) fit$truncation - fit_shift(fit)
+
 # Q, the untruncated mixture's mass inside the fit's window.
 window_mass <- function(fit) {
-  w <- fit$truncation
-  diff(untruncated_cdf(fit, w))
+  diff(untruncated_cdf(fit, fitted_window(fit)))
 }
 
 # Densities `d` of the untruncated mixture at x (a vector, or a matrix
 # with a row per x), renormalised over the window: 0 outside it, d / Q
 # inside.
 truncated_density <- function(fit, x, d) {
-  w <- fit$truncation
+  w <- fitted_window(fit)
   d * ifelse(x < w[1] | x > w[2], 0, 1 / window_mass(fit))
 }
 
 # The truncated mixture's cdf at x: (F(x) - F(lower)) / Q within the window.
 truncated_cdf <- function(fit, x) {
-  w <- fit$truncation
+  w <- fitted_window(fit)
   at <- pmin(pmax(x, w[1]), w[2])
   (untruncated_cdf(fit, at) - untruncated_cdf(fit, w[1])) / window_mass(fit)
 }
@@ -63,7 +66,7 @@ truncated_draws <- function(fit, n, draw) {
     stop_arg("the window of the fit holds ", format(q, digits = 3), " of its mixture: too little to simulate ",
              "by drawing the mixture and keeping what falls inside")
   }
-  w <- fit$truncation
+  w <- fitted_window(fit)
   out <- numeric(0)
   while (length(out) < n) {
     x <- draw(ceiling(1.2 * (n - length(out)) / q) + 10L)

@@ -179,7 +179,7 @@ confint.bulkem_fit <- function(object, parm, level = 0.95, ...) {
   check_unit(level, "level")
   est <- fit_estimates(object)
   i <- pick_parm(if (missing(parm)) NULL else parm, est)
-  wald(est[i], unname(object$se)[i], level, term_of(names(est)[i]), object$family)
+  wald(est[i], unname(component_se(object))[i], level, term_of(names(est)[i]), object$family)
 }
 
 #' @rdname bulkem-vcov
@@ -193,7 +193,7 @@ confint.bulkem <- function(object, parm, level = 0.95, ...) {
   n <- lengths(est, use.names = FALSE)
   term <- unlist(lapply(est, names), use.names = FALSE)
   est <- unlist(est, use.names = FALSE)
-  se <- unlist(lapply(fits, function(f) unname(f$se)), use.names = FALSE)
+  se <- unlist(lapply(fits, function(f) unname(component_se(f))), use.names = FALSE)
   family <- rep(vapply(fits, function(f) as.character(f$family), "", USE.NAMES = FALSE), n)
   keep <- if (missing(parm) || length(fits) == 0) {
     rep(TRUE, length(est))

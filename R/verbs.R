@@ -56,13 +56,13 @@ per_dataset <- function(object, value) {
   out
 }
 
-# a noise component's weight is one more parameter, and the t's estimated
+# a noise component's weight is one more parameter, as is a shift, and the t's estimated
 # degrees of freedom K more; a multivariate fit counts its own (df_model)
 fit_df <- function(fit) {
   if (!is.null(fit$df_model)) return(as.numeric(fit$df_model))
   k <- NROW(fit$mu)
   as.numeric(free_parameters(k) + has_noise(fit) + k * estimates_nu(fit) - (k - 1) * isTRUE(fit$equal_scale) -
-               fixed_removed(fit))
+               fixed_removed(fit) + !is.null(fit$shift))
 }
 
 # Whether a fit estimated the t's degrees of freedom (not fixed by `df`).
@@ -196,7 +196,7 @@ sigma.bulkem_fit <- no_sigma
 summary.bulkem_fit <- function(object, ...) {
   k <- NROW(object$mu)
   shape <- shape_name(object$family)
-  se <- unname(object$se)
+  se <- unname(component_se(object))
   per <- 3 + estimates_nu(object)
   if (length(se) < per * k) se <- rep(NA_real_, per * k)
   coefs <- data.frame(component = seq_len(k),

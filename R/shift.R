@@ -1,0 +1,236 @@
+# The shifted Wald (bulkem(shift = TRUE), issue 34 item 4): inverse
+# Gaussian components of x - shift, one shift per dataset shared by its
+# components (a response time's non-decision time). The shift is estimated
+# by maximising the profile log-likelihood l(shift) = max over the mixture
+# of its log-likelihood on x - shift, for every dataset at once: each
+# evaluation of l is one bulkem() call on all the datasets, each shifted by
+# its own candidate, so every engine, censoring, truncation and weights work
+# as they do unshifted. A grid of shifts below the smallest value first
+# (full multi-start fits), then golden-section search in the bracket of
+# the grid's best (each fit started from the best one's parameters, moved
+# with the shift), then a full multi-start fit at the best shift. The
+# standard errors come from a numerical Hessian of the log-likelihood in
+# every free parameter, the shift included (shifted_loglik()), and the
+# shift's 95% interval from its profile likelihood (`shift_ci`: Wald
+# intervals from the information cover a shift the data pin down loosely
+# too rarely).
+
+# Fractions of the data's sd below its smallest value where the grid's
+# shifts lie (largest first), and the golden-section steps after it.
+shift_grid <- c(30, 10, 3, 1, 0.3, 0.1, 0.03, 0.01)
+shift_steps <- 30L
+# Bisection steps for each end of the shift's profile-likelihood interval:
+# the end to 2^-14 of its first bracket.
+shift_bisections <- 14L
+
+# bulkem()'s `shift`, checked: TRUE only where the shifted Wald is what
+# would be fitted.
+check_shift <- function(shift, family, num.components, noise, equal.scale, fixed, init, multivariate) {
+  check_flag(shift, "shift")
+  if (!shift) return(FALSE)
+  no <- function(...) stop_arg("`shift = TRUE` ", ...)
+  if (multivariate) no("is for univariate data")
+  if (family != "invgauss") {
+    no("fits the shifted Wald, family = \"invgauss\": a Normal or t component's mean already is its ",
+       "location, and shifted lognormal and gamma components are not in bulkem yet")
+  }
+  if (length(num.components) != 1) no("fits one K per call: give `num.components` one value")
+  if (noise) no("does not go with a noise component (noise = TRUE) yet")
+  if (equal.scale) no("does not go with `equal.scale = TRUE` yet")
+  if (!is.null(fixed)) no("does not go with `fixed` yet")
+  if (!is.null(init)) no("does not go with `init` yet")
+  TRUE
+}
+
+# The fits of shifted data: `values` the exact values by dataset, `weights`
+# (NULL or a list), `truncation` (flat pairs as check_truncation() makes
+# them), `censored` (NULL or the windows by dataset, flat pairs) and `args`
+# the other arguments every bulkem() call takes.
+fit_shifted <- function(values, weights, truncation, censored, args) {
+  n <- length(values)
+  nm <- dataset_names(values)
+  lowest <- vapply(values, function(v) if (length(v) > 0 && all(is.finite(v))) min(v) else NA_real_, 0)
+  spread <- vapply(values, function(v) if (length(v) > 1 && all(is.finite(v))) stats::sd(v) else NA_real_, 0)
+  usable <- is.finite(lowest) & is.finite(spread) & spread > 0
+  window <- function(d) {
+    w <- if (length(truncation) == 2) truncation else truncation[2 * d - c(1, 0)]
+    if (length(w) == 2 && !anyNA(w)) w
+  }
+  # one bulkem() call, dataset d shifted by shift[d], started from `from`
+  # (a list by dataset name, each NULL or a start) with `starts` random starts
+  fit_at <- function(shift, from = NULL, starts = args$random.inits) {
+    shift[!usable] <- 0
+    data <- lapply(seq_len(n), function(d) {
+      y <- values[[d]] - shift[d]
+      if (length(censored[[d]]) > 0) as_surv(y, censored[[d]] - shift[d]) else y
+    })
+    names(data) <- nm
+    tr <- if (length(truncation) > 0) lapply(seq_len(n), function(d) if (!is.null(w <- window(d))) w - shift[d])
+    args$random.inits <- starts
+    call <- c(list(datasets = data, truncation = tr, weights = weights, init = from), args)
+    suppressWarnings(do.call(bulkem, call))
+  }
+  loglik <- function(fits) vapply(unclass(fits), function(f) if (isTRUE(f$fit_success)) f$loglik else -Inf, 0)
+  # each dataset's fit at shift `from_shift` as a start at shift `to_shift`
+  starts_from <- function(fits, from_shift, to_shift) {
+    out <- lapply(seq_len(n), function(d) {
+      f <- fits[[d]]
+      if (!isTRUE(f$fit_success)) return(NULL)
+      mu <- f$mu + (from_shift[d] - to_shift[d])
+      if (any(mu <= 0)) return(NULL)
+      list(alpha = f$alpha, mu = mu, lambda = f$lambda)
+    })
+    names(out) <- nm
+    out
+  }
+  # the grid
+  grid <- outer(spread, shift_grid, function(s, f) -f * s) + lowest
+  grid_fits <- lapply(seq_along(shift_grid), function(j) fit_at(grid[, j]))
+  ll <- vapply(grid_fits, loglik, numeric(n))
+  ll <- matrix(ll, nrow = n)
+  best_j <- apply(ll, 1, which.max)
+  best_shift <- grid[cbind(seq_len(n), best_j)]
+  best_ll <- ll[cbind(seq_len(n), best_j)]
+  best_fits <- lapply(seq_len(n), function(d) grid_fits[[best_j[d]]][[d]])
+  # the bracket: the grid's neighbours of its best (up to the smallest
+  # value itself at the top end: the likelihood is 0 there)
+  lo <- grid[cbind(seq_len(n), pmax(best_j - 1L, 1L))]
+  hi <- ifelse(best_j < length(shift_grid), grid[cbind(seq_len(n), pmin(best_j + 1L, length(shift_grid)))], lowest)
+  # golden section: a < b < c with l(b) the best seen; the new point in the
+  # larger part
+  golden <- (3 - sqrt(5)) / 2
+  a <- lo
+  c <- hi
+  b <- best_shift
+  for (step in seq_len(shift_steps)) {
+    right <- (c - b) > (b - a)
+    x <- ifelse(right, b + golden * (c - b), b - golden * (b - a))
+    x[!usable] <- 0
+    as_list <- structure(lapply(best_fits, function(f) f), names = nm)
+    fits <- fit_at(x, from = starts_from(as_list, b, x), starts = 1L)
+    lx <- loglik(fits)
+    better <- usable & lx > best_ll
+    # the bracket shrinks to the side of the better point
+    a <- ifelse(better, ifelse(right, b, a), ifelse(right, a, x))
+    c <- ifelse(better, ifelse(right, c, b), ifelse(right, x, c))
+    for (d in which(better)) best_fits[[d]] <- fits[[d]]
+    b <- ifelse(better, x, b)
+    best_ll <- ifelse(better, lx, best_ll)
+  }
+  best_shift <- unname(ifelse(usable, b, 0))
+  start <- structure(lapply(best_fits, function(f) f), names = nm)
+  final <- fit_at(best_shift, from = starts_from(start, best_shift, best_shift))
+  fits <- unclass(final)
+  top <- loglik(final)
+  # the 95% profile-likelihood interval: where l(shift) is within
+  # qchisq(0.95, 1) / 2 of its maximum, each end by bisection between a
+  # shift inside and one outside (every evaluation a full multi-start fit,
+  # started also from the maximum's fit)
+  target <- top - stats::qchisq(0.95, 1) / 2
+  ends <- lapply(c(-1, 1), function(side) {
+    inside <- best_shift
+    outside <- if (side > 0) lowest else rep(NA_real_, n)
+    if (side < 0) {
+      # step out below until l falls under the target
+      step <- 0.05 * spread
+      probe <- best_shift
+      for (i in seq_len(12)) {
+        open <- usable & is.na(outside)
+        if (!any(open)) break
+        probe[open] <- best_shift[open] - step[open] * 2^(i - 1)
+        l <- loglik(fit_at(ifelse(open, probe, best_shift), from = starts_from(fits, best_shift, probe)))
+        out_now <- open & l < target
+        outside[out_now] <- probe[out_now]
+        inside[open & !out_now] <- probe[open & !out_now]
+      }
+    }
+    for (i in seq_len(shift_bisections)) {
+      mid <- ifelse(is.na(outside), inside, (inside + outside) / 2)
+      l <- loglik(fit_at(ifelse(usable, mid, 0), from = starts_from(fits, best_shift, mid)))
+      out_now <- !is.na(outside) & l < target
+      outside <- ifelse(out_now, mid, outside)
+      inside <- ifelse(!is.na(outside) & !out_now, mid, inside)
+    }
+    # (an end never reached: the interval is open there)
+    ifelse(is.na(outside), if (side < 0) -Inf else lowest, (inside + outside) / 2)
+  })
+  for (d in seq_len(n)) {
+    if (!usable[d] || !isTRUE(fits[[d]]$fit_success)) next
+    fits[[d]] <- shifted_fit(fits[[d]], best_shift[d], values[[d]], weights[[d]], window(d), censored[[d]])
+    fits[[d]]$shift_ci <- c(ends[[1]][d], ends[[2]][d])
+  }
+  list(fits = fits, result = final)
+}
+
+# A fit of x - shift made a fit of x with its shift: `shift`, its window
+# in the data's units, one more parameter in AIC, BIC and ICL, and standard
+# errors from the numerical Hessian of shifted_loglik() in every free
+# parameter.
+shifted_fit <- function(f, shift, x, w, window, censored) {
+  f$shift <- shift
+  if (!is.null(window)) f$truncation <- window
+  nobs <- fit_nobs(f)
+  f$aic <- f$aic + 2
+  f$bic <- f$bic + log(nobs)
+  f$icl <- f$icl + log(nobs)
+  k <- length(f$mu)
+  theta <- c(f$alpha[-k], f$mu, f$lambda, shift)
+  names(theta) <- c(if (k > 1) paste0("alpha", seq_len(k - 1)), paste0("mu", seq_len(k)),
+                    paste0("lambda", seq_len(k)), "shift")
+  ll <- function(th) shifted_loglik(th, k, x, w, window, censored)
+  h <- tryCatch(stats::optimHess(theta, function(th) -ll(th),
+                                 control = list(ndeps = 1e-4 * pmax(abs(theta), 1e-3))),
+                error = function(e) NULL)
+  v <- if (!is.null(h) && all(is.finite(h))) tryCatch(solve(h), error = function(e) NULL)
+  if (is.null(v) || any(diag(v) <= 0)) {
+    f$se <- NULL
+    f$vcov <- NULL
+    f$message <- paste0(if (nzchar(f$message)) paste0(f$message, "; "),
+                        "no standard errors: the numerical information of the shifted fit is not positive definite")
+    return(f)
+  }
+  dimnames(v) <- list(names(theta), names(theta))
+  se <- sqrt(diag(v))
+  alpha_k <- if (k > 1) sqrt(sum(v[seq_len(k - 1), seq_len(k - 1)])) else 0
+  f$se <- c(if (k > 1) se[seq_len(k - 1)], stats::setNames(alpha_k, paste0("alpha", k)),
+            se[-seq_len(k - 1)])
+  f$vcov <- v
+  f
+}
+
+# The log-likelihood of the shifted inverse Gaussian mixture at theta =
+# (alpha_1..alpha_{K-1}, mu, lambda, shift) on the exact values x (weights
+# w), with the censored windows (flat pairs) and the truncation window,
+# written with statmod's density and cdf: -Inf outside the parameter space.
+shifted_loglik <- function(theta, k, x, w, window, censored) {
+  alpha <- if (k > 1) c(theta[seq_len(k - 1)], 1 - sum(theta[seq_len(k - 1)])) else 1
+  mu <- theta[k - 1 + seq_len(k)]
+  lambda <- theta[2 * k - 1 + seq_len(k)]
+  shift <- theta[3 * k]
+  if (any(alpha <= 0) || any(mu <= 0) || any(lambda <= 0) || any(x <= shift)) return(-Inf)
+  y <- x - shift
+  cdf <- function(v, m) {
+    ifelse(v <= 0, 0, ifelse(is.infinite(v), 1, statmod::pinvgauss(pmax(v, 1e-300), mean = mu[m], shape = lambda[m])))
+  }
+  mass <- function(lo, hi) Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * (cdf(hi - shift, m) - cdf(lo - shift, m))))
+  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * statmod::dinvgauss(y, mean = mu[m], shape = lambda[m])))
+  ww <- if (is.null(w)) rep(1, length(y)) else w
+  ll <- sum(ww * log(dens))
+  if (length(censored) > 0) {
+    ll <- ll + sum(log(mass(censored[c(TRUE, FALSE)], censored[c(FALSE, TRUE)])))
+  }
+  if (!is.null(window)) ll <- ll - (sum(ww) + length(censored) / 2) * log(mass(window[1], window[2]))
+  if (is.finite(ll)) ll else -Inf
+}
+
+# A fit's standard errors of its components' parameters: `se` less a
+# shifted fit's shift (whose own is se[["shift"]], and its interval
+# shift_ci), for the tables and intervals made per component.
+component_se <- function(f) {
+  s <- f$se
+  if (is.null(s) || !("shift" %in% names(s))) s else s[names(s) != "shift"]
+}
+
+# A fit's shift (0 unshifted): predict(), quantile(), simulate() and plot()
+# compute on x - shift.
+fit_shift <- function(fit) if (is.null(fit$shift)) 0 else fit$shift
