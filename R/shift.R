@@ -157,7 +157,7 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
   for (d in seq_len(n)) {
     if (!usable[d] || !isTRUE(fits[[d]]$fit_success)) next
     fits[[d]] <- shifted_fit(fits[[d]], best_shift[d], values[[d]], weights[[d]], window(d), censored[[d]])
-    fits[[d]]$shift_ci <- c(ends[[1]][d], ends[[2]][d])
+    fits[[d]]$shift_ci <- unname(c(ends[[1]][d], ends[[2]][d]))
   }
   list(fits = fits, result = final)
 }
