@@ -306,6 +306,26 @@ test_that("censored values (a Surv response) are fitted alike on cuda-streams, a
                class = "bulkem_error_argument", regexp = "censored")
 })
 
+test_that("the shifted Wald (shift = TRUE) finds the same shift on every engine", {
+  skip_if_no_gpu()
+  set.seed(71)
+  d <- replicate(6, 0.3 + c(statmod::rinvgauss(150, 0.4, 3), statmod::rinvgauss(100, 1.2, 8)), simplify = FALSE)
+  cpu <- bulkem(d, shift = TRUE, seed = 3, random.inits = 8, use.gpu = FALSE)
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    gpu <- bulkem(d, shift = TRUE, seed = 3, random.inits = 8, control = list(engine = engine))
+    expect_identical(attr(gpu, "engine"), engine)
+    for (i in seq_along(d)) {
+      a <- cpu[[i]]
+      b <- gpu[[i]]
+      expect_lt(abs(b$loglik - a$loglik) / abs(a$loglik), 1e-9, label = paste(engine, "loglik", i))
+      expect_lt(abs(b$shift - a$shift), 1e-6, label = paste(engine, "shift", i))
+      expect_lt(max(abs(c(b$mu, b$lambda, b$alpha) - c(a$mu, a$lambda, a$alpha)) /
+                      pmax(abs(c(a$mu, a$lambda, a$alpha)), 1)), 1e-5, label = paste(engine, "parameters", i))
+      expect_lt(max(abs(b$shift_ci - a$shift_ci)), 1e-4, label = paste(engine, "shift_ci", i))
+    }
+  }
+})
+
 test_that("the GPU engines fit lognormal mixtures as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(63)
