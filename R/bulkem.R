@@ -221,6 +221,15 @@
 #'   yet with `weights`, `noise`, `equal.scale`, `fixed` or
 #'   `bulkem_bootstrap()`. `control$future`'s shards carry each dataset's
 #'   censored values.
+#'
+#'   Binned data (mixdist's): a list of histograms, each `hist(x, plot =
+#'   FALSE)` or a list with `breaks` (finite, increasing) and `counts`
+#'   (one per bin), one per dataset. Each bin's count is interval-censored
+#'   in its bin, count * log(F(upper) - F(lower)); the bins' midpoints
+#'   serve the rescaling, the random starts and the spurious screen only (a
+#'   fit's `n` counts the bins that hold any, `censored` and `nobs` the
+#'   observations). As censored values otherwise; not yet with `shift` or
+#'   `control$future`.
 #' @param num.components Number of mixture components, a whole number from 1
 #'   to 8; or several (e.g. `1:4`): every dataset is then fitted with each of
 #'   them in the same call and its fit with the lowest `criterion` (BIC by
@@ -683,7 +692,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (multivariate && is.null(input$weights) && !missing(weights) && !is.null(weights)) {
     stop_arg("`weights` are taken for univariate data; multivariate fits do not take them yet")
   }
-  weights <- check_weights(input$weights, datasets, multivariate)
+  # (binned data's midpoints have weight 0: not the user's weights, unchecked)
+  weights <- if (is.null(input$binned_weights)) check_weights(input$weights, datasets, multivariate) else input$binned_weights
   if (!multivariate && !missing(covariance)) {
     stop_arg("`covariance` applies to multivariate data (a list of matrices, or a formula ",
              "with a matrix response); univariate data have one variance per component")
@@ -715,6 +725,10 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   if (!multivariate) noise.support <- check_noise_support(noise.support, length(datasets), noise)
   truncation <- check_truncation(truncation, length(datasets), multivariate)
   censored <- input$censored
+  if (!is.null(input$binned_weights) && (isTRUE(shift) || isTRUE(checked_control$future))) {
+    stop_arg("histograms (binned data) cannot be fitted with ", if (isTRUE(shift)) "`shift = TRUE`" else "control$future",
+             " yet")
+  }
   df <- check_df(df, family, num.components)
   fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
                        equal.scale)

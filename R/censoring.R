@@ -27,9 +27,9 @@ surv_rows <- function(y, what) {
 }
 
 # The censored rows of one dataset (surv_rows()'s parts for its rows) as the
-# flat (lower, upper) pairs the core takes.
+# flat (lower, upper, count) triples the core takes, each row a count of 1.
 censored_windows <- function(rows) {
-  out <- rbind(rows$lower[!rows$exact], rows$upper[!rows$exact])
+  out <- rbind(rows$lower[!rows$exact], rows$upper[!rows$exact], rep(1, sum(!rows$exact)))
   as.double(out)
 }
 
@@ -53,16 +53,46 @@ datasets_from_surv <- function(datasets) {
        n_dropped = vapply(parts, `[[`, 0L, "dropped"))
 }
 
-# The exact values `values` and censored windows `windows` (flat pairs) of
-# a dataset as one Surv object of type "interval2" (NA for an open end),
-# which datasets_from_surv() takes apart into the same values and windows:
-# what a future shard gets (R/future.R).
+# The exact values `values` and censored windows `windows` (flat triples)
+# of a dataset as one Surv object of type "interval2" (NA for an open end),
+# which datasets_from_surv() takes apart into the same values and windows
+# (a window of count c repeated c times): what a future shard and a
+# shifted fit's steps get (R/future.R, R/shift.R).
 as_surv <- function(values, windows) {
-  lower <- windows[c(TRUE, FALSE)]
-  upper <- windows[c(FALSE, TRUE)]
+  m <- matrix(windows, nrow = 3)
+  times <- rep(seq_len(ncol(m)), m[3, ])
   open <- function(v) ifelse(is.infinite(v), NA_real_, v)
-  survival::Surv(c(values, open(lower)), c(values, open(upper)), type = "interval2")
+  survival::Surv(c(values, open(m[1, times])), c(values, open(m[2, times])), type = "interval2")
 }
 
-# How many censored values a fit's dataset had, for print().
-censored_count <- function(fit) if (is.null(fit$censored)) 0L else as.integer(fit$censored)
+# A list of histograms (hist(x, plot = FALSE), or lists with `breaks` and
+# `counts`) as datasets: each bin's count interval-censored in its window
+# (lower, upper), and, for the rescaling and the starts, the midpoints of
+# the bins that hold any as values of weight 0 (which the likelihood does
+# not see).
+datasets_from_histograms <- function(datasets) {
+  parts <- lapply(seq_along(datasets), function(i) {
+    h <- datasets[[i]]
+    b <- as.double(h$breaks)
+    k <- as.double(h$counts)
+    if (!is.numeric(h$breaks) || !is.numeric(h$counts) || length(b) != length(k) + 1 || anyNA(b) || is.unsorted(b, strictly = TRUE) ||
+        anyNA(k) || any(k < 0) || any(!is.finite(b))) {
+      stop_arg("dataset ", i, " is a histogram whose `breaks` must be finite and increasing and whose `counts` ",
+               "(one per bin) must be numbers >= 0")
+    }
+    on <- k > 0
+    lo <- b[-length(b)][on]
+    hi <- b[-1][on]
+    list(values = (lo + hi) / 2, censored = as.double(rbind(lo, hi, k[on])))
+  })
+  list(datasets = stats::setNames(lapply(parts, `[[`, "values"), names(datasets)),
+       weights = lapply(parts, function(p) numeric(length(p$values))),
+       censored = lapply(parts, `[[`, "censored"))
+}
+
+# Whether a dataset is a histogram.
+is_histogram <- function(d) inherits(d, "histogram") || (is.list(d) && !is.null(d$breaks) && !is.null(d$counts))
+
+# How many censored values a fit's dataset had (the sum of their counts),
+# for print().
+censored_count <- function(fit) if (is.null(fit$censored)) 0 else fit$censored

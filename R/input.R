@@ -81,6 +81,16 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   unused_with(c(data = given[["data"]], subset = !is.null(subset), value = !is.null(value),
                 group = !is.null(group), formula = !is.null(formula)),
               "a data frame or a formula as `datasets`, e.g. bulkem(rt ~ subject, data = df)")
+  if (is.list(datasets) && !is.data.frame(datasets) && !inherits(datasets, "histogram") &&
+      length(datasets) > 0 && all(vapply(datasets, is_histogram, NA))) {
+    if (!is.null(weights)) stop_arg("`weights` do not go with histograms: their counts are the weights")
+    binned <- datasets_from_histograms(datasets)
+    return(list(datasets = binned$datasets, n_dropped = integer(length(datasets)), na.action = NULL,
+                multivariate = FALSE, variables = NULL, censored = binned$censored, binned_weights = binned$weights))
+  }
+  if (inherits(datasets, "histogram")) {
+    stop_arg("`datasets` is one histogram: give a list of histograms, list(h), one per dataset")
+  }
   if (is.list(datasets) && !is.data.frame(datasets) && any(vapply(datasets, function(d) inherits(d, "Surv"), NA))) {
     if (!is.null(weights)) stop_arg("`weights` do not go with censored values (Surv datasets) yet")
     surv <- datasets_from_surv(datasets)

@@ -299,7 +299,7 @@ print.bulkem_fit <- function(x, ...) {
       cat(sprintf("shift %s%s: the components are of the values less it\n\n", format(x$shift, digits = 6), se))
     }
     if (censored_count(x) > 0) {
-      cat(sprintf("%d censored value%s beside the n = %d observed (nobs %s)\n\n", censored_count(x),
+      cat(sprintf("%s censored value%s beside the n = %d observed (nobs %s)\n\n", format(censored_count(x)),
                   if (censored_count(x) == 1) "" else "s", x$n, format(x$nobs)))
     }
     if (is_truncated(x)) {

@@ -44,7 +44,7 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
 
 # The fits of shifted data: `values` the exact values by dataset, `weights`
 # (NULL or a list), `truncation` (flat pairs as check_truncation() makes
-# them), `censored` (NULL or the windows by dataset, flat pairs) and `args`
+# them), `censored` (NULL or the windows by dataset, flat triples) and `args`
 # the other arguments every bulkem() call takes.
 fit_shifted <- function(values, weights, truncation, censored, args) {
   n <- length(values)
@@ -62,7 +62,7 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
     shift[!usable] <- 0
     data <- lapply(seq_len(n), function(d) {
       y <- values[[d]] - shift[d]
-      if (length(censored[[d]]) > 0) as_surv(y, censored[[d]] - shift[d]) else y
+      if (length(censored[[d]]) > 0) as_surv(y, shifted_windows(censored[[d]], shift[d])) else y
     })
     names(data) <- nm
     tr <- if (length(truncation) > 0) lapply(seq_len(n), function(d) if (!is.null(w <- window(d))) w - shift[d])
@@ -200,7 +200,8 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
 
 # The log-likelihood of the shifted inverse Gaussian mixture at theta =
 # (alpha_1..alpha_{K-1}, mu, lambda, shift) on the exact values x (weights
-# w), with the censored windows (flat pairs) and the truncation window,
+# w), with the censored windows (flat lower, upper, count triples) and the
+# truncation window,
 # written with statmod's density and cdf: -Inf outside the parameter space.
 shifted_loglik <- function(theta, k, x, w, window, censored) {
   alpha <- if (k > 1) c(theta[seq_len(k - 1)], 1 - sum(theta[seq_len(k - 1)])) else 1
@@ -216,11 +217,17 @@ shifted_loglik <- function(theta, k, x, w, window, censored) {
   dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * statmod::dinvgauss(y, mean = mu[m], shape = lambda[m])))
   ww <- if (is.null(w)) rep(1, length(y)) else w
   ll <- sum(ww * log(dens))
-  if (length(censored) > 0) {
-    ll <- ll + sum(log(mass(censored[c(TRUE, FALSE)], censored[c(FALSE, TRUE)])))
-  }
-  if (!is.null(window)) ll <- ll - (sum(ww) + length(censored) / 2) * log(mass(window[1], window[2]))
+  m <- matrix(as.double(censored), nrow = 3)
+  if (ncol(m) > 0) ll <- ll + sum(m[3, ] * log(mass(m[1, ], m[2, ])))
+  if (!is.null(window)) ll <- ll - (sum(ww) + sum(m[3, ])) * log(mass(window[1], window[2]))
   if (is.finite(ll)) ll else -Inf
+}
+
+# Censored windows (flat lower, upper, count triples) less `shift`.
+shifted_windows <- function(windows, shift) {
+  m <- matrix(windows, nrow = 3)
+  m[1:2, ] <- m[1:2, ] - shift
+  as.double(m)
 }
 
 # A fit's standard errors of its components' parameters: `se` less a

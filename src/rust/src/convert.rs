@@ -518,7 +518,7 @@ impl FitLists {
             Some(w) => store(field::TRUNCATION, &[w.lo, w.hi]),
             None => set(field::TRUNCATION, extendr_ffi::R_NilValue),
         }
-        set(field::CENSORED, count(u32::try_from(f.censored).unwrap_or(u32::MAX)));
+        store(field::CENSORED, &[f.censored]);
         set(field::SPURIOUS_STARTS, count(f.spurious_starts));
         set(
             field::LOGLIK_SPURIOUS,

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
 use bulkem_core::{
-    Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning, Window,
-    MAX_COMPONENTS,
+    Censored, Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning,
+    Window, MAX_COMPONENTS,
 };
 use extendr_api::prelude::*;
 
@@ -35,8 +35,9 @@ pub(crate) struct Call {
     /// none; `None` for a dataset: not truncated.
     truncation: Vec<Option<Window>>,
     /// `censored`: per dataset, the windows its censored observations are
-    /// known to lie in (Job::censored); empty: none in the call.
-    pub censored: Vec<Vec<Window>>,
+    /// known to lie in, with their counts (Job::censored); empty: none in
+    /// the call.
+    pub censored: Vec<Vec<Censored>>,
 }
 
 impl Call {
@@ -185,9 +186,10 @@ impl Named {
         v.as_real().or_else(|| v.as_integer().map(f64::from)).ok_or_else(|| mistyped(name, "a number"))
     }
 
-    /// A list of numeric vectors, each (lower, upper) pairs one after the
-    /// other: one list of windows per element (NULL or an empty list: none).
-    fn window_lists(&self, name: &str) -> Result<Vec<Vec<Window>>, Stop> {
+    /// A list of numeric vectors, each (lower, upper, count) triples one
+    /// after the other: one list of counted windows per element (NULL or an
+    /// empty list: none).
+    fn window_lists(&self, name: &str) -> Result<Vec<Vec<Censored>>, Stop> {
         let v = self.get(name)?;
         if v.is_null() {
             return Ok(Vec::new());
@@ -196,10 +198,10 @@ impl Named {
         list.values()
             .map(|e| {
                 let flat = e.as_real_vector().ok_or_else(|| mistyped(name, "a list of numeric vectors"))?;
-                if flat.len() % 2 != 0 {
-                    return Err(internal(format!("{name} has an element of odd length")));
+                if flat.len() % 3 != 0 {
+                    return Err(internal(format!("{name} has an element not of triples")));
                 }
-                Ok(flat.chunks(2).map(|p| Window { lo: p[0], hi: p[1] }).collect())
+                Ok(flat.chunks(3).map(|t| Censored { window: Window { lo: t[0], hi: t[1] }, count: t[2] }).collect())
             })
             .collect()
     }

@@ -134,16 +134,19 @@ fn run_into(
     let prepared = queue::map(job.datasets.len(), threads, cancel, |d| {
         let values = job.datasets[d];
         let ds = prepare(values, job.settings.family);
+        // (binned data: every exact value a bin's midpoint of weight 0,
+        // the bins' counts in their windows)
+        let censored = job.censored.get(d).filter(|c| !c.is_empty());
         let ds = match job.weights.get(d).copied().flatten() {
-            Some(w) => ds.and_then(|ds| ds.with_weights(w, values)),
+            Some(w) => ds.and_then(|ds| ds.with_weights(w, values, censored.is_some())),
             None => ds,
         };
         let ds = match job.truncation.get(d).copied().flatten() {
             Some(window) => ds.and_then(|ds| ds.with_truncation(window, values)),
             None => ds,
         };
-        let ds = match job.censored.get(d).filter(|c| !c.is_empty()) {
-            Some(windows) => ds.and_then(|ds| ds.with_censoring(windows)),
+        let ds = match censored {
+            Some(groups) => ds.and_then(|ds| ds.with_censoring(groups)),
             None => ds,
         };
         ds.map(|mut ds| {

@@ -229,7 +229,7 @@ impl Prepared {
 
     /// The dataset with its observations weighted by `w` (one per value
     /// of `values`, the data it was prepared from), or why it cannot be.
-    pub fn with_weights(mut self, w: &[f64], values: &[f64]) -> Result<Prepared, Invalid> {
+    pub fn with_weights(mut self, w: &[f64], values: &[f64], all_zero_ok: bool) -> Result<Prepared, Invalid> {
         if w.len() != values.len() {
             return Err(Invalid::BadWeights {
                 count: w.len().abs_diff(values.len()),
@@ -239,7 +239,7 @@ impl Prepared {
         if let Some((count, first)) = count_bad(w, |v| !(v.is_finite() && v >= 0.0)) {
             return Err(Invalid::BadWeights { count, first });
         }
-        if !w.iter().any(|&v| v > 0.0) {
+        if !all_zero_ok && !w.iter().any(|&v| v > 0.0) {
             return Err(Invalid::ZeroWeights);
         }
         // Σ h, weighted: the family's h of each rescaled value (and, fitted
@@ -269,30 +269,31 @@ impl Prepared {
         Ok(self)
     }
 
-    /// The dataset with censored observations, each known only to lie in
-    /// its window of `windows` (the data's units), or why it cannot be:
+    /// The dataset with censored observations, `count` of each group known
+    /// only to lie in its window (the data's units), or why it cannot be:
     /// a window that the truncation window (set first) leaves nothing of.
-    pub fn with_censoring(mut self, windows: &[Window]) -> Result<Prepared, Invalid> {
+    pub fn with_censoring(mut self, groups: &[Censored]) -> Result<Prepared, Invalid> {
         let logs = self.family.on_log_scale();
-        let mut fitted = Vec::with_capacity(windows.len());
-        for (i, w) in windows.iter().enumerate() {
+        let mut fitted = Vec::with_capacity(groups.len());
+        for (i, g) in groups.iter().enumerate() {
+            let w = g.window.fitted(logs, self.shift, self.scale);
             let inside = match &self.truncation {
-                Some(t) => w.fitted(logs, self.shift, self.scale).within(t),
-                None => Some(w.fitted(logs, self.shift, self.scale)).filter(|f| f.lo < f.hi),
+                Some(t) => w.within(t),
+                None => Some(w).filter(|f| f.lo < f.hi),
             };
             match inside {
-                Some(f) => fitted.push(f),
-                None => return Err(Invalid::BadCensoring { first: i + 1, lo: w.lo, hi: w.hi }),
+                Some(f) => fitted.push(Censored { window: f, count: g.count }),
+                None => return Err(Invalid::BadCensoring { first: i + 1, lo: g.window.lo, hi: g.window.hi }),
             }
         }
-        fitted.sort_by(|a, b| a.lo.total_cmp(&b.lo).then(a.hi.total_cmp(&b.hi)));
-        for w in fitted {
+        fitted.sort_by(|a, b| a.window.lo.total_cmp(&b.window.lo).then(a.window.hi.total_cmp(&b.window.hi)));
+        for g in fitted {
             match self.censored.last_mut() {
-                Some(g) if g.window == w => g.count += 1.0,
-                _ => self.censored.push(Censored { window: w, count: 1.0 }),
+                Some(last) if last.window == g.window => last.count += g.count,
+                _ => self.censored.push(g),
             }
         }
-        self.total += windows.len() as f64;
+        self.total += groups.iter().map(|g| g.count).sum::<f64>();
         Ok(self)
     }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::dataset::Prepared;
 use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, SQUAREM_STEP_GROWTH};
-use crate::mstep::{check_component, m_step};
+use crate::mstep::{check_component, m_step, weight_ok};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 use crate::student;
@@ -180,7 +180,21 @@ fn m_step_on(
     stats: &Stats,
     censored: Option<&CensoredStats>,
 ) -> Result<Params, Degenerate> {
-    let free = m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?;
+    let free = match censored {
+        None => m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?,
+        // the exact values' closed form is not the components' (binned
+        // data have none): each component's count is its exact and
+        // censored shares together, and the Newton step starts from where
+        // the component was
+        Some(c) => {
+            let mut p = *from;
+            for m in 0..from.k {
+                weight_ok(stats.s0[m] + c.total[m])?;
+                p.alpha[m] = (stats.s0[m] + c.total[m]) / ds.total;
+            }
+            p
+        }
+    };
     if ds.truncation.is_none() && censored.is_none() {
         return Ok(free);
     }

@@ -162,7 +162,7 @@ pub(crate) fn finish(
         covariance,
         noise_support: ds.noise.as_ref().map(|n| n.support),
         truncation: job.truncation.get(d).copied().flatten(),
-        censored: job.censored.get(d).map_or(0, Vec::len),
+        censored: job.censored.get(d).map_or(0.0, |c| c.iter().map(|g| g.count).sum()),
     }
 }
 

@@ -149,7 +149,8 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
             *o += n * h;
         }
     }
-    // each censored group: count·log Q_j, a term of the data's
+    // each censored group: count·log Q_j, a term of the data's (and its
+    // complete-data information, the yardstick of "no information left")
     for g in &ds.censored {
         let (grad, hess) = g.window.ln_q_derivatives(family, p, info.layout);
         info.loglik += g.count * g.window.ln_mixture_mass(family, p);
@@ -158,6 +159,9 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
         }
         for (o, h) in info.observed.iter_mut().zip(&hess) {
             *o -= g.count * h;
+        }
+        for (c, v) in info.complete.iter_mut().zip(g.window.complete_diagonal(family, p, info.layout)) {
+            *c += g.count * v;
         }
     }
     info

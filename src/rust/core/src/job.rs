@@ -11,7 +11,7 @@ use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
 use crate::params::{Covariance, Family, Params, Singular, StartScheme};
 use crate::screen::Screen;
-use crate::truncation::Window;
+use crate::truncation::{Censored, Window};
 use crate::tuning::Tuning;
 
 /// One call: the datasets (borrowed, e.g. straight from R's vectors), how
@@ -48,10 +48,13 @@ pub struct Job<'a> {
     /// truncation.rs), in its own units; empty, or `None` for a dataset:
     /// not truncated.
     pub truncation: Vec<Option<Window>>,
-    /// Each dataset's censored observations, each a window it is known to
-    /// lie in (right-censored at c: (c, ∞); left: (−∞, c)), in its own
-    /// units; empty: none. `datasets` holds the exact values only.
-    pub censored: Vec<Vec<Window>>,
+    /// Each dataset's censored observations: windows they are known to lie
+    /// in (right-censored at c: (c, ∞); left: (−∞, c); a histogram's bins),
+    /// each with its count (a frequency weight), in the dataset's units;
+    /// empty: none. `datasets` holds the exact values only (binned data:
+    /// the bins' midpoints, each of weight 0, for the rescaling and the
+    /// starts).
+    pub censored: Vec<Vec<Censored>>,
 }
 
 /// How a call fits, as R's bulkem() and bulkem_control() give it: each
@@ -265,19 +268,22 @@ impl Job<'_> {
             });
         }
         if self.censored.iter().any(|c| !c.is_empty()) {
-            let unsupported = self.truncation_problem("censored data").or_else(|| {
-                self.weights
-                    .iter()
-                    .any(Option::is_some)
-                    .then(|| "censored data cannot be fitted with weights yet".to_string())
-            });
-            if let Some(message) = unsupported {
+            if let Some(message) = self.truncation_problem("censored data") {
                 return Err(Error::Argument { arg: "datasets", message });
             }
-            if let Some(w) = self.censored.iter().flatten().find(|w| !(w.lo < w.hi)) {
+            if let Some(g) = self.censored.iter().flatten().find(|g| !(g.window.lo < g.window.hi)) {
                 return Err(Error::Argument {
                     arg: "datasets",
-                    message: format!("a censored value's window must have lower < upper, not ({}, {})", w.lo, w.hi),
+                    message: format!(
+                        "a censored value's window must have lower < upper, not ({}, {})",
+                        g.window.lo, g.window.hi
+                    ),
+                });
+            }
+            if let Some(g) = self.censored.iter().flatten().find(|g| !(g.count.is_finite() && g.count >= 0.0)) {
+                return Err(Error::Argument {
+                    arg: "datasets",
+                    message: format!("a censored window's count must be a finite number >= 0, not {}", g.count),
                 });
             }
         }
@@ -534,9 +540,9 @@ pub struct Fit {
     /// The window the data were observed in (Job::truncation), in the
     /// data's units, when the fit's likelihood is renormalised over one.
     pub truncation: Option<Window>,
-    /// Censored observations (Job::censored) beside the `n` exact values;
-    /// `nobs` counts both.
-    pub censored: usize,
+    /// Censored observations (Job::censored, their counts summed) beside
+    /// the `n` exact values; `nobs` counts both.
+    pub censored: f64,
 }
 
 /// One K's result for a dataset, for choosing among several Ks.
@@ -609,7 +615,7 @@ impl Fit {
             covariance: None,
             noise_support: None,
             truncation: None,
-            censored: 0,
+            censored: 0.0,
         }
     }
 

@@ -85,5 +85,5 @@ pub use mv::{fit_mv, Matrix, Model, MvFit, MvJob, MvParams, Structure};
 pub use noise::Support;
 pub use outcome::{Outcome, StartRecord, Status};
 pub use params::{free_parameter_names, parameter_names, Covariance, Family, Params, Singular, StartScheme};
-pub use truncation::Window;
+pub use truncation::{Censored, Window};
 pub use tuning::{ResultDuring, Tuning};

@@ -148,7 +148,7 @@ fn m_step_of<F: ComponentFamily>(
 }
 
 /// A component's expected count S0 is enough to go on with.
-fn weight_ok(s0: f64) -> Result<(), Degenerate> {
+pub(crate) fn weight_ok(s0: f64) -> Result<(), Degenerate> {
     match s0 >= MIN_COMPONENT_OBS {
         true => Ok(()),
         false if s0.is_nan() => Err(Degenerate::NotFinite),

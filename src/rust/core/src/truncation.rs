@@ -178,6 +178,35 @@ impl Window {
         (grad, hess)
     }
 
+    /// The diagonal of the complete-data information of one observation
+    /// known to lie in the window, in the layout `at` (as ln_q_derivatives):
+    /// Σ_m τ_m g_m², τ_m = α_m P_m / Q and g_m the gradient of
+    /// log(α_m P_m) (in α_j, (δ_jm − δ_Km)/α_m).
+    pub(crate) fn complete_diagonal(&self, family: Family, p: &Params, at: Layout) -> Vec<f64> {
+        let k = p.k;
+        let ln_q = self.ln_mixture_mass(family, p);
+        let mut out = vec![0.0; at.len()];
+        for m in 0..k {
+            let ln_p = self.ln_mass(family, p.mu[m], p.shape[m]);
+            let tau = (p.alpha[m].ln() + ln_p - ln_q).exp();
+            let (g, _) = self.ln_mass_derivatives(family, p.mu[m], p.shape[m]);
+            out[at.mu(m)] += tau * g[0] * g[0];
+            out[at.shape(m)] += tau * g[1] * g[1];
+            for j in 0..at.weights() {
+                let sign = if m == j {
+                    1.0
+                } else if m == k - 1 {
+                    -1.0
+                } else {
+                    0.0
+                };
+                let d = sign / p.alpha[m];
+                out[at.alpha(j)] += tau * d * d;
+            }
+        }
+        out
+    }
+
     /// The gradient and Hessian of log P in (μ, shape), by central
     /// differences (steps of TRUNCATED_DIFFERENCE of the sd and of the
     /// shape): (∂μ, ∂s) and (∂μμ, ∂μs, ∂ss), for the information.
