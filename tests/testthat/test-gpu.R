@@ -300,6 +300,9 @@ test_that("censored values (a Surv response) are fitted alike on cuda-streams, a
     expect_same_optimum(ig, family = family, random.inits = 6, truncation = c(0.1, 8), tolerance = 1e-8,
                         engines = "cuda-streams")
   }
+  # binned data: histograms, every value interval-censored in its bin
+  binned <- lapply(normal, function(y) graphics::hist(unclass(y)[, "time"], breaks = 30, plot = FALSE))
+  expect_same_optimum(binned, family = "normal", random.inits = 6, tolerance = 1e-8, engines = "cuda-streams")
   auto <- bulkem(normal, family = "normal", random.inits = 4)
   expect_identical(attr(auto, "engine"), "cuda-streams")
   expect_error(bulkem(normal, family = "normal", control = list(engine = "cuda-batched")),
