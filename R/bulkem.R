@@ -218,8 +218,9 @@
 #'   term and `control$keep.data` see the observed values. For every family
 #'   but the t, on the `cpu` and `cuda-streams` engines (`cuda-batched`
 #'   refuses it; a GPU call left to choose runs on `cuda-streams`); not
-#'   yet with `weights`, `noise`, `equal.scale`, `fixed` or
-#'   `bulkem_bootstrap()`. `control$future`'s shards carry each dataset's
+#'   yet with `noise`, `equal.scale`, `fixed` or `bulkem_bootstrap()`;
+#'   `weights` (in the formula interface; a censored row's weight is its
+#'   count). `control$future`'s shards carry each dataset's
 #'   censored values.
 #'
 #'   Binned data (mixdist's): a list of histograms, each `hist(x, plot =

@@ -27,9 +27,11 @@ surv_rows <- function(y, what) {
 }
 
 # The censored rows of one dataset (surv_rows()'s parts for its rows) as the
-# flat (lower, upper, count) triples the core takes, each row a count of 1.
-censored_windows <- function(rows) {
-  out <- rbind(rows$lower[!rows$exact], rows$upper[!rows$exact], rep(1, sum(!rows$exact)))
+# flat (lower, upper, count) triples the core takes, each row's count its
+# weight (`weights`: one per row, or 1).
+censored_windows <- function(rows, weights = 1) {
+  counts <- rep_len(as.double(weights), length(rows$exact))
+  out <- rbind(rows$lower[!rows$exact], rows$upper[!rows$exact], counts[!rows$exact])
   as.double(out)
 }
 

@@ -415,11 +415,14 @@ datasets_from_formula <- function(f, data, subset, na, env, labels, response = N
     # the windows of its censored ones
     parts <- lapply(surv, function(v) v[keep])
     by <- if (is.null(g)) list(seq_along(keep)) else unname(split(seq_along(keep), g[keep]))
-    censored <- lapply(by, function(i) censored_windows(lapply(parts, function(v) v[i])))
+    # (a censored row's weight is its window's count)
+    censored <- lapply(seq_along(by), function(k) {
+      censored_windows(lapply(parts, function(v) v[by[[k]]]), if (is.null(w)) 1 else w[[k]])
+    })
     exact <- lapply(by, function(i) parts$exact[i])
     datasets <- stats::setNames(Map(function(d, e) d[e], datasets, exact), names(datasets))
     rows <- Map(function(r, e) r[e], rows, exact)
-    if (!is.null(w)) stop_arg("`weights` do not go with censored values (a Surv response) yet")
+    if (!is.null(w)) w <- Map(function(wi, e) wi[e], w, exact)
   }
   out <- list(datasets = datasets, n_dropped = as.integer(n_dropped),
               na.action = attr(kept_frame, "na.action"), groups = keys, rows = rows,

@@ -148,3 +148,19 @@ test_that("shards carry each dataset's censored values", {
   }
   expect_equal(local$b$censored, sum(x$b > 4))
 })
+
+test_that("frequency weights of a Surv response give the fit of the expanded rows", {
+  set.seed(12)
+  v <- round(c(rnorm(120, 0, 1), rnorm(80, 3, 0.7)), 1)
+  d <- data.frame(v = pmin(v, 3), obs = v <= 3, s = "a")
+  agg <- stats::aggregate(list(w = rep(1, nrow(d))), d[c("v", "obs", "s")], sum)
+  expanded <- bulkem(survival::Surv(v, obs) ~ s, data = d, family = "normal", use.gpu = FALSE, seed = 6,
+                     epsilon = 1e-12, max.iters = 20000, control = list(accelerate = FALSE))[[1]]
+  weighted <- bulkem(survival::Surv(v, obs) ~ s, data = agg, weights = w, family = "normal", use.gpu = FALSE,
+                     seed = 6, epsilon = 1e-12, max.iters = 20000, control = list(accelerate = FALSE))[[1]]
+  expect_equal(weighted$loglik, expanded$loglik, tolerance = 1e-10)
+  expect_equal(weighted$mu, expanded$mu, tolerance = 1e-6)
+  expect_equal(weighted$sigma, expanded$sigma, tolerance = 1e-6)
+  expect_equal(weighted$censored, sum(!d$obs))
+  expect_equal(weighted$nobs, nrow(d))
+})
