@@ -447,7 +447,8 @@
 #'   value and golden-section search, each step one bulkem() call on all
 #'   the datasets shifted, so every engine, `truncation`, censored values
 #'   and `weights` work as without it. Each fit gets `shift` and
-#'   `shift_ci` (its 95% profile-likelihood interval, which covers the
+#'   `shift_ci` (its 95% profile-likelihood interval, also `tidy()`'s row
+#'   `shift` at `conf.level = 0.95`, which covers the
 #'   shift far more often than shift ± 1.96 SE where the data pin it down
 #'   loosely: `inst/bench/results-shift.md`), `mu` and `lambda` of the
 #'   components of x - shift, AIC/BIC/ICL counting the shift, and standard

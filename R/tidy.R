@@ -175,6 +175,31 @@ tidy_fits <- function(fits, conf.int, conf.level) {
     out$conf.low <- unname(ci[, 1])
     out$conf.high <- unname(ci[, 2])
   }
+  tidy_shifts(out, fits, conf.int, conf.level)
+}
+
+# `out` with a row for each shifted fit's shift (R/shift.R), after its
+# components' rows: component NA, its 95% interval the profile-likelihood
+# one (`shift_ci`; at another conf.level, estimate ± z SE).
+tidy_shifts <- function(out, fits, conf.int, conf.level) {
+  shifted <- which(vapply(fits, function(f) !is.null(f$shift), NA, USE.NAMES = FALSE))
+  if (length(shifted) == 0) return(out)
+  estimate <- vapply(fits[shifted], function(f) f$shift, 0, USE.NAMES = FALSE)
+  se <- vapply(fits[shifted], function(f) if (is.null(f$se)) NA_real_ else unname(f$se[["shift"]]), 0,
+               USE.NAMES = FALSE)
+  extra <- data.frame(dataset = shifted, component = NA_integer_, term = "shift", estimate = estimate,
+                      std.error = se, stringsAsFactors = FALSE)
+  if (conf.int) {
+    profile <- isTRUE(all.equal(conf.level, 0.95))
+    z <- stats::qnorm(1 - (1 - conf.level) / 2)
+    extra$conf.low <- if (profile) vapply(fits[shifted], function(f) f$shift_ci[1], 0, USE.NAMES = FALSE) else
+      estimate - z * se
+    extra$conf.high <- if (profile) vapply(fits[shifted], function(f) f$shift_ci[2], 0, USE.NAMES = FALSE) else
+      estimate + z * se
+  }
+  out <- rbind(out, extra)
+  out <- out[order(out$dataset, is.na(out$component), method = "radix"), ]
+  row.names(out) <- NULL
   out
 }
 

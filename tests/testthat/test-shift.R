@@ -91,7 +91,15 @@ test_that("a shift moves with the data; predict, quantile and simulate are of th
   q <- quantile(fa, 0.4)
   expect_equal(predict(fa, newdata = q, type = "cdf"), 0.4, tolerance = 1e-8)
   expect_equal(glance(f)$df, c(6L, 6L))
-  expect_equal(tidy(f)$std.error[1:6], unname(fa$se[c("alpha1", "mu1", "lambda1", "alpha2", "mu2", "lambda2")]))
+  td <- tidy(f)
+  expect_equal(td$std.error[1:6], unname(fa$se[c("alpha1", "mu1", "lambda1", "alpha2", "mu2", "lambda2")]))
+  # the shift's row: its SE, and the profile interval at 95%
+  s1 <- td[td$dataset == "a" & td$term == "shift", ]
+  expect_equal(nrow(s1), 1)
+  expect_equal(c(s1$estimate, s1$std.error, s1$conf.low, s1$conf.high),
+               c(fa$shift, fa$se[["shift"]], fa$shift_ci))
+  s9 <- tidy(fa, conf.level = 0.9)
+  expect_equal(s9$conf.low[s9$term == "shift"], fa$shift - stats::qnorm(0.95) * fa$se[["shift"]])
   grDevices::pdf(NULL)
   on.exit(grDevices::dev.off())
   expect_silent(plot(fa, data = x))
