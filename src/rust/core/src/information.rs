@@ -45,6 +45,7 @@ use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
 use crate::params::{Covariance, Family, Params, Singular};
 use crate::student;
+use crate::truncation::QDerivatives;
 
 impl Information {
     /// The information of the free parameters under `c`
@@ -139,7 +140,7 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
     let mut info = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), p);
     info.loglik += ds.h_sum;
     if let Some(w) = &ds.truncation {
-        let (grad, hess) = w.ln_q_derivatives(family, p, info.layout);
+        let QDerivatives { grad, hess, .. } = w.ln_q_derivatives(family, p, info.layout);
         let n = ds.total;
         info.loglik -= n * w.ln_mixture_mass(family, p);
         for (s, g) in info.score.iter_mut().zip(&grad) {
@@ -152,7 +153,7 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
     // each censored group: count·log Q_j, a term of the data's (and its
     // complete-data information, the yardstick of "no information left")
     for g in &ds.censored {
-        let (grad, hess) = g.window.ln_q_derivatives(family, p, info.layout);
+        let QDerivatives { grad, hess, complete } = g.window.ln_q_derivatives(family, p, info.layout);
         info.loglik += g.count * g.window.ln_mixture_mass(family, p);
         for (s, v) in info.score.iter_mut().zip(&grad) {
             *s += g.count * v;
@@ -160,7 +161,7 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
         for (o, h) in info.observed.iter_mut().zip(&hess) {
             *o -= g.count * h;
         }
-        for (c, v) in info.complete.iter_mut().zip(g.window.complete_diagonal(family, p, info.layout)) {
+        for (c, v) in info.complete.iter_mut().zip(complete) {
             *c += g.count * v;
         }
     }

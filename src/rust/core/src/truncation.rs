@@ -125,19 +125,24 @@ impl Window {
 
     /// The gradient and Hessian of log Q in the free parameters of the
     /// layout `at` (information.rs's θ: K − 1 weights, the μ, the shapes;
-    /// no noise component, no ν), the Hessian full and column-major. With
-    /// ρ_m = P_m/Q, r_m = α_m ρ_m and g_m, H_m log P_m's gradient and
-    /// Hessian in (μ_m, shape_m): ∂/∂α_j = ρ_j − ρ_K, ∂/∂(μ_m, s_m) = r_m g_m;
+    /// no noise component, no ν), the Hessian full and column-major, and
+    /// the complete-data information's diagonal of an observation known to
+    /// lie in the window. With ρ_m = P_m/Q, r_m = α_m ρ_m (the component's
+    /// share of the window) and g_m, H_m log P_m's gradient and Hessian in
+    /// (μ_m, shape_m): ∂/∂α_j = ρ_j − ρ_K, ∂/∂(μ_m, s_m) = r_m g_m;
     /// ∇²Q/Q has α_j–(μ_m, s_m) entries (δ_jm − δ_Km) ρ_m g_m, (μ_m, s_m)
     /// blocks r_m (H_m + g_m g_mᵀ) and no α–α entries; ∇² log Q is that
-    /// less the gradient's outer product.
-    pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout) -> (Vec<f64>, Vec<f64>) {
+    /// less the gradient's outer product. The complete-data diagonal is
+    /// Σ_m r_m times the square of log(α_m P_m)'s gradient
+    /// ((δ_jm − δ_Km)/α_m in α_j).
+    pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout) -> QDerivatives {
         let (k, np) = (p.k, at.len());
         let ln_p: Vec<f64> = (0..k).map(|m| self.ln_mass(family, p.mu[m], p.shape[m])).collect();
-        let ln_q = self.ln_mixture_mass(family, p);
+        let ln_q = log_sum_exp(&(0..k).map(|m| p.alpha[m].ln() + ln_p[m]).collect::<Vec<f64>>());
         let rho: Vec<f64> = ln_p.iter().map(|l| (l - ln_q).exp()).collect();
         let mut grad = vec![0.0; np];
         let mut hess = vec![0.0; np * np];
+        let mut complete = vec![0.0; np];
         let mut add = |i: usize, j: usize, v: f64| {
             hess[i + j * np] += v;
             if i != j {
@@ -153,18 +158,14 @@ impl Window {
             add(own[0], own[0], r * (h[0] + g[0] * g[0]));
             add(own[0], own[1], r * (h[1] + g[0] * g[1]));
             add(own[1], own[1], r * (h[2] + g[1] * g[1]));
+            complete[own[0]] += r * g[0] * g[0];
+            complete[own[1]] += r * g[1] * g[1];
             for j in 0..at.weights() {
-                // ∂α_m/∂α_j: 1 for m = j, −1 for m = K
-                let sign = if m == j {
-                    1.0
-                } else if m == k - 1 {
-                    -1.0
-                } else {
-                    0.0
-                };
+                let sign = weight_sign(m, j, k);
                 for (c, gc) in own.iter().zip(g) {
                     add(at.alpha(j), *c, sign * rho[m] * gc);
                 }
+                complete[at.alpha(j)] += r * (sign / p.alpha[m]).powi(2);
             }
         }
         for j in 0..at.weights() {
@@ -175,36 +176,7 @@ impl Window {
                 hess[i + j * np] -= grad[i] * grad[j];
             }
         }
-        (grad, hess)
-    }
-
-    /// The diagonal of the complete-data information of one observation
-    /// known to lie in the window, in the layout `at` (as ln_q_derivatives):
-    /// Σ_m τ_m g_m², τ_m = α_m P_m / Q and g_m the gradient of
-    /// log(α_m P_m) (in α_j, (δ_jm − δ_Km)/α_m).
-    pub(crate) fn complete_diagonal(&self, family: Family, p: &Params, at: Layout) -> Vec<f64> {
-        let k = p.k;
-        let ln_q = self.ln_mixture_mass(family, p);
-        let mut out = vec![0.0; at.len()];
-        for m in 0..k {
-            let ln_p = self.ln_mass(family, p.mu[m], p.shape[m]);
-            let tau = (p.alpha[m].ln() + ln_p - ln_q).exp();
-            let (g, _) = self.ln_mass_derivatives(family, p.mu[m], p.shape[m]);
-            out[at.mu(m)] += tau * g[0] * g[0];
-            out[at.shape(m)] += tau * g[1] * g[1];
-            for j in 0..at.weights() {
-                let sign = if m == j {
-                    1.0
-                } else if m == k - 1 {
-                    -1.0
-                } else {
-                    0.0
-                };
-                let d = sign / p.alpha[m];
-                out[at.alpha(j)] += tau * d * d;
-            }
-        }
-        out
+        QDerivatives { grad, hess, complete }
     }
 
     /// The gradient and Hessian of log P in (μ, shape), by central
@@ -213,13 +185,45 @@ impl Window {
     pub fn ln_mass_derivatives(&self, family: Family, mu: f64, shape: f64) -> ([f64; 2], [f64; 3]) {
         let h = [TRUNCATED_DIFFERENCE * with_family!(family, F => F::sd(mu, shape)), TRUNCATED_DIFFERENCE * shape];
         let at = |d0: f64, d1: f64| self.ln_mass(family, mu + d0 * h[0], shape + d1 * h[1]);
-        let here = at(0.0, 0.0);
-        let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
-        let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
-        let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
-        let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
-        let h01 = (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * h[0] * h[1]);
-        (g, [h00, h01, h11])
+        differences(at, at(0.0, 0.0), h, false)
+    }
+}
+
+/// `Window::ln_q_derivatives`: of log Q, the gradient and the Hessian
+/// (column-major) in the free parameters, and of one observation in the
+/// window, the complete-data information's diagonal.
+pub(crate) struct QDerivatives {
+    pub grad: Vec<f64>,
+    pub hess: Vec<f64>,
+    pub complete: Vec<f64>,
+}
+
+/// Central differences of `f` at the point it takes as offsets (d0, d1) in
+/// steps of `h` (`here` = f(0, 0)): its gradient and Hessian (∂00, ∂01,
+/// ∂11), the cross term from four corners, or from one where it only
+/// steers a Newton step (`one_corner`).
+fn differences(f: impl Fn(f64, f64) -> f64, here: f64, h: [f64; 2], one_corner: bool) -> ([f64; 2], [f64; 3]) {
+    let (p0, m0, p1, m1) = (f(1.0, 0.0), f(-1.0, 0.0), f(0.0, 1.0), f(0.0, -1.0));
+    let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
+    let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
+    let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
+    let h01 = if one_corner {
+        (f(1.0, 1.0) - p0 - p1 + here) / (h[0] * h[1])
+    } else {
+        (f(1.0, 1.0) - f(1.0, -1.0) - f(-1.0, 1.0) + f(-1.0, -1.0)) / (4.0 * h[0] * h[1])
+    };
+    (g, [h00, h01, h11])
+}
+
+/// ∂α_m/∂α_j of the weights' layout (α_K = 1 − Σ_j α_j): 1 for m = j, −1
+/// for m = K, else 0.
+fn weight_sign(m: usize, j: usize, k: usize) -> f64 {
+    if m == j {
+        1.0
+    } else if m == k - 1 {
+        -1.0
+    } else {
+        0.0
     }
 }
 
@@ -367,13 +371,9 @@ impl Renormalised<'_> {
             let sd = F::sd(x[0], x[1].exp());
             let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
             let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
-            let (p0, m0, p1, m1) = (at(1.0, 0.0), at(-1.0, 0.0), at(0.0, 1.0), at(0.0, -1.0));
-            let g = [(p0 - m0) / (2.0 * h[0]), (p1 - m1) / (2.0 * h[1])];
-            let h00 = (p0 - 2.0 * here + m0) / (h[0] * h[0]);
-            let h11 = (p1 - 2.0 * here + m1) / (h[1] * h[1]);
             // (one corner: the cross term only steers the step, whose
             // length the central gradient decides)
-            let h01 = (at(1.0, 1.0) - p0 - p1 + here) / (h[0] * h[1]);
+            let (g, [h00, h01, h11]) = differences(at, here, h, true);
             let det = h00 * h11 - h01 * h01;
             let newton = h00 < 0.0 && det > 0.0;
             let mut d = if newton {
