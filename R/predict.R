@@ -115,11 +115,7 @@ mixture_cdf <- function(fit, x) {
     p[is.na(x)] <- NA_real_
     return(pmin(pmax(p, 0), 1))
   }
-  shape <- fit_shape(fit)
-  p <- numeric(length(x))
-  for (m in seq_along(fit$mu)) {
-    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m], fit$df[m])
-  }
+  p <- untruncated_cdf(fit, x)
   if (has_noise(fit)) p <- p + noise_cdf(fit, x)
   p[is.na(x)] <- NA_real_
   pmin(pmax(p, 0), 1)

@@ -106,8 +106,7 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
     right <- (c - b) > (b - a)
     x <- ifelse(right, b + golden * (c - b), b - golden * (b - a))
     x[!usable] <- 0
-    as_list <- structure(lapply(best_fits, function(f) f), names = nm)
-    fits <- fit_at(x, from = starts_from(as_list, b, x), starts = 1L)
+    fits <- fit_at(x, from = starts_from(best_fits, b, x), starts = 1L)
     lx <- loglik(fits)
     better <- usable & lx > best_ll
     # the bracket shrinks to the side of the better point
@@ -118,8 +117,7 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
     best_ll <- ifelse(better, lx, best_ll)
   }
   best_shift <- unname(ifelse(usable, b, 0))
-  start <- structure(lapply(best_fits, function(f) f), names = nm)
-  final <- fit_at(best_shift, from = starts_from(start, best_shift, best_shift))
+  final <- fit_at(best_shift, from = starts_from(best_fits, best_shift, best_shift))
   fits <- unclass(final)
   top <- loglik(final)
   # the 95% profile-likelihood interval: where l(shift) is within

@@ -22,8 +22,8 @@ check_truncation <- function(truncation, n_datasets, multivariate) {
 # Whether a fit's likelihood is renormalised over a window.
 is_truncated <- function(fit) length(fit$truncation) == 2
 
-# The untruncated mixture's cdf at x (the components' alone, no noise: a
-# truncated fit has none).
+# The untruncated mixture's cdf at x, the components' alone (without the
+# noise component, which mixture_cdf() adds; a truncated fit has none).
 untruncated_cdf <- function(fit, x) {
   shape <- fit_shape(fit)
   p <- numeric(length(x))

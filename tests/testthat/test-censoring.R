@@ -41,28 +41,8 @@ test_that("right-censored fits reach the best of optim on the censored likelihoo
     sname <- bulkem:::shape_name(family)
     expect_equal(f$loglik, cs_loglik(x, right, numeric(0), family, f$alpha, f$mu, f[[sname]]),
                  tolerance = 1e-10, info = family)
-    positive <- family %in% c("invgauss", "gamma")
-    spread <- stats::sd(if (family == "lognormal") log(x) else x)
-    sds <- function(mu, s) switch(family, invgauss = sqrt(mu^3 / s), gamma = mu / sqrt(s), s)
-    nll <- function(th) {
-      a <- stats::plogis(th[1])
-      mu <- if (positive) exp(th[2:3]) else th[2:3]
-      sd <- sds(mu, exp(th[4:5]))
-      if (any(sd < 0.05 * spread | sd > 20 * spread)) return(1e10)
-      v <- -cs_loglik(x, right, numeric(0), family, c(a, 1 - a), mu, exp(th[4:5]))
-      if (is.finite(v)) v else 1e10
-    }
-    set.seed(5)
-    best <- Inf
-    for (i in 1:10) {
-      mu0 <- sort(stats::quantile(if (family == "lognormal") log(x) else x, stats::runif(2, 0.1, 0.9)))
-      s0 <- if (family %in% c("normal", "lognormal")) spread / 2 else
-        if (family == "gamma") 5 else mean(x)^3 / stats::var(x)
-      th <- c(0, if (positive) log(mu0) else mu0, log(c(s0, s0)))
-      o <- stats::optim(th, nll, control = list(maxit = 5000, reltol = 1e-13))
-      o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
-      best <- min(best, o$value)
-    }
+    best <- best_of_optim(function(alpha, mu, shape) cs_loglik(x, right, numeric(0), family, alpha, mu, shape),
+                          x, family, 10)
     expect_gte(f$loglik, -best - 1e-6 * abs(best))
     g <- function(th) -cs_loglik(x, right, numeric(0), family, c(th[1], 1 - th[1]), th[2:3], th[4:5])
     th <- c(f$alpha[1], f$mu, f[[sname]])

@@ -41,31 +41,7 @@ test_that("truncated fits reach the best of optim on the renormalised likelihood
     expect_equal(f$truncation, w)
     shape <- f[[switch(family, invgauss = "lambda", gamma = "shape", "sigma")]]
     expect_equal(f$loglik, tr_loglik(x, w, family, f$alpha, f$mu, shape), tolerance = 1e-10, info = family)
-    # optim over (logit alpha1, mu (log mu for positive families), log shape)
-    positive <- family %in% c("invgauss", "gamma")
-    # (within 0.05 to 20 times the data's sd: beyond, R's cdfs lose the
-    # window's mass to rounding, and optim finds the rounding)
-    spread <- stats::sd(if (family == "lognormal") log(x) else x)
-    sds <- function(mu, s) switch(family, invgauss = sqrt(mu^3 / s), gamma = mu / sqrt(s), s)
-    nll <- function(th) {
-      a <- stats::plogis(th[1])
-      mu <- if (positive) exp(th[2:3]) else th[2:3]
-      sd <- sds(mu, exp(th[4:5]))
-      if (any(sd < 0.05 * spread | sd > 20 * spread)) return(1e10)
-      v <- -tr_loglik(x, w, family, c(a, 1 - a), mu, exp(th[4:5]))
-      if (is.finite(v)) v else 1e10
-    }
-    set.seed(5)
-    best <- Inf
-    for (i in 1:15) {
-      mu0 <- sort(stats::quantile(if (family == "lognormal") log(x) else x, stats::runif(2, 0.1, 0.9)))
-      s0 <- if (family %in% c("normal", "lognormal")) stats::sd(if (family == "lognormal") log(x) else x) / 2 else
-        if (family == "gamma") 5 else mean(x) / stats::var(x) * mean(x)^2
-      th <- c(0, if (positive) log(mu0) else mu0, log(c(s0, s0)))
-      o <- stats::optim(th, nll, control = list(maxit = 5000, reltol = 1e-13))
-      o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
-      best <- min(best, o$value)
-    }
+    best <- best_of_optim(function(alpha, mu, shape) tr_loglik(x, w, family, alpha, mu, shape), x, family, 15)
     expect_gte(f$loglik, -best - 1e-6 * abs(best))
     # every weight in (0, 1), the components in ascending mu
     expect_true(all(f$alpha > 0 & f$alpha < 1) && abs(sum(f$alpha) - 1) < 1e-12)
