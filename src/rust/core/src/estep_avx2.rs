@@ -313,7 +313,7 @@ unsafe fn exp_nonpos<const V: usize>(x: [__m256d; V]) -> [__m256d; V] {
         // SAFETY: every index is in 0..32, EXP2_TABLE's length
         let tb = |i: usize| *EXP2_TABLE.get_unchecked(ji[i] as usize);
         let table = _mm256_set_pd(tb(3), tb(2), tb(1), tb(0));
-        // 2^m with m = k >> 5 (floor): k ≥ −32,686 for x ≥ −708, so k + 1023·32
+        // 2^m with m = k >> 5 (floor): k ≥ −27,700 for x ≥ EXP_FLOOR (−600), so k + 1023·32
         // is not negative and a logical shift of it gives m + 1023, the biased
         // exponent that mathx computes with an arithmetic shift.
         let biased = _mm256_srli_epi64::<5>(_mm256_add_epi64(kk, _mm256_set1_epi64x(1023 * 32)));
