@@ -37,7 +37,7 @@
 //! with the data (`Window::fitted`); P is invariant under that map.
 
 use crate::constrained::Layout;
-use crate::family::{with_family, ComponentFamily};
+use crate::family::{with_family, CdfDerivatives, ComponentFamily};
 use crate::limits::{MAX_COMPONENTS, TRUNCATED_DIFFERENCE, TRUNCATED_SETTLED, TRUNCATED_STEPS};
 use crate::mathx::log_sum_exp;
 use crate::mstep::check_component;
@@ -93,19 +93,51 @@ impl Window {
     /// `ln_mass` for the family `F`: F(hi) − F(lo), or S(lo) − S(hi) where
     /// the window lies in the upper half, so that neither cancels.
     pub fn ln_mass_of<F: ComponentFamily>(&self, mu: f64, shape: f64) -> f64 {
-        let (f_lo, s_lo) = match self.lo == f64::NEG_INFINITY {
+        let lo = match self.lo == f64::NEG_INFINITY {
             true => (f64::NEG_INFINITY, 0.0),
             false => F::ln_cdfs(self.lo, mu, shape),
         };
-        let (f_hi, s_hi) = match self.hi == f64::INFINITY {
+        let hi = match self.hi == f64::INFINITY {
             true => (0.0, f64::NEG_INFINITY),
             false => F::ln_cdfs(self.hi, mu, shape),
         };
-        if f_lo < -std::f64::consts::LN_2 {
-            f_hi + ln_1m_exp((f_lo - f_hi).min(0.0))
-        } else {
-            s_lo + ln_1m_exp((s_hi - s_lo).min(0.0))
+        ln_mass_between(lo, hi)
+    }
+
+    /// `ln_mass_of` with log P's gradient and Hessian in (μ, log shape)
+    /// ((∂μ, ∂s), (∂μμ, ∂μs, ∂ss)) from the family's closed-form cdf
+    /// derivatives: P'/P and P''/P are the bounds' terms, each e^(scale −
+    /// log P) times its derivatives, and log P's Hessian is P''/P less the
+    /// gradient's outer product. `None` for a family without them, or
+    /// where a ratio is not finite (a window where P underflows).
+    pub fn ln_mass_with_derivatives<F: ComponentFamily>(
+        &self,
+        mu: f64,
+        shape: f64,
+    ) -> Option<(f64, [f64; 2], [f64; 3])> {
+        // an open bound: F is 0 or 1 there whatever (μ, shape)
+        let at = |x: f64, open: (f64, f64)| match x.is_finite() {
+            true => F::cdf_derivatives(x, mu, shape),
+            false => Some(CdfDerivatives::constant(open)),
+        };
+        let lo = at(self.lo, (f64::NEG_INFINITY, 0.0))?;
+        let hi = at(self.hi, (0.0, f64::NEG_INFINITY))?;
+        let ln_p = ln_mass_between(lo.ln_cdfs, hi.ln_cdfs);
+        let (mut g, mut h) = ([0.0; 2], [0.0; 3]);
+        for (d, sign) in [(hi, 1.0), (lo, -1.0)] {
+            if d.scale == f64::NEG_INFINITY {
+                continue;
+            }
+            let w = sign * (d.scale - ln_p).exp();
+            for i in 0..2 {
+                g[i] += w * d.grad[i];
+            }
+            for i in 0..3 {
+                h[i] += w * d.hess[i];
+            }
         }
+        let h = [h[0] - g[0] * g[0], h[1] - g[0] * g[1], h[2] - g[1] * g[1]];
+        (g.iter().chain(&h).all(|v| v.is_finite()) && ln_p.is_finite()).then_some((ln_p, g, h))
     }
 
     /// log Q = log Σ_m α_m P_m of the mixture `p`.
@@ -196,6 +228,18 @@ pub(crate) struct QDerivatives {
     pub grad: Vec<f64>,
     pub hess: Vec<f64>,
     pub complete: Vec<f64>,
+}
+
+/// log(F(hi) − F(lo)) from each bound's (log F, log(1 − F)): as
+/// F(hi) − F(lo), or (1 − F(lo)) − (1 − F(hi)) where the window lies in the
+/// upper half, so that neither cancels.
+fn ln_mass_between(lo: (f64, f64), hi: (f64, f64)) -> f64 {
+    let ((f_lo, s_lo), (f_hi, s_hi)) = (lo, hi);
+    if f_lo < -std::f64::consts::LN_2 {
+        f_hi + ln_1m_exp((f_lo - f_hi).min(0.0))
+    } else {
+        s_lo + ln_1m_exp((s_hi - s_lo).min(0.0))
+    }
 }
 
 /// Central differences of `f` at the point it takes as offsets (d0, d1) in
@@ -307,11 +351,7 @@ impl Renormalised<'_> {
         for m in 0..p.k {
             let censored = self.stats.map_or(0.0, |c| c.total[m]);
             let s = [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored];
-            let start = match self.objective::<F>(m, s, from.mu[m], from.shape[m].ln()).is_finite() {
-                true => (from.mu[m], from.shape[m]),
-                false => (free.mu[m], free.shape[m]),
-            };
-            let (mu, shape) = self.step::<F>(m, s, start.0, start.1);
+            let (mu, shape) = self.step::<F>(m, s, [(from.mu[m], from.shape[m]), (free.mu[m], free.shape[m])]);
             check_component(family, mu, shape, spread)?;
             (p.mu[m], p.shape[m]) = (mu, shape);
             let mass = self.truncation.map_or(0.0, |w| w.ln_mass_of::<F>(mu, shape));
@@ -330,12 +370,11 @@ impl Renormalised<'_> {
     /// (S0 + W_m) log P_m of the truncation window (`s[3]` = S0 + W_m);
     /// −∞ where that is no component.
     fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> f64 {
-        let shape = ls.exp();
-        if !(F::mean_ok(mu) && mu.is_finite() && shape > 0.0 && shape.is_finite()) {
-            return f64::NEG_INFINITY;
+        let mut v = Self::observed::<F>(s, mu, ls);
+        if v == f64::NEG_INFINITY {
+            return v;
         }
-        let (c, k) = F::constants(mu, shape);
-        let mut v = s[0] * c - k * F::q_sum(s[0], s[1], s[2], mu);
+        let shape = ls.exp();
         if let Some(stats) = self.stats {
             for (g, w) in self.censored.iter().zip(&stats.w) {
                 v += w[m] * g.window.ln_mass_of::<F>(mu, shape);
@@ -351,29 +390,93 @@ impl Renormalised<'_> {
         }
     }
 
-    /// (μ, shape) moved from (mu, shape) toward the maximum of `objective`:
-    /// Newton's method in (μ, log shape) on central differences (steps of
-    /// TRUNCATED_DIFFERENCE of the component's sd in μ, of 1 in log
+    /// `objective`'s observed part, S0·c − k·Σr q at (μ, e^ls) (no cdf
+    /// in it); −∞ where that is no component.
+    fn observed<F: ComponentFamily>(s: [f64; 4], mu: f64, ls: f64) -> f64 {
+        let shape = ls.exp();
+        if !(F::mean_ok(mu) && mu.is_finite() && shape > 0.0 && shape.is_finite()) {
+            return f64::NEG_INFINITY;
+        }
+        let (c, k) = F::constants(mu, shape);
+        s[0] * c - k * F::q_sum(s[0], s[1], s[2], mu)
+    }
+
+    /// The gradient and Hessian in (μ, log shape) of `objective`'s window
+    /// terms (the censored groups' Σ_j w_jm log P_jm, the truncation's
+    /// −(S0 + W_m) log P_m) from the family's closed-form cdf derivatives;
+    /// `None` where it has none.
+    fn window_derivatives<F: ComponentFamily>(
+        &self,
+        m: usize,
+        s: [f64; 4],
+        mu: f64,
+        ls: f64,
+    ) -> Option<([f64; 2], [f64; 3])> {
+        let shape = ls.exp();
+        let (mut g, mut h) = ([0.0; 2], [0.0; 3]);
+        let mut add = |c: f64, w: &Window| {
+            let (_, wg, wh) = w.ln_mass_with_derivatives::<F>(mu, shape)?;
+            for i in 0..2 {
+                g[i] += c * wg[i];
+            }
+            for i in 0..3 {
+                h[i] += c * wh[i];
+            }
+            Some(())
+        };
+        if let Some(stats) = self.stats {
+            for (group, w) in self.censored.iter().zip(&stats.w) {
+                add(w[m], &group.window)?;
+            }
+        }
+        if let Some(w) = self.truncation {
+            add(-s[3], w)?;
+        }
+        Some((g, h))
+    }
+
+    /// (μ, shape) moved from the first of `starts` where `objective` is
+    /// finite (where the component was; else the closed-form M-step's
+    /// point) toward its maximum: Newton's method in (μ, log shape), the
+    /// window terms' derivatives in closed form where the family has them
+    /// (`window_derivatives`) and the rest by central differences (steps
+    /// of TRUNCATED_DIFFERENCE of the component's sd in μ, of 1 in log
     /// shape), each step halved until it gains; where the Hessian is not
     /// negative definite, a gradient step scaled by its diagonal. Ends
     /// after the first full Newton step that gains (every M-step a gain: a
     /// generalised EM whose fixed points are EM's), or a Newton step
     /// shorter than TRUNCATED_SETTLED (in sds and in log shape), taken
     /// without a look; also when no step gains, or after TRUNCATED_STEPS.
-    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, shape: f64) -> (f64, f64) {
+    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], starts: [(f64, f64); 2]) -> (f64, f64) {
         let f = |x: [f64; 2]| self.objective::<F>(m, s, x[0], x[1]);
-        let mut x = [mu, shape.ln()];
-        let mut here = f(x);
+        let (mut x, mut here) = ([starts[0].0, starts[0].1.ln()], f([starts[0].0, starts[0].1.ln()]));
         if !here.is_finite() {
-            return (mu, shape);
+            let (mu, shape) = starts[1];
+            x = [mu, shape.ln()];
+            here = f(x);
+            if !here.is_finite() {
+                return (mu, shape);
+            }
         }
         for _ in 0..TRUNCATED_STEPS {
             let sd = F::sd(x[0], x[1].exp());
             let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
-            let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
             // (one corner: the cross term only steers the step, whose
             // length the central gradient decides)
-            let (g, [h00, h01, h11]) = differences(at, here, h, true);
+            let (g, [h00, h01, h11]) = match self.window_derivatives::<F>(m, s, x[0], x[1]) {
+                // the windows' terms in closed form, the observed part (no
+                // cdf) by differences: a third of the cdfs of differencing
+                // it all
+                Some((wg, wh)) => {
+                    let at = |d0: f64, d1: f64| Self::observed::<F>(s, x[0] + d0 * h[0], x[1] + d1 * h[1]);
+                    let (og, oh) = differences(at, at(0.0, 0.0), h, true);
+                    ([og[0] + wg[0], og[1] + wg[1]], [oh[0] + wh[0], oh[1] + wh[1], oh[2] + wh[2]])
+                }
+                None => {
+                    let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
+                    differences(at, here, h, true)
+                }
+            };
             let det = h00 * h11 - h01 * h01;
             let newton = h00 < 0.0 && det > 0.0;
             let mut d = if newton {
@@ -564,5 +667,62 @@ mod tests {
         let (g, _) = w.ln_mass_derivatives(Family::Normal, mu, sigma);
         assert!((g[0] - (phi(a) - phi(b)) / (sigma * p)).abs() < 1e-8);
         assert!((g[1] - (a * phi(a) - b * phi(b)) / (sigma * p)).abs() < 1e-8);
+    }
+
+    #[test]
+    fn closed_form_mass_derivatives_match_differences_of_the_mass() {
+        // log P's gradient and Hessian in (μ, log shape) against fourth-order
+        // central differences of ln_mass_of; windows in the middle, one-sided,
+        // far in a tail (P ~ 1e-7 and 1e-40), and the IG's from 0
+        fn check<F: ComponentFamily>(w: Window, mu: f64, shape: f64) {
+            let f = |a: f64, b: f64| w.ln_mass_of::<F>(a, b.exp());
+            let (ls, hm, hs) = (shape.ln(), 1e-3 * F::sd(mu, shape), 1e-3);
+            let d1 = |g: &dyn Fn(f64) -> f64, h: f64| (8.0 * (g(h) - g(-h)) - (g(2.0 * h) - g(-2.0 * h))) / (12.0 * h);
+            let gm = |a: f64, b: f64| d1(&|e| f(a + e, b), hm);
+            let gs = |a: f64, b: f64| d1(&|e| f(a, b + e), hs);
+            let want_g = [gm(mu, ls), gs(mu, ls)];
+            let want_h = [d1(&|e| gm(mu + e, ls), hm), d1(&|e| gm(mu, ls + e), hs), d1(&|e| gs(mu, ls + e), hs)];
+            let (ln_p, g, h) = w.ln_mass_with_derivatives::<F>(mu, shape).expect("closed form");
+            assert_eq!(ln_p.to_bits(), w.ln_mass_of::<F>(mu, shape).to_bits());
+            let scale = [1.0 / F::sd(mu, shape), 1.0];
+            for i in 0..2 {
+                assert!(
+                    (g[i] - want_g[i]).abs() < 1e-7 * (1.0 + want_g[i].abs()),
+                    "{w:?} g{i}: {} vs {}",
+                    g[i],
+                    want_g[i]
+                );
+            }
+            for (i, (a, b)) in [(0, 0), (0, 1), (1, 1)].into_iter().enumerate() {
+                let tol = 1e-5 * (1.0 + want_h[i].abs()) / (scale[a] * scale[b]).max(1.0);
+                assert!((h[i] - want_h[i]).abs() < tol, "{w:?} h{i}: {} vs {}", h[i], want_h[i]);
+            }
+        }
+        use crate::family::{InvGauss, Normal};
+        for w in [
+            Window { lo: -0.7, hi: 1.9 },
+            Window { lo: f64::NEG_INFINITY, hi: 0.2 },
+            Window { lo: 1.1, hi: f64::INFINITY },
+            Window { lo: 5.0, hi: 6.0 },
+            Window { lo: -15.0, hi: -14.0 },
+        ] {
+            check::<Normal>(w, 0.4, 0.8);
+            check::<Normal>(w, -1.0, 2.5);
+        }
+        for w in [
+            Window { lo: 0.1, hi: 8.0 },
+            Window { lo: 0.0, hi: 0.3 },
+            Window { lo: 0.0, hi: f64::INFINITY },
+            Window { lo: 2.0, hi: f64::INFINITY },
+            Window { lo: 6.0, hi: 9.0 },
+            Window { lo: 0.3, hi: 3.0 },
+        ] {
+            check::<InvGauss>(w, 1.0, 30.0);
+            check::<InvGauss>(w, 3.0, 0.2);
+            check::<InvGauss>(w, 0.5, 4.0);
+        }
+        // the gamma has none: the step differences log P
+        let w = Window { lo: 0.1, hi: 8.0 };
+        assert!(w.ln_mass_with_derivatives::<crate::family::gamma::Gamma>(1.0, 2.0).is_none());
     }
 }

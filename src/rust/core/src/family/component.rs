@@ -71,6 +71,27 @@ use crate::params::{Family, Params};
 /// log(2π)
 pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
+/// `ComponentFamily::cdf_derivatives` at one x: (log F, log(1 − F)) as
+/// `ln_cdfs` gives them, and F's derivatives in (μ, s = log shape) as
+/// e^scale times `grad` (∂μ, ∂s) and `hess` (∂μμ, ∂μs, ∂ss): the common
+/// factor (a density value) kept as its log, so that windows far in a tail,
+/// whose every term underflows, still give their ratios to P.
+#[derive(Clone, Copy, Debug)]
+pub struct CdfDerivatives {
+    pub ln_cdfs: (f64, f64),
+    pub scale: f64,
+    pub grad: [f64; 2],
+    pub hess: [f64; 3],
+}
+
+impl CdfDerivatives {
+    /// Where F is the same whatever (μ, shape): an open bound, or below an
+    /// inverse Gaussian's support.
+    pub fn constant(ln_cdfs: (f64, f64)) -> Self {
+        CdfDerivatives { ln_cdfs, scale: f64::NEG_INFINITY, grad: [0.0; 2], hess: [0.0; 3] }
+    }
+}
+
 /// One component family's mathematics. Implemented by a unit type per
 /// family; nothing here takes `self`, so generic code is monomorphised per
 /// family (as the E-step's loops must be) and needs no object.
@@ -158,6 +179,15 @@ pub trait ComponentFamily {
     /// (log F(x), log(1 − F(x))) of one component (μ, shape), both tails
     /// to full relative precision (special.rs): truncation's window mass.
     fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64);
+
+    /// `ln_cdfs` at a finite `x` in the support, with F(x)'s gradient and
+    /// Hessian in (μ, log shape) in closed form, for the truncated M-step's
+    /// Newton step (truncation.rs). `None` where the family has none (the
+    /// gamma's shape derivative of the incomplete gamma function): the step
+    /// then differences log P.
+    fn cdf_derivatives(_x: f64, _mu: f64, _shape: f64) -> Option<CdfDerivatives> {
+        None
+    }
 
     /// Whether μ is a usable mean (the inverse Gaussian's must be positive).
     fn mean_ok(mu: f64) -> bool;

@@ -7,10 +7,10 @@ use std::arch::x86_64::*;
 use rand::RngExt;
 use rand_pcg::Pcg64;
 
-use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
+use crate::family::component::{standard_normal, valid_estimate, CdfDerivatives, ComponentFamily, LN_2PI};
 use crate::mathx::log_sum_exp;
 use crate::params::Family;
-use crate::special::{ln_1m_exp, ln_normal_cdf};
+use crate::special::{ln_1m_exp, ln_normal_cdf, ln_normal_lower};
 
 /// The inverse Gaussian family; its shape parameter is λ.
 #[derive(Clone, Copy, Debug)]
@@ -72,8 +72,7 @@ impl ComponentFamily for InvGauss {
         s1 - 2.0 * mu * s0 + mu * mu * s2
     }
 
-    /// F(x) = Φ(√(λ/x)(x/μ − 1)) + e^(2λ/μ) Φ(−√(λ/x)(x/μ + 1)) (Chhikara &
-    /// Folks 1989), the second term's exponential taken inside the log.
+    /// F(x) = Φ(√(λ/x)(x/μ − 1)) + e^(2λ/μ) Φ(−√(λ/x)(x/μ + 1)) (`cdf_parts`).
     fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64) {
         if !(x > 0.0) {
             return (f64::NEG_INFINITY, 0.0);
@@ -81,13 +80,40 @@ impl ComponentFamily for InvGauss {
         if x.is_infinite() {
             return (0.0, f64::NEG_INFINITY);
         }
-        let r = (shape / x).sqrt();
-        let (ln_below, ln_above) = ln_normal_cdf(r * (x / mu - 1.0));
-        let ln_reflected = 2.0 * shape / mu + ln_normal_cdf(-r * (x / mu + 1.0)).0;
-        let ln_f = log_sum_exp(&[ln_below, ln_reflected]);
-        // 1 − F = Φ(−b1) − e^(2λ/μ) Φ(−b2), the reflected term the smaller
-        let ln_s = ln_above + ln_1m_exp((ln_reflected - ln_above).min(0.0));
-        (ln_f, ln_s)
+        cdf_parts(x, mu, shape).ln_cdfs
+    }
+
+    /// With r = √(λ/x), u = r(x/μ − 1), v = r(x/μ + 1) (so φ(u) =
+    /// e^(2λ/μ) φ(v), whence the Φ(u) term's μ-derivative cancels the
+    /// reflected term's φ part) and E = e^(2λ/μ) Φ(−v):
+    /// F_μ = −(2λ/μ²) E, F_λ = −φ(u)/√(λx) + (2/μ) E,
+    /// E_μ = −(2λ/μ²) E + φ(u) r x/μ², E_λ = (2/μ) E − φ(u) v/(2λ),
+    /// F_μμ = (4λ/μ³) E − (2λ/μ²) E_μ, F_μλ = −(2/μ²) E − (2λ/μ²) E_λ,
+    /// F_λλ = (u² + 1) φ(u)/(2λ√(λx)) + (2/μ) E_λ; then in s = log λ
+    /// (∂s = λ∂λ, ∂ss = λ²∂λλ + λ∂λ). Everything in units of φ(u): E/φ(u)
+    /// = Φ(−v)/φ(v), the Mills ratio, at most √(π/2).
+    fn cdf_derivatives(x: f64, mu: f64, shape: f64) -> Option<CdfDerivatives> {
+        if !(x > 0.0) {
+            return Some(CdfDerivatives::constant((f64::NEG_INFINITY, 0.0)));
+        }
+        let lam = shape;
+        let CdfParts { ln_cdfs, r, u, v, ln_upper_v } = cdf_parts(x, mu, lam);
+        // E/φ(u) = Φ(−v)/φ(v)
+        let e = (ln_upper_v + 0.5 * (v * v + LN_2PI)).exp();
+        let (mu2, root) = (mu * mu, (lam * x).sqrt());
+        let e_mu = -2.0 * lam / mu2 * e + r * x / mu2;
+        let e_lam = 2.0 / mu * e - v / (2.0 * lam);
+        let f_mu = -2.0 * lam / mu2 * e;
+        let f_lam = -1.0 / root + 2.0 / mu * e;
+        let f_mumu = 4.0 * lam / (mu2 * mu) * e - 2.0 * lam / mu2 * e_mu;
+        let f_mulam = -2.0 / mu2 * e - 2.0 * lam / mu2 * e_lam;
+        let f_lamlam = (u * u + 1.0) / (2.0 * lam * root) + 2.0 / mu * e_lam;
+        Some(CdfDerivatives {
+            ln_cdfs,
+            scale: -0.5 * (u * u + LN_2PI),
+            grad: [f_mu, lam * f_lam],
+            hess: [f_mumu, lam * f_mulam, lam * lam * f_lamlam + lam * f_lam],
+        })
     }
 
     #[inline(always)]
@@ -186,6 +212,30 @@ fn inverse_gaussian(mu: f64, lambda: f64, z: f64, u: f64) -> f64 {
     } else {
         mu * mu / x
     }
+}
+
+/// What F(x) of IG(μ, λ) is made of at 0 < x < ∞: r = √(λ/x),
+/// u = r(x/μ − 1), v = r(x/μ + 1), log Φ(−v), and (log F, log(1 − F)):
+/// F = Φ(u) + e^(2λ/μ) Φ(−v) (Chhikara & Folks 1989), the second term's
+/// exponential taken inside the log.
+struct CdfParts {
+    ln_cdfs: (f64, f64),
+    r: f64,
+    u: f64,
+    v: f64,
+    ln_upper_v: f64,
+}
+
+fn cdf_parts(x: f64, mu: f64, lam: f64) -> CdfParts {
+    let r = (lam / x).sqrt();
+    let (u, v) = (r * (x / mu - 1.0), r * (x / mu + 1.0));
+    let (ln_below, ln_above) = ln_normal_cdf(u);
+    let ln_upper_v = ln_normal_lower(-v);
+    let ln_reflected = 2.0 * lam / mu + ln_upper_v;
+    let ln_f = log_sum_exp(&[ln_below, ln_reflected]);
+    // 1 − F = Φ(−u) − e^(2λ/μ) Φ(−v), the reflected term the smaller
+    let ln_s = ln_above + ln_1m_exp((ln_reflected - ln_above).min(0.0));
+    CdfParts { ln_cdfs: (ln_f, ln_s), r, u, v, ln_upper_v }
 }
 
 #[cfg(test)]

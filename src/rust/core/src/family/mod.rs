@@ -12,7 +12,7 @@ pub(crate) mod gamma;
 pub(crate) mod invgauss;
 pub(crate) mod normal;
 
-pub use component::{ComponentFamily, Terms, LN_2PI};
+pub use component::{CdfDerivatives, ComponentFamily, Terms, LN_2PI};
 pub use invgauss::InvGauss;
 pub use normal::Normal;
 

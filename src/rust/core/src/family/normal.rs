@@ -5,7 +5,7 @@ use std::arch::x86_64::*;
 
 use rand_pcg::Pcg64;
 
-use crate::family::component::{standard_normal, valid_estimate, ComponentFamily, LN_2PI};
+use crate::family::component::{standard_normal, valid_estimate, CdfDerivatives, ComponentFamily, LN_2PI};
 use crate::params::Family;
 use crate::special::ln_normal_cdf;
 
@@ -70,6 +70,19 @@ impl ComponentFamily for Normal {
     /// Φ((x − μ)/σ) and its upper tail.
     fn ln_cdfs(x: f64, mu: f64, shape: f64) -> (f64, f64) {
         ln_normal_cdf((x - mu) / shape)
+    }
+
+    /// With z = (x − μ)/σ and s = log σ: F_μ = −φ(z)/σ, F_s = −zφ(z),
+    /// F_μμ = −zφ(z)/σ², F_μs = (1 − z²)φ(z)/σ, F_ss = z(1 − z²)φ(z).
+    fn cdf_derivatives(x: f64, mu: f64, shape: f64) -> Option<CdfDerivatives> {
+        let z = (x - mu) / shape;
+        let w = 1.0 - z * z;
+        Some(CdfDerivatives {
+            ln_cdfs: ln_normal_cdf(z),
+            scale: -0.5 * (z * z + LN_2PI),
+            grad: [-1.0 / shape, -z],
+            hess: [-z / (shape * shape), w / shape, z * w],
+        })
     }
 
     #[inline(always)]
