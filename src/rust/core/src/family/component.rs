@@ -56,8 +56,8 @@
 //!   `ml_estimate` (starts are drawn on the host), the rescaling,
 //!   `log_density`, the information's derivatives, `draw` and
 //!   `split_means`, the vector forms `q_avx2`/`q_avx512`, and truncation's
-//!   `q_sum` and `ln_cdfs` (truncation.rs: cuda-batched does not fit
-//!   truncated data, cuda-streams runs its M-step on the host).
+//!   `q_sum`, `ln_cdfs` and `cdf_derivatives` (truncation.rs: cuda-batched
+//!   does not fit truncated data, cuda-streams runs its M-step on the host).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m256d, __m512d};
