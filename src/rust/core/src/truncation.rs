@@ -211,10 +211,16 @@ impl Window {
         QDerivatives { grad, hess, complete }
     }
 
-    /// The gradient and Hessian of log P in (μ, shape), by central
+    /// The gradient and Hessian of log P in (μ, shape), (∂μ, ∂s) and (∂μμ,
+    /// ∂μs, ∂ss), for the information: `ln_mass_with_derivatives`' closed
+    /// forms in (μ, log shape) taken to the shape (∂s = ∂ls/s, ∂ss =
+    /// (∂ls ls − ∂ls)/s²), or where the family has none, central
     /// differences (steps of TRUNCATED_DIFFERENCE of the sd and of the
-    /// shape): (∂μ, ∂s) and (∂μμ, ∂μs, ∂ss), for the information.
+    /// shape).
     pub fn ln_mass_derivatives(&self, family: Family, mu: f64, shape: f64) -> ([f64; 2], [f64; 3]) {
+        if let Some((_, g, h)) = with_family!(family, F => self.ln_mass_with_derivatives::<F>(mu, shape)) {
+            return ([g[0], g[1] / shape], [h[0], h[1] / shape, (h[2] - g[1]) / (shape * shape)]);
+        }
         let h = [TRUNCATED_DIFFERENCE * with_family!(family, F => F::sd(mu, shape)), TRUNCATED_DIFFERENCE * shape];
         let at = |d0: f64, d1: f64| self.ln_mass(family, mu + d0 * h[0], shape + d1 * h[1]);
         differences(at, at(0.0, 0.0), h, false)
@@ -366,28 +372,30 @@ impl Renormalised<'_> {
 
     /// Component m's expected complete-data log-likelihood, renormalised,
     /// at (μ, e^ls): S0·c − k·Σr q (the exact values, `s` = S0, S1, S2),
-    /// plus Σ_j count·τ_jm log P_jm (the censored groups), less
-    /// (S0 + W_m) log P_m of the truncation window (`s[3]` = S0 + W_m);
-    /// −∞ where that is no component.
+    /// plus its `windows` terms' coefficients times their log P; −∞ where
+    /// that is no component.
     fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> f64 {
         let mut v = Self::observed::<F>(s, mu, ls);
         if v == f64::NEG_INFINITY {
             return v;
         }
         let shape = ls.exp();
-        if let Some(stats) = self.stats {
-            for (g, w) in self.censored.iter().zip(&stats.w) {
-                v += w[m] * g.window.ln_mass_of::<F>(mu, shape);
-            }
-        }
-        if let Some(w) = self.truncation {
-            v -= s[3] * w.ln_mass_of::<F>(mu, shape);
+        for (c, w) in self.windows(m, s[3]) {
+            v += c * w.ln_mass_of::<F>(mu, shape);
         }
         if v.is_nan() {
             f64::NEG_INFINITY
         } else {
             v
         }
+    }
+
+    /// The windows in component m's objective with their coefficients: each
+    /// censored group's expected count w_jm (Σ_j w_jm log P_jm), then the
+    /// truncation window's −(S0 + W_m) (`s3`).
+    fn windows(&self, m: usize, s3: f64) -> impl Iterator<Item = (f64, &Window)> {
+        let groups = self.stats.map(|st| self.censored.iter().zip(&st.w)).into_iter().flatten();
+        groups.map(move |(g, w)| (w[m], &g.window)).chain(self.truncation.map(|w| (-s3, w)))
     }
 
     /// `objective`'s observed part, S0·c − k·Σr q at (μ, e^ls) (no cdf
@@ -402,9 +410,8 @@ impl Renormalised<'_> {
     }
 
     /// The gradient and Hessian in (μ, log shape) of `objective`'s window
-    /// terms (the censored groups' Σ_j w_jm log P_jm, the truncation's
-    /// −(S0 + W_m) log P_m) from the family's closed-form cdf derivatives;
-    /// `None` where it has none.
+    /// terms from the family's closed-form cdf derivatives; `None` where it
+    /// has none.
     fn window_derivatives<F: ComponentFamily>(
         &self,
         m: usize,
@@ -414,7 +421,7 @@ impl Renormalised<'_> {
     ) -> Option<([f64; 2], [f64; 3])> {
         let shape = ls.exp();
         let (mut g, mut h) = ([0.0; 2], [0.0; 3]);
-        let mut add = |c: f64, w: &Window| {
+        for (c, w) in self.windows(m, s[3]) {
             let (_, wg, wh) = w.ln_mass_with_derivatives::<F>(mu, shape)?;
             for i in 0..2 {
                 g[i] += c * wg[i];
@@ -422,15 +429,6 @@ impl Renormalised<'_> {
             for i in 0..3 {
                 h[i] += c * wh[i];
             }
-            Some(())
-        };
-        if let Some(stats) = self.stats {
-            for (group, w) in self.censored.iter().zip(&stats.w) {
-                add(w[m], &group.window)?;
-            }
-        }
-        if let Some(w) = self.truncation {
-            add(-s[3], w)?;
         }
         Some((g, h))
     }
