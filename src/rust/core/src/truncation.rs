@@ -169,9 +169,9 @@ impl Window {
     /// ((δ_jm − δ_Km)/α_m in α_j).
     pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout) -> QDerivatives {
         let (k, np) = (p.k, at.len());
-        let ln_p: Vec<f64> = (0..k).map(|m| self.ln_mass(family, p.mu[m], p.shape[m])).collect();
-        let ln_q = log_sum_exp(&(0..k).map(|m| p.alpha[m].ln() + ln_p[m]).collect::<Vec<f64>>());
-        let rho: Vec<f64> = ln_p.iter().map(|l| (l - ln_q).exp()).collect();
+        let masses: Vec<_> = (0..k).map(|m| self.ln_mass_derivatives(family, p.mu[m], p.shape[m])).collect();
+        let ln_q = log_sum_exp(&(0..k).map(|m| p.alpha[m].ln() + masses[m].0).collect::<Vec<f64>>());
+        let rho: Vec<f64> = masses.iter().map(|(l, _, _)| (l - ln_q).exp()).collect();
         let mut grad = vec![0.0; np];
         let mut hess = vec![0.0; np * np];
         let mut complete = vec![0.0; np];
@@ -182,7 +182,7 @@ impl Window {
             }
         };
         for m in 0..k {
-            let (g, h) = self.ln_mass_derivatives(family, p.mu[m], p.shape[m]);
+            let (_, g, h) = masses[m];
             let r = p.alpha[m] * rho[m];
             let own = [at.mu(m), at.shape(m)];
             grad[own[0]] = r * g[0];
@@ -211,19 +211,21 @@ impl Window {
         QDerivatives { grad, hess, complete }
     }
 
-    /// The gradient and Hessian of log P in (μ, shape), (∂μ, ∂s) and (∂μμ,
-    /// ∂μs, ∂ss), for the information: `ln_mass_with_derivatives`' closed
+    /// log P with its gradient and Hessian in (μ, shape), (∂μ, ∂s) and
+    /// (∂μμ, ∂μs, ∂ss), for the information: `ln_mass_with_derivatives`' closed
     /// forms in (μ, log shape) taken to the shape (∂s = ∂ls/s, ∂ss =
     /// (∂ls ls − ∂ls)/s²), or where the family has none, central
     /// differences (steps of TRUNCATED_DIFFERENCE of the sd and of the
     /// shape).
-    pub fn ln_mass_derivatives(&self, family: Family, mu: f64, shape: f64) -> ([f64; 2], [f64; 3]) {
-        if let Some((_, g, h)) = with_family!(family, F => self.ln_mass_with_derivatives::<F>(mu, shape)) {
-            return ([g[0], g[1] / shape], [h[0], h[1] / shape, (h[2] - g[1]) / (shape * shape)]);
+    pub fn ln_mass_derivatives(&self, family: Family, mu: f64, shape: f64) -> (f64, [f64; 2], [f64; 3]) {
+        if let Some((ln_p, g, h)) = with_family!(family, F => self.ln_mass_with_derivatives::<F>(mu, shape)) {
+            return (ln_p, [g[0], g[1] / shape], [h[0], h[1] / shape, (h[2] - g[1]) / (shape * shape)]);
         }
         let h = [TRUNCATED_DIFFERENCE * with_family!(family, F => F::sd(mu, shape)), TRUNCATED_DIFFERENCE * shape];
         let at = |d0: f64, d1: f64| self.ln_mass(family, mu + d0 * h[0], shape + d1 * h[1]);
-        differences(at, at(0.0, 0.0), h, false)
+        let ln_p = at(0.0, 0.0);
+        let (g, h) = differences(at, ln_p, h, false);
+        (ln_p, g, h)
     }
 }
 
@@ -662,7 +664,7 @@ mod tests {
         let (a, b) = ((w.lo - mu) / sigma, (w.hi - mu) / sigma);
         let phi = |z: f64| (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
         let p = w.ln_mass(Family::Normal, mu, sigma).exp();
-        let (g, _) = w.ln_mass_derivatives(Family::Normal, mu, sigma);
+        let (_, g, _) = w.ln_mass_derivatives(Family::Normal, mu, sigma);
         assert!((g[0] - (phi(a) - phi(b)) / (sigma * p)).abs() < 1e-8);
         assert!((g[1] - (a * phi(a) - b * phi(b)) / (sigma * p)).abs() < 1e-8);
     }
