@@ -39,7 +39,7 @@ censored_windows <- function(rows, weights = 1) {
 # dataset, and the censored windows (`censored`, a list parallel to them);
 # rows with a missing time or status are left out, as NA values are.
 datasets_from_surv <- function(datasets) {
-  ok <- vapply(datasets, function(d) inherits(d, "Surv"), NA)
+  ok <- vapply(datasets, is_surv, NA)
   if (!all(ok)) {
     stop_arg("`datasets` mixes Surv objects (censored values) with other data: give every dataset ",
              "as a Surv object, e.g. survival::Surv(rt, observed)")
@@ -91,6 +91,9 @@ datasets_from_histograms <- function(datasets) {
        weights = lapply(parts, function(p) numeric(length(p$values))),
        censored = lapply(parts, `[[`, "censored"))
 }
+
+# Whether a dataset is a Surv object (censored values).
+is_surv <- function(d) inherits(d, "Surv")
 
 # Whether a dataset is a histogram.
 is_histogram <- function(d) inherits(d, "histogram") || (is.list(d) && !is.null(d$breaks) && !is.null(d$counts))

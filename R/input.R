@@ -91,7 +91,7 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
   if (inherits(datasets, "histogram")) {
     stop_arg("`datasets` is one histogram: give a list of histograms, list(h), one per dataset")
   }
-  if (is.list(datasets) && !is.data.frame(datasets) && any(vapply(datasets, function(d) inherits(d, "Surv"), NA))) {
+  if (is.list(datasets) && !is.data.frame(datasets) && any(vapply(datasets, is_surv, NA))) {
     if (!is.null(weights)) stop_arg("`weights` do not go with censored values (Surv datasets) yet")
     surv <- datasets_from_surv(datasets)
     checked <- check_datasets(surv$datasets, threads)
