@@ -162,3 +162,21 @@ test_that("the bootstrap refits equal-scale fits with one shape shared", {
                 use.gpu = FALSE)
   expect_equal(lrt$loglik_alt[1], two$a$loglik, tolerance = 1e-6)
 })
+
+test_that("every start begins inside the equal-scale model, so none breaks down at its first step", {
+  # three groups of unequal spread: starts drawn with unequal shapes used to
+  # be lowered by the first pooled M-step and reported as a numerical
+  # breakdown ("the log-likelihood fell")
+  set.seed(51)
+  x <- c(rnorm(200, 0, 1), rnorm(150, 3, 1.3), rnorm(100, 7, 0.8))
+  for (starts in c("random", "partition")) for (family in c("normal", "t")) {
+    fit <- bulkem(list(x), num.components = 3, family = family, equal.scale = TRUE, seed = 1,
+                  use.gpu = FALSE, epsilon = 1e-10,
+                  control = list(starts = starts, keep.starts = TRUE))[[1]]
+    s <- fit$starts
+    expect_false(any(grepl("log-likelihood fell", s$reason)), label = paste(starts, family))
+    # the kept initial sigmas are the projected ones: equal within each start
+    sig <- as.matrix(s[grep("^init_sigma_", names(s))])
+    expect_true(all(apply(sig, 1, function(v) diff(range(v)) <= 1e-12 * max(v))), label = paste(starts, family))
+  }
+})

@@ -1,7 +1,7 @@
 //! The M-step: new parameters from one E-step's sufficient statistics, in
 //! closed form (DESIGN §3), and the guards that declare a start degenerate.
 
-use crate::family::{with_family, ComponentFamily};
+use crate::family::{self, with_family, ComponentFamily};
 use crate::fixed::Fixed;
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
@@ -29,7 +29,7 @@ fn check_component_of<F: ComponentFamily>(mu: f64, shape: f64, spread: f64) -> R
 
 /// α = S0/N (the noise component's weight likewise), and each component's
 /// (μ, shape) from the family's M-step (ComponentFamily::component_m_step);
-/// with `equal_scale`, one shape shared by the components (`pool`); with
+/// with `equal_scale`, one shape shared by the components (family::pool); with
 /// `fixed`, the fixed values kept and the others' updates given them
 /// (`update`, Fixed::weights).
 pub fn m_step(
@@ -67,15 +67,6 @@ fn update<F: ComponentFamily>(st: &Stats, m: usize, fixed: Option<&Fixed>) -> (f
     }
 }
 
-/// The common shape of components of shapes `shapes` and sums `s0`: the
-/// S0-weighted average of their `pooled_statistic` (for the t's scale, of
-/// σ²), mapped back.
-fn pool<F: ComponentFamily>(s0: &[f64], shapes: &[f64]) -> f64 {
-    let total: f64 = s0.iter().sum();
-    let v: f64 = s0.iter().zip(shapes).map(|(w, &s)| w * F::pooled_statistic(s)).sum::<f64>() / total;
-    F::from_pooled(v)
-}
-
 /// `m_step` for Student's t (student.rs): the same guards, and ν.
 fn m_step_student(
     k: usize,
@@ -105,7 +96,7 @@ fn m_step_student(
     }
     if equal_scale {
         // the scale's update given the weights u is the Normal's: σ² pooled
-        let common = pool::<crate::family::Normal>(&st.s0[..k], &p.shape[..k]);
+        let common = family::pool::<crate::family::Normal>(&st.s0[..k], &p.shape[..k]);
         for m in 0..k {
             p.shape[m] = common;
             check_component(Family::StudentT, p.mu[m], common, spread)?;
@@ -117,7 +108,7 @@ fn m_step_student(
 }
 
 /// `m_step` for the family `F`: each component's update (`update`), its
-/// weight S0/N, the guards; with `equal_scale` the shapes pooled (`pool`)
+/// weight S0/N, the guards; with `equal_scale` the shapes pooled (family::pool)
 /// before the components are checked.
 fn m_step_of<F: ComponentFamily>(
     k: usize,
@@ -137,7 +128,7 @@ fn m_step_of<F: ComponentFamily>(
         p.alpha[m] = st.s0[m] / n;
     }
     if equal_scale {
-        let common = pool::<F>(&st.s0[..k], &p.shape[..k]);
+        let common = family::pool::<F>(&st.s0[..k], &p.shape[..k]);
         for m in 0..k {
             p.shape[m] = common;
             check_component_of::<F>(p.mu[m], common, spread)?;

@@ -42,6 +42,21 @@ macro_rules! with_family {
 }
 pub(crate) use with_family;
 
+/// The common shape of components of shapes `shapes` and weights `w`
+/// (their S0 in the M-step, their α in a start): the w-weighted average of
+/// their `pooled_statistic` mapped back (for the t's scale, the Normal's:
+/// σ² pooled).
+pub(crate) fn pool<F: ComponentFamily>(w: &[f64], shapes: &[f64]) -> f64 {
+    let total: f64 = w.iter().sum();
+    let v: f64 = w.iter().zip(shapes).map(|(w, &s)| w * F::pooled_statistic(s)).sum::<f64>() / total;
+    F::from_pooled(v)
+}
+
+/// `pool` for the runtime tag.
+pub(crate) fn pooled_shape(family: Family, w: &[f64], shapes: &[f64]) -> f64 {
+    with_family!(family, F => pool::<F>(w, shapes))
+}
+
 /// The per-observation value `g` (ComponentFamily::aux).
 #[inline(always)]
 pub fn aux(family: Family, x: f64) -> f64 {
