@@ -59,17 +59,27 @@ truncated_cdf <- function(fit, x) {
 
 # n draws of the truncated mixture: the untruncated mixture's draws inside
 # the window, drawn in rounds until there are n (rejection), with an error
-# where the window holds too little of the mixture to draw from this way.
+# where the window holds too little of the mixture to draw from this way:
+# rounds of at most `truncated_round` draws (memory), at most
+# `truncated_budget` draws expected in all (time).
+truncated_round <- 1e6
+truncated_budget <- 1e8
 truncated_draws <- function(fit, n, draw) {
   q <- window_mass(fit)
   if (!(q >= 1e-6)) {
     stop_arg("the window of the fit holds ", format(q, digits = 3), " of its mixture: too little to simulate ",
              "by drawing the mixture and keeping what falls inside")
   }
+  if (n / q > truncated_budget) {
+    stop_arg("the window of the fit holds ", format(q, digits = 3), " of its mixture: simulating ",
+             format(n, big.mark = ","), " values would take about ", format(signif(n / q, 2), big.mark = ","),
+             " draws of it (at most ", format(truncated_budget, big.mark = ",", scientific = FALSE),
+             "): ask for fewer (`nsim`, `n`)")
+  }
   w <- fitted_window(fit)
   out <- numeric(0)
   while (length(out) < n) {
-    x <- draw(ceiling(1.2 * (n - length(out)) / q) + 10L)
+    x <- draw(min(ceiling(1.2 * (n - length(out)) / q) + 10, truncated_round))
     out <- c(out, x[x >= w[1] & x <= w[2]])
   }
   out[seq_len(n)]

@@ -94,6 +94,20 @@ test_that("predict, quantile and simulate of a truncated fit are the renormalise
   expect_true(all(unlist(s) >= w[1] & unlist(s) <= w[2]))
   # the draws follow the truncated cdf
   expect_gt(stats::ks.test(s$sim_1, function(z) predict(f, newdata = z, type = "cdf"))$p.value, 1e-3)
+  # a window holding 0.1% of the mixture (the fit's upper tail): its draws
+  # in rounds of bounded size, and an error, not hours of drawing or an
+  # allocation of billions, where the draws would be too many
+  tail <- f
+  up <- stats::uniroot(function(z) predict(f, newdata = z, type = "cdf") - 0.999, w)$root
+  tail$truncation <- c(stats::uniroot(function(z) bulkem:::untruncated_cdf(f, z) - 0.999, c(up, 1e3))$root, 1e4)
+  expect_equal(bulkem:::window_mass(tail), 1e-3, tolerance = 1e-6)
+  s <- simulate(tail, nsim = 2, n = 500, seed = 1)
+  expect_true(all(unlist(s) >= tail$truncation[1] & unlist(s) <= tail$truncation[2]))
+  expect_error(simulate(tail, nsim = 100, n = 2000), class = "bulkem_error_argument",
+               regexp = "about 2e\\+08 draws.*nsim")
+  far <- tail
+  far$truncation <- c(1e5, 1e6)
+  expect_error(simulate(far), class = "bulkem_error_argument", regexp = "too little to simulate")
   # posteriors are the untruncated mixture's responsibilities
   post <- predict(f, newdata = x[1:5], type = "posterior")
   d <- sapply(1:2, function(m) f$alpha[m] * statmod::dinvgauss(x[1:5], f$mu[m], f$lambda[m]))
