@@ -82,7 +82,9 @@
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
-#' @param fits A `bulkem` result.
+#' @param fits A `bulkem` result. Fits of truncated or censored data and
+#'   shifted fits (`shift = TRUE`) are not bootstrapped yet: an error says
+#'   so.
 #' @param B Number of bootstrap replicates per dataset (a whole number >= 2).
 #' @param test `"none"` (standard errors and intervals) or `"lrt"` (the test
 #'   of K vs K + 1 components).
@@ -179,6 +181,11 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
   if (any(vapply(unclass(fits), function(f) length(f$truncation) == 2, logical(1)))) {
     stop_arg("`fits` were fitted with `truncation`: bulkem_bootstrap() does not refit truncated data yet")
+  }
+  if (any(vapply(unclass(fits), function(f) !is.null(f$shift), logical(1)))) {
+    stop_arg("`fits` were fitted with `shift = TRUE`: bulkem_bootstrap() does not refit shifted fits yet ",
+             "(each replicate would need its shift estimated too); the fits' `shift_ci` is the shift's ",
+             "profile-likelihood interval, and their standard errors count the shift")
   }
   if (any(vapply(unclass(fits), function(f) isTRUE(f$censored > 0), logical(1)))) {
     stop_arg("`fits` were fitted to censored values (a Surv response): bulkem_bootstrap() does not refit ",

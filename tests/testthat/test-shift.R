@@ -106,6 +106,13 @@ test_that("a shift moves with the data; predict, quantile and simulate are of th
   s <- simulate(fa, n = 3000, seed = 1)$sim_1
   expect_true(all(s > fa$shift))
   expect_gt(stats::ks.test(s, function(z) predict(fa, newdata = z, type = "cdf"))$p.value, 1e-3)
+  # the bootstrap does not refit shifts: refused, not bootstrapped as an
+  # unshifted mixture of x - shift (which it silently was)
+  kept <- bulkem(list(a = x), shift = TRUE, seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE))
+  expect_error(bulkem_bootstrap(kept, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "shift = TRUE")
+  expect_error(bulkem_bootstrap(kept, B = 19, test = "lrt", use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "shift = TRUE")
 })
 
 test_that("a shift with cut-offs and a deadline", {
