@@ -82,9 +82,10 @@
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
-#' @param fits A `bulkem` result. Fits of truncated or censored data and
-#'   shifted fits (`shift = TRUE`) are not bootstrapped yet: an error says
-#'   so.
+#' @param fits A `bulkem` result. A truncated fit's replicates are drawn
+#'   from its truncated mixture and refitted truncated to its window (on the
+#'   `cpu` or `cuda-streams` engine). Fits of censored data and shifted fits
+#'   (`shift = TRUE`) are not bootstrapped yet: an error says so.
 #' @param B Number of bootstrap replicates per dataset (a whole number >= 2).
 #' @param test `"none"` (standard errors and intervals) or `"lrt"` (the test
 #'   of K vs K + 1 components).
@@ -179,8 +180,13 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
   if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
-  if (any(vapply(unclass(fits), function(f) length(f$truncation) == 2, logical(1)))) {
-    stop_arg("`fits` were fitted with `truncation`: bulkem_bootstrap() does not refit truncated data yet")
+  # a truncated fit's replicates are drawn from its mixture, those outside
+  # its window dropped: a window holding little of the mixture would take
+  # too many draws
+  thin <- vapply(unclass(fits), function(f) is_truncated(f) && has_fit(f) && !(window_mass(f) >= 0.01), NA)
+  if (any(thin)) {
+    stop_arg("`fits` has truncated fits whose window holds under 1% of their mixture (first: dataset ",
+             which(thin)[1], "): their replicates cannot be drawn by keeping the mixture's draws inside it")
   }
   if (any(vapply(unclass(fits), function(f) !is.null(f$shift), logical(1)))) {
     stop_arg("`fits` were fitted with `shift = TRUE`: bulkem_bootstrap() does not refit shifted fits yet ",
@@ -232,6 +238,8 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                    control = control, given_control = given, noise = noise,
                    noise.support = if (noise) Map(given_support, items, data),
                    df = bootstrap_df(items),
+                   # each fit's window (NULL where not truncated)
+                   truncation = lapply(items, function(f) if (is_truncated(f)) as.double(f$truncation)),
                    # fits of one shape shared (bulkem(equal.scale = TRUE)) are
                    # refitted so, under the null and the alternative alike
                    equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)))
@@ -341,7 +349,8 @@ given_support <- function(fit, data) {
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
-  engine <- choose_engine(s$use.gpu, s$control$engine)
+  truncated <- any(vapply(nulls, function(p) length(p$truncation) == 2, NA))
+  engine <- choose_engine(s$use.gpu, s$control$engine, truncated = truncated)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
@@ -357,10 +366,15 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   fixed <- if (any(vapply(nulls, function(p) !is.null(p$fixed), NA))) {
     unlist(lapply(nulls, function(p) if (is.null(p$fixed)) rep(NA_real_, 3 * NROW(p$mu)) else p$fixed))
   }
+  # and their windows, a pair per null (NA, NA where not truncated)
+  windows <- if (truncated) {
+    unlist(lapply(nulls, function(p) if (length(p$truncation) == 2) p$truncation else c(NA_real_, NA_real_)))
+  }
   run <- function(engine) {
     bootstrap_(data, plan, core_settings(s$family, 1L, s$max.iters, s$random.inits, s$epsilon,
                                          s$seed, s$control, engine, noise, as.double(supports), s$df,
-                                         equal.scale = isTRUE(s$equal.scale), fixed = as.double(fixed)),
+                                         equal.scale = isTRUE(s$equal.scale), fixed = as.double(fixed),
+                                         truncation = as.double(windows)),
                report)
   }
   res <- run_with_fallback(run, engine, s$use.gpu)
@@ -416,7 +430,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
          support = if (has_noise(f)) supports[[d]], df = if (!is.null(f$df)) as.double(f$df),
-         fixed = f$fixed)
+         fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation))
   })
 }
 
@@ -497,7 +511,8 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
         bulkem(data[idx], num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
                use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
                control = s$given_control, noise = s$noise,
-               noise.support = if (s$noise) s$noise.support[idx], df = s$df),
+               noise.support = if (s$noise) s$noise.support[idx], df = s$df,
+               truncation = if (any(lengths(s$truncation[idx]) == 2)) s$truncation[idx]),
         bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
       fits_k[idx] <- unclass(fk)
       phase <- phase + 1

@@ -147,7 +147,45 @@ test_that("truncation per dataset, values outside the window and bad arguments",
                class = "bulkem_error_argument", regexp = "truncat")
   expect_error(bulkem(list(a = a), family = "gamma", truncation = c(-2, -1), use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "truncation")
-  expect_error(bulkem_bootstrap(one, B = 19), class = "bulkem_error_argument", regexp = "truncation")
+})
+
+test_that("the bootstrap draws a truncated fit's replicates inside its window and refits them truncated", {
+  w <- tr_windows$invgauss
+  x <- tr_data("invgauss", w, 13)
+  f <- bulkem(list(a = x), truncation = w, use.gpu = FALSE, seed = 5, control = list(keep.data = TRUE))
+  # standard errors: near the observed information's (itself checked
+  # against a numerical Hessian of the truncated likelihood above)
+  se <- bulkem_bootstrap(f, B = 100, seed = 2, random.inits = 5, use.gpu = FALSE)
+  expect_identical(attr(se, "replicates")$used, 100L)
+  wald <- unname(f$a$se[c("alpha1", "mu1", "lambda1", "alpha2", "mu2", "lambda2")])
+  expect_equal(se$std.error, wald, tolerance = 0.35)
+  # the test of K = 1 against 2: the observed statistic is that of the
+  # truncated fits bulkem() makes (untruncated refits would give others)
+  one <- bulkem(list(a = x), num.components = 1, truncation = w, use.gpu = FALSE, seed = 5,
+                control = list(keep.data = TRUE))
+  lrt <- bulkem_bootstrap(one, test = "lrt", B = 39, seed = 3, random.inits = 5, use.gpu = FALSE)
+  two <- bulkem(list(a = x), num.components = 2, truncation = w, use.gpu = FALSE, seed = 1)
+  expect_equal(lrt$loglik[1], one$a$loglik, tolerance = 1e-6)
+  expect_equal(lrt$loglik_alt[1], two$a$loglik, tolerance = 1e-6)
+  expect_lte(lrt$p_value[1], 0.05)
+  # under a truncated null the replicates' statistics are of truncated
+  # data too: a one-component truncated sample is rarely rejected
+  set.seed(8)
+  y <- statmod::rinvgauss(600, 1.5, 4)
+  y <- y[y > w[1] & y < w[2]]
+  null <- bulkem(list(y = y), num.components = 1, truncation = w, use.gpu = FALSE, seed = 1,
+                 control = list(keep.data = TRUE))
+  t1 <- bulkem_bootstrap(null, test = "lrt", B = 39, seed = 4, random.inits = 5, use.gpu = FALSE)
+  expect_gt(t1$p_value[1], 0.05)
+  # the sequential procedure refits each K truncated as well
+  seq2 <- bulkem_bootstrap(one, test = "lrt", B = 19, max.components = 2, seed = 3, random.inits = 5,
+                           use.gpu = FALSE)
+  expect_equal(seq2$loglik_alt[seq2$k == 1], two$a$loglik, tolerance = 1e-6)
+  # a window holding under 1% of its mixture is refused
+  thin <- f
+  thin$a$truncation <- c(40, 50)
+  expect_error(bulkem_bootstrap(thin, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "under 1%")
 })
 
 test_that("shards carry each dataset's window", {

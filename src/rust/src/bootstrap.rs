@@ -38,6 +38,8 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
         let null_k = plan.counts("null_k")?;
         // a fit's values held fixed are held in its refits (rows of its K)
         let fixed = call.fixed_by_k(&null_k)?;
+        // a truncated fit's window, for its replicates and refits
+        let truncation = call.truncation_for(datasets.len());
         let Call { settings, engine, threads, tuning, .. } = call;
         let mut null = nulls(
             &null_k,
@@ -62,7 +64,7 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed,
-                truncation: Vec::new(),
+                truncation,
                 censored: Vec::new(),
             },
         };

@@ -22,7 +22,7 @@ use crate::limits::{BOOTSTRAP_BLOCK_VALUES, MAX_COMPONENTS};
 use crate::noise::Support;
 use crate::outcome::Status;
 use crate::params::{Family, Params};
-use crate::simulate::{draw_mixture, replicate_rng};
+use crate::simulate::{draw_mixture, draw_mixture_within, replicate_rng};
 
 /// What to bootstrap: `job` holds the datasets (the replicates' sizes and
 /// the seeds' source) and the refits' settings; its `components`, `inits`,
@@ -91,9 +91,6 @@ impl Bootstrap<'_> {
         if self.job.censored.iter().any(|c| !c.is_empty()) {
             return bad("fits", "fits of censored data cannot be bootstrapped yet".into());
         }
-        if self.job.truncation.iter().any(Option::is_some) {
-            return bad("fits", "truncated fits (truncation =) cannot be bootstrapped yet".into());
-        }
         // each dataset's fixed values go with its null's K (its refits')
         for (f, p) in self.job.fixed.iter().zip(&self.null) {
             if let (Some(f), Some(p)) = (f, p) {
@@ -109,7 +106,6 @@ impl Bootstrap<'_> {
         Job {
             settings: Settings { components: vec![1], ..self.job.settings.clone() },
             fixed: Vec::new(),
-            truncation: Vec::new(),
             censored: Vec::new(),
             ..self.job.clone()
         }
@@ -250,7 +246,12 @@ fn refit_block(
         let (i, r) = (j / reps, j % reps);
         let (d, null) = block[i];
         let mut rng = replicate_rng(job.settings.seed, hashes[i], null.k, r as u32);
-        draw_mixture(job.settings.family, &null, supports[i].as_ref(), job.datasets[d].len(), &mut rng)
+        let (family, noise, n) = (job.settings.family, supports[i].as_ref(), job.datasets[d].len());
+        // a truncated fit's replicates are of its truncated mixture
+        match job.truncation.get(d).copied().flatten() {
+            Some(w) => draw_mixture_within(family, &null, noise, &w, n, &mut rng),
+            None => draw_mixture(family, &null, noise, n, &mut rng),
+        }
     })?;
     counters.lap("simulate", clock);
     let mut out: Vec<BlockRefits> = vec![Vec::new(); b.extra.len()];
@@ -292,6 +293,15 @@ fn refit_block(
                     })
                     .collect(),
             };
+            // a truncated fit's refits (its data's and its replicates') are
+            // truncated to its window
+            let truncation = match job.truncation.is_empty() {
+                true => Vec::new(),
+                false => members
+                    .iter()
+                    .flat_map(|&i| std::iter::repeat_n(job.truncation.get(block[i].0).copied().flatten(), per))
+                    .collect(),
+            };
             let refit = Job {
                 datasets: datasets.clone(),
                 settings: Settings {
@@ -306,7 +316,7 @@ fn refit_block(
                 given_starts: Vec::new(),
                 weights: Vec::new(),
                 fixed,
-                truncation: Vec::new(),
+                truncation,
                 censored: Vec::new(),
             };
             let fits = call::run(&refit, engine, threads, cancel, counters, false)?;

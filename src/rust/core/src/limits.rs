@@ -189,3 +189,10 @@ pub const TRUNCATED_DIFFERENCE: f64 = 1e-4;
 /// own error in the maximum's place, and what a pass near EM's fixed
 /// point takes.
 pub const TRUNCATED_SETTLED: f64 = 1e-9;
+
+/// A truncated fit's bootstrap replicate (simulate.rs's
+/// `draw_mixture_within`) is drawn from the untruncated mixture, values
+/// outside the window dropped, at most this many draws per value asked for:
+/// a window holding under 1/TRUNCATED_DRAWS_PER_VALUE of its mixture would
+/// leave the replicate short (R refuses such fits before: 1%).
+pub const TRUNCATED_DRAWS_PER_VALUE: usize = 1000;

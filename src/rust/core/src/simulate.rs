@@ -7,10 +7,12 @@ use rand::RngExt;
 use rand_pcg::Pcg64;
 
 use crate::family::{with_family, ComponentFamily};
+use crate::limits::TRUNCATED_DRAWS_PER_VALUE;
 use crate::mathx::mix64;
 use crate::noise::Support;
 use crate::params::{Family, Params};
 use crate::student;
+use crate::truncation::Window;
 
 /// The generator of replicate `replicate` under a `k`-component null of the
 /// dataset whose values hash to `data_hash`. Its state is derived with
@@ -32,6 +34,32 @@ pub fn draw_mixture(family: Family, p: &Params, noise: Option<&Support>, n: usiz
         return draw_mixture_with(p, noise, n, rng, |m, rng| student::draw(p.mu[m], p.shape[m], p.df[m], rng));
     }
     with_family!(family, F => draw_mixture_of::<F>(p, noise, family.on_log_scale(), n, rng))
+}
+
+/// `n` draws from the mixture `p` kept to `window` (a truncated fit's
+/// replicate: the truncated mixture, by rejection): rounds of
+/// `draw_mixture` for the values still missing, those inside the window
+/// kept in order, until there are `n` or TRUNCATED_DRAWS_PER_VALUE · n
+/// draws were made (then fewer than `n`).
+pub fn draw_mixture_within(
+    family: Family,
+    p: &Params,
+    noise: Option<&Support>,
+    window: &Window,
+    n: usize,
+    rng: &mut Pcg64,
+) -> Vec<f64> {
+    let mut kept = Vec::with_capacity(n);
+    let mut budget = n.saturating_mul(TRUNCATED_DRAWS_PER_VALUE);
+    while kept.len() < n && budget > 0 {
+        let round = (n - kept.len()).min(budget);
+        budget -= round;
+        kept.extend(
+            draw_mixture(family, p, noise, round, rng).into_iter().filter(|&x| window.lo <= x && x <= window.hi),
+        );
+    }
+    kept.truncate(n);
+    kept
 }
 
 /// `draw_mixture` for the family `F` (fitted on the logarithms when
@@ -105,6 +133,29 @@ mod tests {
         assert_ne!(draw(1, 2, 3), draw(6, 2, 3));
         let other_k = draw_mixture(Family::InvGauss, &p, None, 50, &mut replicate_rng(1, 2, 3, 3));
         assert_ne!(draw(1, 2, 3), other_k);
+    }
+
+    #[test]
+    fn window_draws_are_the_truncated_mixture() {
+        // N(2, 1) kept to [1, 3]: mean 2, variance 1 − 2φ(1)/(2Φ(1) − 1)
+        let p = params(&[1.0], &[2.0], &[1.0]);
+        let w = Window { lo: 1.0, hi: 3.0 };
+        let n = 400_000;
+        let x = draw_mixture_within(Family::Normal, &p, None, &w, n, &mut replicate_rng(3, 4, 1, 0));
+        assert_eq!(x.len(), n);
+        assert!(x.iter().all(|&v| (1.0..=3.0).contains(&v)));
+        let (m, v) = mean_var(&x);
+        let var = 0.291_125_094_772_793_1;
+        assert!((m - 2.0).abs() < 4.0 * (var / n as f64).sqrt(), "mean {m}");
+        assert!((v / var - 1.0).abs() < 0.01, "variance {v} against {var}");
+        // a pure function of the generator, as every replicate
+        let again = draw_mixture_within(Family::Normal, &p, None, &w, n, &mut replicate_rng(3, 4, 1, 0));
+        assert_eq!(x, again);
+        // a window holding almost nothing of the mixture: a short replicate
+        // after the draws' budget, not an endless loop
+        let far = Window { lo: 40.0, hi: 41.0 };
+        let few = draw_mixture_within(Family::Normal, &p, None, &far, 100, &mut replicate_rng(3, 4, 1, 0));
+        assert!(few.is_empty());
     }
 
     // moments against the closed forms: mixture mean Σαμ; variance
