@@ -20,7 +20,7 @@ use crate::limits::{DF_START, NOISE_START, OBS_PER_COMPONENT};
 use crate::mathx::mix64;
 use crate::noise::{Noise, Support};
 use crate::params::{Family, Params, Stats};
-use crate::truncation::{censored_e_step, Censored, CensoredStats, Window};
+use crate::truncation::{censored_e_step, Censored, CensoredStats, Masses, Window};
 
 pub struct Prepared {
     /// The family the data were checked and rescaled for.
@@ -304,9 +304,10 @@ impl Prepared {
     }
 
     /// What truncation adds to the log-likelihood of `p` (fitted units):
-    /// −N log Q (truncation.rs), 0 without it.
-    pub fn truncation_term(&self, p: &Params) -> f64 {
-        self.truncation.as_ref().map_or(0.0, |w| w.term(self.family, p, self.total))
+    /// −N log Q (truncation.rs), 0 without it; `known`: masses computed
+    /// before (em.rs's, of the M-step that made `p`).
+    pub fn truncation_term(&self, p: &Params, known: Option<&Masses>) -> f64 {
+        self.truncation.as_ref().map_or(0.0, |w| w.term(self.family, p, self.total, known))
     }
 
     /// The noise component's t(x) per observation, if the dataset has one.
@@ -421,7 +422,7 @@ impl Prepared {
         let noise = self.noise.as_ref().map(|n| n.support.terms(family, values, fitted, 1.0));
         self.log_likelihood_fitted(family, fitted, noise.as_deref(), params, self.h_sum - jacobian)
             + jacobian
-            + self.truncation_term(&self.rescale(params))
+            + self.truncation_term(&self.rescale(params), None)
             + self.censored_stats(&self.rescale(params)).map_or(0.0, |c| c.ll)
     }
 

@@ -9,7 +9,7 @@ use crate::mstep::{check_component, m_step, weight_ok};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 use crate::student;
-use crate::truncation::{CensoredStats, Renormalised};
+use crate::truncation::{CensoredStats, Masses, Renormalised};
 
 /// How far the log-likelihood may fall before it is more than rounding.
 pub(crate) fn fall_tolerance(loglik: f64, n: f64) -> f64 {
@@ -58,6 +58,9 @@ pub struct EmState {
     /// E-step passes that moved the parameters (plain EM: M-steps applied).
     pub iterations: u32,
     squarem: Option<Squarem>,
+    /// The truncation masses of the last M-step's parameters (truncation.rs:
+    /// the log-likelihood of the pass after it reuses them).
+    masses: Option<Masses>,
 }
 
 impl EmState {
@@ -69,7 +72,7 @@ impl EmState {
             step: 1.0,
             step_max: SQUAREM_STEP_GROWTH,
         });
-        EmState { params: init, previous: None, iterations: 0, squarem }
+        EmState { params: init, previous: None, iterations: 0, squarem, masses: None }
     }
 
     /// Takes the E-step statistics of `self.params`. Returns the start's end
@@ -83,7 +86,10 @@ impl EmState {
         epsilon: f64,
     ) -> Option<StartFit> {
         let censored = ds.censored_stats(&self.params);
-        let loglik = stats.ll + ds.h_sum + ds.truncation_term(&self.params) + censored.as_ref().map_or(0.0, |c| c.ll);
+        let loglik = stats.ll
+            + ds.h_sum
+            + ds.truncation_term(&self.params, self.masses.as_ref())
+            + censored.as_ref().map_or(0.0, |c| c.ll);
         // the observations' count, Σ w with weights
         let n = ds.total;
         if let Some(sq) = &mut self.squarem {
@@ -98,8 +104,9 @@ impl EmState {
                 };
                 let reached = sq.step >= sq.step_max;
                 match next {
-                    Some(next) => {
+                    Some((next, masses)) => {
                         self.params = next;
+                        self.masses = masses;
                         self.previous = Some(loglik);
                         if reached {
                             sq.step_max *= SQUAREM_STEP_GROWTH;
@@ -134,7 +141,10 @@ impl EmState {
             return end(Outcome::MaxIters);
         }
         let next = match m_step_on(family, ds, &self.params, stats, censored.as_ref()) {
-            Ok(next) => next,
+            Ok((next, masses)) => {
+                self.masses = masses;
+                next
+            }
             Err(why) => return end(Outcome::Failed(why)),
         };
         self.iterations += 1;
@@ -172,14 +182,15 @@ impl EmState {
 /// The M-step on the dataset `ds` from the statistics of the parameters
 /// `from` (and of its censored observations, `censored`): its settings'
 /// (mstep.rs), then, with truncation or censoring, the components and
-/// weights moved toward the renormalised maximum (truncation.rs).
+/// weights moved toward the renormalised maximum (truncation.rs), with
+/// the truncation masses of the result where there is a window.
 fn m_step_on(
     family: Family,
     ds: &Prepared,
     from: &Params,
     stats: &Stats,
     censored: Option<&CensoredStats>,
-) -> Result<Params, Degenerate> {
+) -> Result<(Params, Option<Masses>), Degenerate> {
     let free = match censored {
         None => m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?,
         // the exact values' closed form is not the components' (binned
@@ -196,7 +207,7 @@ fn m_step_on(
         }
     };
     if ds.truncation.is_none() && censored.is_none() {
-        return Ok(free);
+        return Ok((free, None));
     }
     let renormalised = Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored };
     renormalised.m_step(family, stats, &free, from, ds.spread)

@@ -142,17 +142,25 @@ impl Window {
 
     /// log Q = log Σ_m α_m P_m of the mixture `p`.
     pub fn ln_mixture_mass(&self, family: Family, p: &Params) -> f64 {
+        self.ln_mixture_mass_known(family, p, None)
+    }
+
+    /// `ln_mixture_mass`, each P_m taken from `known` where it holds p's
+    /// component m (the same computation, done before: the same bits).
+    fn ln_mixture_mass_known(&self, family: Family, p: &Params, known: Option<&Masses>) -> f64 {
         let mut l = [0.0; MAX_COMPONENTS];
         for m in 0..p.k {
-            l[m] = p.alpha[m].ln() + self.ln_mass(family, p.mu[m], p.shape[m]);
+            let ln_p = known.and_then(|k| k.of(p, m)).unwrap_or_else(|| self.ln_mass(family, p.mu[m], p.shape[m]));
+            l[m] = p.alpha[m].ln() + ln_p;
         }
         log_sum_exp(&l[..p.k])
     }
 
     /// What truncation adds to the log-likelihood of `p` on `total`
-    /// observations (Σ w with weights): −N log Q.
-    pub fn term(&self, family: Family, p: &Params, total: f64) -> f64 {
-        -total * self.ln_mixture_mass(family, p)
+    /// observations (Σ w with weights): −N log Q, with the masses `known`
+    /// already (the M-step's that made `p`: em.rs).
+    pub fn term(&self, family: Family, p: &Params, total: f64, known: Option<&Masses>) -> f64 {
+        -total * self.ln_mixture_mass_known(family, p, known)
     }
 
     /// The gradient and Hessian of log Q in the free parameters of the
@@ -317,6 +325,28 @@ pub fn censored_e_step(family: Family, groups: &[Censored], p: &Params) -> Censo
     out
 }
 
+/// The truncation window's log-masses log P_m of a mixture's components
+/// (μ_m, shape_m), as the truncated M-step computed them for its weights:
+/// the next pass's log-likelihood needs the same ones (−N log Q), and
+/// takes them from here (em.rs) instead of computing them again.
+#[derive(Clone, Copy, Debug)]
+pub struct Masses {
+    mu: [f64; MAX_COMPONENTS],
+    shape: [f64; MAX_COMPONENTS],
+    ln_p: [f64; MAX_COMPONENTS],
+}
+
+impl Masses {
+    /// log P of `p`'s component m, if these are its masses (the same μ and
+    /// shape, bit for bit).
+    fn of(&self, p: &Params, m: usize) -> Option<f64> {
+        (p.mu.get(m)?.to_bits() == self.mu.get(m)?.to_bits()
+            && p.shape.get(m)?.to_bits() == self.shape.get(m)?.to_bits())
+        .then(|| self.ln_p.get(m).copied())
+        .flatten()
+    }
+}
+
 /// What the M-step of a dataset with truncation or censored observations
 /// takes beside the E-step's sums over its exact values.
 pub(crate) struct Renormalised<'a> {
@@ -335,6 +365,8 @@ impl Renormalised<'_> {
     /// weights of the observed population π_m = (S0_m + W_m)/N (W_m: the
     /// censored groups' expected count), mapped back to the untruncated
     /// mixture's (α_m ∝ π_m / P_m).
+    /// With the parameters, their truncation masses (`None` without a
+    /// truncation window).
     pub fn m_step(
         &self,
         family: Family,
@@ -342,7 +374,7 @@ impl Renormalised<'_> {
         free: &Params,
         from: &Params,
         spread: f64,
-    ) -> Result<Params, Degenerate> {
+    ) -> Result<(Params, Option<Masses>), Degenerate> {
         with_family!(family, F => self.m_step_of::<F>(family, st, free, from, spread))
     }
 
@@ -353,51 +385,63 @@ impl Renormalised<'_> {
         free: &Params,
         from: &Params,
         spread: f64,
-    ) -> Result<Params, Degenerate> {
+    ) -> Result<(Params, Option<Masses>), Degenerate> {
         let mut p = *free;
         let mut l = [0.0; MAX_COMPONENTS];
+        let mut masses =
+            Masses { mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS], ln_p: [0.0; MAX_COMPONENTS] };
         for m in 0..p.k {
             let censored = self.stats.map_or(0.0, |c| c.total[m]);
             let s = [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored];
-            let (mu, shape) = self.step::<F>(m, s, [(from.mu[m], from.shape[m]), (free.mu[m], free.shape[m])]);
+            let (mu, shape, known) = self.step::<F>(m, s, [(from.mu[m], from.shape[m]), (free.mu[m], free.shape[m])]);
             check_component(family, mu, shape, spread)?;
             (p.mu[m], p.shape[m]) = (mu, shape);
-            let mass = self.truncation.map_or(0.0, |w| w.ln_mass_of::<F>(mu, shape));
+            // the line search's last point is the step's end: its mass
+            // computed there already
+            let mass = self.truncation.map_or(0.0, |w| known.unwrap_or_else(|| w.ln_mass_of::<F>(mu, shape)));
+            (masses.mu[m], masses.shape[m], masses.ln_p[m]) = (mu, shape, mass);
             l[m] = s[3].ln() - mass;
         }
         let total = log_sum_exp(&l[..p.k]);
         for m in 0..p.k {
             p.alpha[m] = (l[m] - total).exp();
         }
-        Ok(p)
+        Ok((p, self.truncation.map(|_| masses)))
     }
 
     /// Component m's expected complete-data log-likelihood, renormalised,
     /// at (μ, e^ls): S0·c − k·Σr q (the exact values, `s` = S0, S1, S2),
     /// plus its `windows` terms' coefficients times their log P; −∞ where
     /// that is no component.
-    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> f64 {
+    /// With the value, the truncation window's log P there (`None`
+    /// without one, or where the value is −∞ before it).
+    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> (f64, Option<f64>) {
         let mut v = Self::observed::<F>(s, mu, ls);
         if v == f64::NEG_INFINITY {
-            return v;
+            return (v, None);
         }
         let shape = ls.exp();
-        for (c, w) in self.windows(m, s[3]) {
-            v += c * w.ln_mass_of::<F>(mu, shape);
+        let mut truncation = None;
+        for (c, w, is_truncation) in self.windows(m, s[3]) {
+            let ln_p = w.ln_mass_of::<F>(mu, shape);
+            if is_truncation {
+                truncation = Some(ln_p);
+            }
+            v += c * ln_p;
         }
         if v.is_nan() {
-            f64::NEG_INFINITY
+            (f64::NEG_INFINITY, truncation)
         } else {
-            v
+            (v, truncation)
         }
     }
 
     /// The windows in component m's objective with their coefficients: each
     /// censored group's expected count w_jm (Σ_j w_jm log P_jm), then the
-    /// truncation window's −(S0 + W_m) (`s3`).
-    fn windows(&self, m: usize, s3: f64) -> impl Iterator<Item = (f64, &Window)> {
+    /// truncation window's −(S0 + W_m) (`s3`), marked `true`.
+    fn windows(&self, m: usize, s3: f64) -> impl Iterator<Item = (f64, &Window, bool)> {
         let groups = self.stats.map(|st| self.censored.iter().zip(&st.w)).into_iter().flatten();
-        groups.map(move |(g, w)| (w[m], &g.window)).chain(self.truncation.map(|w| (-s3, w)))
+        groups.map(move |(g, w)| (w[m], &g.window, false)).chain(self.truncation.map(|w| (-s3, w, true)))
     }
 
     /// `objective`'s observed part, S0·c − k·Σr q at (μ, e^ls) (no cdf
@@ -423,7 +467,7 @@ impl Renormalised<'_> {
     ) -> Option<([f64; 2], [f64; 3])> {
         let shape = ls.exp();
         let (mut g, mut h) = ([0.0; 2], [0.0; 3]);
-        for (c, w) in self.windows(m, s[3]) {
+        for (c, w, _) in self.windows(m, s[3]) {
             let (_, wg, wh) = w.ln_mass_with_derivatives::<F>(mu, shape)?;
             for i in 0..2 {
                 g[i] += c * wg[i];
@@ -447,15 +491,18 @@ impl Renormalised<'_> {
     /// generalised EM whose fixed points are EM's), or a Newton step
     /// shorter than TRUNCATED_SETTLED (in sds and in log shape), taken
     /// without a look; also when no step gains, or after TRUNCATED_STEPS.
-    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], starts: [(f64, f64); 2]) -> (f64, f64) {
+    /// With the end point, the truncation window's log P there where the
+    /// step computed it (the end of a line search; `None` otherwise).
+    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], starts: [(f64, f64); 2]) -> (f64, f64, Option<f64>) {
         let f = |x: [f64; 2]| self.objective::<F>(m, s, x[0], x[1]);
-        let (mut x, mut here) = ([starts[0].0, starts[0].1.ln()], f([starts[0].0, starts[0].1.ln()]));
+        let mut x = [starts[0].0, starts[0].1.ln()];
+        let (mut here, mut mass) = f(x);
         if !here.is_finite() {
             let (mu, shape) = starts[1];
             x = [mu, shape.ln()];
-            here = f(x);
+            (here, mass) = f(x);
             if !here.is_finite() {
-                return (mu, shape);
+                return (mu, shape, None);
             }
         }
         for _ in 0..TRUNCATED_STEPS {
@@ -473,7 +520,7 @@ impl Renormalised<'_> {
                     ([og[0] + wg[0], og[1] + wg[1]], [oh[0] + wh[0], oh[1] + wh[1], oh[2] + wh[2]])
                 }
                 None => {
-                    let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]);
+                    let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]).0;
                     differences(at, here, h, true)
                 }
             };
@@ -491,6 +538,7 @@ impl Renormalised<'_> {
             let reach = (d[0].abs() / sd).max(d[1].abs());
             if newton && reach < TRUNCATED_SETTLED {
                 x = [x[0] + d[0], x[1] + d[1]];
+                mass = None;
                 break;
             }
             if reach > 1.0 {
@@ -500,9 +548,9 @@ impl Renormalised<'_> {
             let mut moved = false;
             while t > 1e-10 {
                 let y = [x[0] + t * d[0], x[1] + t * d[1]];
-                let v = f(y);
+                let (v, at_y) = f(y);
                 if v > here {
-                    (x, here, moved) = (y, v, true);
+                    (x, here, mass, moved) = (y, v, at_y, true);
                     break;
                 }
                 t *= 0.5;
@@ -515,7 +563,7 @@ impl Renormalised<'_> {
                 break;
             }
         }
-        (x[0], x[1].exp())
+        (x[0], x[1].exp(), mass)
     }
 }
 
@@ -593,9 +641,9 @@ mod tests {
             }
             let free = crate::mstep::m_step(fam, 1, &st, st.s0[0], 0.1, false, None).unwrap();
             let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
-            let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1).unwrap();
+            let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1).unwrap().0;
             for _ in 0..20 {
-                p = renormalised.m_step(fam, &st, &free, &p, 0.1).unwrap();
+                p = renormalised.m_step(fam, &st, &free, &p, 0.1).unwrap().0;
             }
             assert!((p.alpha[0] - 1.0).abs() < 1e-15);
             let q = |mu: f64, shape: f64| {
@@ -621,7 +669,7 @@ mod tests {
         (st.s0[1], st.s1[1], st.s2[1]) = (n1, n1 * 2.2, n1 * (2.2 * 2.2 + 0.4));
         let free = crate::mstep::m_step(Family::Normal, 2, &st, 100.0, 1.0, false, None).unwrap();
         let r = Renormalised { truncation: Some(&w), censored: &[], stats: None };
-        let p = r.m_step(Family::Normal, &st, &free, &free, 1.0).unwrap();
+        let p = r.m_step(Family::Normal, &st, &free, &free, 1.0).unwrap().0;
         let pm: Vec<f64> = (0..2).map(|m| w.ln_mass(Family::Normal, p.mu[m], p.shape[m]).exp()).collect();
         let q = p.alpha[0] * pm[0] + p.alpha[1] * pm[1];
         // π_m = α_m P_m / Q is the observed share S0_m/N
