@@ -479,6 +479,46 @@ impl Renormalised<'_> {
         Some((g, h))
     }
 
+    /// `objective` at x = (μ, log shape) and `window_derivatives` there in
+    /// one pass over the windows, where the family has closed forms (their
+    /// log P the same bits as `ln_mass_of`'s, so the same value); else
+    /// `objective` alone, without derivatives.
+    #[allow(clippy::type_complexity)]
+    fn evaluate<F: ComponentFamily>(
+        &self,
+        m: usize,
+        s: [f64; 4],
+        x: [f64; 2],
+    ) -> (f64, Option<f64>, Option<([f64; 2], [f64; 3])>) {
+        let observed = Self::observed::<F>(s, x[0], x[1]);
+        if observed != f64::NEG_INFINITY {
+            let shape = x[1].exp();
+            let (mut v, mut truncation, mut g, mut h) = (observed, None, [0.0; 2], [0.0; 3]);
+            let mut closed = true;
+            for (c, w, is_truncation) in self.windows(m, s[3]) {
+                let Some((ln_p, wg, wh)) = w.ln_mass_with_derivatives::<F>(x[0], shape) else {
+                    closed = false;
+                    break;
+                };
+                if is_truncation {
+                    truncation = Some(ln_p);
+                }
+                v += c * ln_p;
+                for i in 0..2 {
+                    g[i] += c * wg[i];
+                }
+                for i in 0..3 {
+                    h[i] += c * wh[i];
+                }
+            }
+            if closed {
+                return (if v.is_nan() { f64::NEG_INFINITY } else { v }, truncation, Some((g, h)));
+            }
+        }
+        let (v, truncation) = self.objective::<F>(m, s, x[0], x[1]);
+        (v, truncation, None)
+    }
+
     /// (μ, shape) moved from the first of `starts` where `objective` is
     /// finite (where the component was; else the closed-form M-step's
     /// point) toward its maximum: Newton's method in (μ, log shape), the
@@ -496,11 +536,11 @@ impl Renormalised<'_> {
     fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], starts: [(f64, f64); 2]) -> (f64, f64, Option<f64>) {
         let f = |x: [f64; 2]| self.objective::<F>(m, s, x[0], x[1]);
         let mut x = [starts[0].0, starts[0].1.ln()];
-        let (mut here, mut mass) = f(x);
+        let (mut here, mut mass, mut derivatives) = self.evaluate::<F>(m, s, x);
         if !here.is_finite() {
             let (mu, shape) = starts[1];
             x = [mu, shape.ln()];
-            (here, mass) = f(x);
+            (here, mass, derivatives) = self.evaluate::<F>(m, s, x);
             if !here.is_finite() {
                 return (mu, shape, None);
             }
@@ -510,7 +550,9 @@ impl Renormalised<'_> {
             let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
             // (one corner: the cross term only steers the step, whose
             // length the central gradient decides)
-            let (g, [h00, h01, h11]) = match self.window_derivatives::<F>(m, s, x[0], x[1]) {
+            // (the first point's came with its value)
+            let window = derivatives.take().or_else(|| self.window_derivatives::<F>(m, s, x[0], x[1]));
+            let (g, [h00, h01, h11]) = match window {
                 // the windows' terms in closed form, the observed part (no
                 // cdf) by differences: a third of the cdfs of differencing
                 // it all
