@@ -386,7 +386,9 @@
 #'   with integer weights is the fit of the data with each value repeated
 #'   that many times) or case weights, finite and >= 0. For a list of
 #'   datasets, a list as long as it of numeric vectors as long as each
-#'   dataset (`NULL` for a dataset without weights); for a formula or a data
+#'   dataset (`NULL` for a dataset without weights; for a list of `Surv`
+#'   objects one weight per row, a censored row's weight its window's
+#'   count, as in the formula interface); for a formula or a data
 #'   frame, as [lm()] takes them: an expression evaluated in the data, e.g.
 #'   `weights = count`, a row's weight dropped with it by `subset` and
 #'   `na.action`. Every sum of the E-step, the log-likelihood, the standard

@@ -38,31 +38,52 @@ censored_windows <- function(rows, weights = 1) {
 # A list of Surv objects as datasets: the exact values, one vector per
 # dataset, and the censored windows (`censored`, a list parallel to them);
 # rows with a missing time or status are left out, as NA values are.
-datasets_from_surv <- function(datasets) {
+# `weights` (NULL, or a list parallel to the datasets of NULLs and vectors
+# with one weight per row, as bulkem() takes them): an exact row's weight
+# goes with its value (`weights` of the result), a censored row's is its
+# window's count, as the formula interface does it.
+datasets_from_surv <- function(datasets, weights = NULL) {
   ok <- vapply(datasets, is_surv, NA)
   if (!all(ok)) {
     stop_arg("`datasets` mixes Surv objects (censored values) with other data: give every dataset ",
              "as a Surv object, e.g. survival::Surv(rt, observed)")
   }
+  if (is.numeric(weights) && !is.list(weights) && length(datasets) == 1) weights <- list(weights)
+  if (!is.null(weights) && (!is.list(weights) || is.data.frame(weights) || length(weights) != length(datasets))) {
+    stop_arg("`weights` must be a list of ", length(datasets), " numeric vectors, one per dataset and ",
+             "one weight per row of its Surv object (or NULL for a dataset of equal weights), not ",
+             describe_type(weights))
+  }
   parts <- lapply(seq_along(datasets), function(i) {
     rows <- surv_rows(datasets[[i]], paste0("dataset ", i))
+    wi <- weights[[i]]
+    if (!is.null(wi) && (!is.numeric(wi) || is.factor(wi) || !is.null(dim(wi)) ||
+                         length(wi) != length(rows$value) || !all(is.finite(wi) & wi >= 0))) {
+      stop_arg("`weights[[", i, "]]` must be finite numbers >= 0, one per row of its Surv object (",
+               length(rows$value), " rows), not ", describe_type(wi))
+    }
     keep <- !is.na(rows$value) & !is.na(rows$exact)
     rows <- lapply(rows, function(v) v[keep])
-    list(values = rows$value[rows$exact], censored = censored_windows(rows), dropped = sum(!keep))
+    wi <- if (!is.null(wi)) as.double(wi)[keep]
+    list(values = rows$value[rows$exact], censored = censored_windows(rows, if (is.null(wi)) 1 else wi),
+         weights = if (!is.null(wi)) wi[rows$exact], dropped = sum(!keep))
   })
+  w <- lapply(parts, `[[`, "weights")
   list(datasets = stats::setNames(lapply(parts, `[[`, "values"), names(datasets)),
        censored = lapply(parts, `[[`, "censored"),
+       weights = if (!all(vapply(w, is.null, NA))) w,
        n_dropped = vapply(parts, `[[`, 0L, "dropped"))
 }
 
 # The exact values `values` and censored windows `windows` (flat triples)
 # of a dataset as one Surv object of type "interval2" (NA for an open end),
 # which datasets_from_surv() takes apart into the same values and windows
-# (a window of count c repeated c times): what a future shard and a
-# shifted fit's steps get (R/future.R, R/shift.R).
-as_surv <- function(values, windows) {
+# (a window of count c repeated c times; with `repeated = FALSE` once, its
+# count then the row's weight): what a future shard and a shifted fit's
+# steps get (R/future.R, R/shift.R).
+as_surv <- function(values, windows, repeated = TRUE) {
   m <- matrix(windows, nrow = 3)
-  times <- rep(seq_len(ncol(m)), m[3, ])
+  times <- if (repeated) rep(seq_len(ncol(m)), m[3, ]) else seq_len(ncol(m))
   open <- function(v) ifelse(is.infinite(v), NA_real_, v)
   survival::Surv(c(values, open(m[1, times])), c(values, open(m[2, times])), type = "interval2")
 }

@@ -133,11 +133,23 @@ fit_future <- function(input, args, control, verbose, started, noise.support = n
   args <- c(args, list(control = shard_control, verbose = FALSE, na.action = "na.pass"))
   shards <- lapply(seq_len(n_shards), function(s) {
     at <- ranges$first[s]:ranges$last[s]
-    # a dataset with censored values travels as the Surv object it came as
-    shard_data <- if (is.null(input$censored)) datasets[at] else Map(as_surv, datasets[at], input$censored[at])
+    # a dataset with censored values travels as the Surv object it came as;
+    # with weights, a row per window, its count the row's weight
+    weighted_surv <- !is.null(input$censored) && !is.null(weights)
+    shard_data <- if (is.null(input$censored)) {
+      datasets[at]
+    } else {
+      Map(as_surv, datasets[at], input$censored[at], MoreArgs = list(repeated = !weighted_surv))
+    }
+    shard_weights <- if (weighted_surv) {
+      Map(function(w, x, windows) c(if (is.null(w)) rep(1, length(x)) else w, matrix(windows, nrow = 3)[3, ]),
+          weights[at], datasets[at], input$censored[at])
+    } else if (!is.null(weights)) {
+      weights[at]
+    }
     list(index = s, datasets = shard_data, noise.support = shard_supports(noise.support, at),
          init = if (!is.null(given)) structure(unclass(given)[at], class = "bulkem_given"),
-         weights = if (!is.null(weights)) weights[at],
+         weights = shard_weights,
          fixed = if (!is.null(fixed)) structure(unclass(fixed)[at], class = "bulkem_fixed"),
          # (truncation windows are pairs as the supports are)
          truncation = shard_supports(truncation, at))

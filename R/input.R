@@ -92,12 +92,13 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
     stop_arg("`datasets` is one histogram: give a list of histograms, list(h), one per dataset")
   }
   if (is.list(datasets) && !is.data.frame(datasets) && any(vapply(datasets, is_surv, NA))) {
-    if (!is.null(weights)) stop_arg("`weights` do not go with censored values (Surv datasets) yet")
-    surv <- datasets_from_surv(datasets)
+    surv <- datasets_from_surv(datasets, eval(weights, env))
     checked <- check_datasets(surv$datasets, threads)
     dropped <- drop_missing(checked$datasets, checked$has_na, na)
-    return(list(datasets = dropped$datasets, n_dropped = dropped$n_dropped + surv$n_dropped, na.action = NULL,
-                multivariate = FALSE, variables = NULL, censored = surv$censored))
+    out <- list(datasets = dropped$datasets, n_dropped = dropped$n_dropped + surv$n_dropped, na.action = NULL,
+                multivariate = FALSE, variables = NULL, censored = surv$censored)
+    if (!is.null(surv$weights)) out$weights <- surv$weights
+    return(out)
   }
   checked <- check_datasets(datasets, threads)
   if (!is.null(checked$variables)) {

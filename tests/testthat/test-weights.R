@@ -175,3 +175,51 @@ test_that("the bootstrap of frequency-weighted fits is that of the data they sta
   expect_equal(sb$std.error, sa$std.error, tolerance = 1e-6)
   expect_equal(sb$estimate, sa$estimate, tolerance = 1e-6)
 })
+
+test_that("a list of Surv datasets takes weights: frequency weights give the expanded data's fit", {
+  set.seed(45)
+  # response times, heaped, with a deadline at 3.2 (the later ones censored
+  # there) and a few left-censored below 0.4
+  y <- round(c(statmod::rinvgauss(250, 1, 6), statmod::rinvgauss(150, 2.5, 20)), 2)
+  u <- sort(unique(y))
+  counts <- as.numeric(table(factor(y, levels = u)))
+  surv <- function(v) {
+    t <- ifelse(v > 3.2, 3.2, ifelse(v < 0.4, 0.4, v))
+    survival::Surv(t, t, ifelse(v > 3.2, 0, ifelse(v < 0.4, 2, 1)), type = "interval")
+  }
+  # the same with an NA row, whose weight goes with it
+  values <- c(u, NA)
+  w <- c(counts, 5)
+  expanded <- bulkem(list(a = surv(y)), 2, seed = 1, use.gpu = FALSE)$a
+  weighted <- bulkem(list(a = surv(values)), 2, seed = 1, use.gpu = FALSE, weights = list(w))$a
+  expect_gt(weighted$censored, 0)
+  expect_equal(weighted$censored, expanded$censored)
+  expect_identical(weighted$status, "converged")
+  expect_equal(weighted$loglik, expanded$loglik, tolerance = 1e-10)
+  expect_equal(weighted$mu, expanded$mu, tolerance = 1e-8)
+  expect_equal(weighted$lambda, expanded$lambda, tolerance = 1e-8)
+  expect_equal(weighted$se, expanded$se, tolerance = 1e-6)
+  expect_equal(weighted$bic, expanded$bic, tolerance = 1e-10)
+  # the formula interface's weights give the same fit
+  df <- data.frame(v = values, w = w, g = "a")
+  df$rt <- surv(df$v)
+  by_formula <- bulkem(rt ~ g, data = df, weights = w, num.components = 2, seed = 1, use.gpu = FALSE)$a
+  expect_equal(by_formula$loglik, weighted$loglik, tolerance = 1e-10)
+  # bad weights: classed errors naming them
+  bad <- function(w, what) {
+    expect_error(bulkem(list(a = surv(values)), 2, use.gpu = FALSE, weights = w), class = "bulkem_error_argument",
+                 regexp = what)
+  }
+  bad(list(w[-1]), "weights\\[\\[1\\]\\]")
+  bad(list(replace(w, 3, -1)), "weights\\[\\[1\\]\\]")
+  bad(list(w, w), "weights")
+  # shards carry each censored window once, its count as its weight
+  skip_if_not_installed("future")
+  old <- future::plan(future::sequential)
+  on.exit(future::plan(old), add = TRUE)
+  d <- list(a = surv(values), b = surv(values * 1.1))
+  local <- bulkem(d, 2, seed = 1, use.gpu = FALSE, weights = list(w, NULL))
+  sharded <- bulkem(d, 2, seed = 1, use.gpu = FALSE, weights = list(w, NULL),
+                    control = list(future = TRUE, shards = 2))
+  for (n in names(d)) expect_equal(sharded[[n]]$loglik, local[[n]]$loglik, tolerance = 1e-12)
+})
