@@ -128,7 +128,7 @@
 #'   `c("bulkem_bootstrap", "data.frame")` with one row per dataset,
 #'   component and parameter, as `tidy()`: `dataset`, `component`, `term`
 #'   (`"alpha"`, `"mu"`, and `"lambda"`, `"sigma"` or `"shape"`, and for
-#'   Student's t `"df"`, without a standard error where `df` was fixed; a
+#'   Student's t `"df"` (the ex-Gaussian's `"tau"`), without a standard error where `df` was fixed; a
 #'   noise component's weight is component 0's `"alpha"`), `estimate` (the original
 #'   fit's), `std.error` (standard deviation of the matched bootstrap
 #'   estimates), `conf.low` and `conf.high` (percentile interval), `B` and
@@ -350,7 +350,8 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
   truncated <- any(vapply(nulls, function(p) length(p$truncation) == 2, NA))
-  engine <- choose_engine(s$use.gpu, s$control$engine, truncated = truncated)
+  engine <- choose_engine(s$use.gpu, s$control$engine, truncated = truncated,
+                          cpu_only = identical(s$family, "exgauss"))
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),
@@ -429,7 +430,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
     f <- items[[d]]
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
-         support = if (has_noise(f)) supports[[d]], df = if (!is.null(f$df)) as.double(f$df),
+         support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
          fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation))
   })
 }
@@ -584,12 +585,13 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
   k <- NROW(fit$mu)
   noise <- has_noise(fit)
   shape_nm <- shape_name(fit$family)
-  # the t's degrees of freedom: a fourth row per component
-  nu <- !is.null(fit$df)
+  # the t's degrees of freedom or the ex-Gaussian's tau: a fourth row per
+  # component
+  nu <- length(fit_third(fit)) > 0
   per <- 3L + nu
-  est <- c(fit$alpha, fit$mu, fit_shape(fit), if (nu) as.double(fit$df))
+  est <- c(fit$alpha, fit$mu, fit_shape(fit), fit_third(fit))
   rows <- data.frame(component = c(if (noise) 0L, rep(seq_len(k), each = per)),
-                     term = c(if (noise) "alpha", rep(c("alpha", "mu", shape_nm, if (nu) "df"), k)),
+                     term = c(if (noise) "alpha", rep(c("alpha", "mu", shape_nm, if (nu) third_name(fit$family)), k)),
                      estimate = c(if (noise) fit$noise, est[rep(seq_len(per) - 1L, k) * k + rep(seq_len(k), each = per)]),
                      std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
                      B = 0L, B_used = 0L, stringsAsFactors = FALSE)

@@ -7,8 +7,11 @@ gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
 # `truncated` (or censored) data go to cuda-streams on a GPU (cuda-batched
-# does not fit them yet).
-choose_engine <- function(use.gpu, engine, truncated = FALSE) {
+# does not fit them yet). A `cpu_only` model (the ex-Gaussian, which has no
+# GPU code yet) runs on the CPU unless a GPU is asked for by name, which the
+# core then refuses with the reason.
+choose_engine <- function(use.gpu, engine, truncated = FALSE, cpu_only = FALSE) {
+  if (cpu_only && engine == "auto" && !isTRUE(use.gpu)) return("cpu")
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")

@@ -91,7 +91,7 @@ model_limits_ <- function() .Call(wrap__model_limits_)
 #' Posterior probability of each component at each x (length(x) × K,
 #' column-major; with a noise component, `noise` = c(weight, lower, upper),
 #' length(x) × (K + 1), the noise's column last); NA outside the family's
-#' support. `df`: the t's ν per component (empty for another family). Or
+#' support. `df`: the t's ν or the ex-Gaussian's τ per component (empty for another family). Or
 #' the condition saying why not, for R to raise.
 #' @noRd
 posterior_ <- function(x, family, alpha, mu, shape, df, noise) .Call(wrap__posterior_, x, family, alpha, mu, shape, df, noise)

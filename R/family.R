@@ -4,14 +4,20 @@
 # and sdlog sigma, as stats::dlnorm; the gamma's mean mu and shape, as
 # stats::dgamma(shape = shape, rate = shape / mu); Student's t's location
 # mu, scale sigma and degrees of freedom df, as stats::dt((x - mu) / sigma,
-# df) / sigma). The core fits the lognormal as the Normal on log x.
+# df) / sigma; the ex-Gaussian's Normal mean mu and standard deviation
+# sigma plus an exponential of mean tau, as gamlss.dist::dexGAUS(mu, sigma,
+# nu = tau)). The core fits the lognormal as the Normal on log x. `df` below
+# is a component's third parameter: the t's df or the ex-Gaussian's tau.
 
-families <- c("invgauss", "normal", "lognormal", "gamma", "t")
+families <- c("invgauss", "normal", "lognormal", "gamma", "t", "exgauss")
 
 family_label <- function(family) {
   c(invgauss = "inverse Gaussian", normal = "Normal", lognormal = "lognormal", gamma = "gamma",
-    t = "Student's t")[[family]]
+    t = "Student's t", exgauss = "ex-Gaussian")[[family]]
 }
+
+# The name of the family's third parameter per component, NULL for none.
+third_name <- function(family) switch(family, t = "df", exgauss = "tau", NULL)
 
 # Whether the family's data must be positive.
 positive_family <- function(family) family %in% c("invgauss", "lognormal", "gamma")
@@ -24,9 +30,11 @@ fitted_sd <- function(family, mu, shape) {
   switch(family, invgauss = sqrt(mu^3 / shape), gamma = mu / sqrt(shape), shape)
 }
 
-# Component m's cdf, quantiles and draws (`df`: the t's degrees of freedom).
+# Component m's cdf, quantiles and draws (`df`: the t's degrees of freedom
+# or the ex-Gaussian's tau).
 component_cdf <- function(family, x, mu, shape, df = NULL) {
   switch(family,
+         exgauss = exgauss_cdf(x, mu, shape, df),
          t = stats::pt((x - mu) / shape, df),
          normal = stats::pnorm(x, mu, shape),
          lognormal = stats::plnorm(x, mu, shape),
@@ -36,6 +44,7 @@ component_cdf <- function(family, x, mu, shape, df = NULL) {
 
 component_quantile <- function(family, p, mu, shape, df = NULL) {
   switch(family,
+         exgauss = exgauss_quantile(p, mu, shape, df),
          t = mu + shape * stats::qt(p, df),
          normal = stats::qnorm(p, mu, shape),
          lognormal = stats::qlnorm(p, mu, shape),
@@ -48,6 +57,7 @@ component_quantile <- function(family, p, mu, shape, df = NULL) {
 
 component_draws <- function(family, n, mu, shape, df = NULL) {
   switch(family,
+         exgauss = stats::rnorm(n, mu, shape) + stats::rexp(n, 1 / df),
          t = mu + shape * stats::rt(n, df),
          normal = stats::rnorm(n, mu, shape),
          lognormal = stats::rlnorm(n, mu, shape),
@@ -61,8 +71,37 @@ component_draws <- function(family, n, mu, shape, df = NULL) {
 component_range <- function(family, mu, shape, df = NULL) {
   sd <- fitted_sd(family, mu, shape)
   if (identical(family, "t")) sd <- shape * pmax(4, stats::qt(0.999, df)) / 4
+  # the ex-Gaussian's long right tail: its 99.9% quantile is below
+  # mu + 4 sigma + 7 tau
+  if (identical(family, "exgauss")) return(c(min(mu - 4 * sd), max(mu + 4 * sd + 7 * df)))
   r <- c(min(mu - 4 * sd), max(mu + 4 * sd))
   if (identical(family, "lognormal")) exp(r) else r
+}
+
+# The ex-Gaussian's cdf, Phi(z) - exp(sigma^2 / (2 tau^2) - (x - mu) / tau)
+# Phi(z - sigma / tau) with z = (x - mu) / sigma, the second term from its
+# logarithm (it is a ratio of tiny numbers far below the mode).
+exgauss_cdf <- function(x, mu, sigma, tau) {
+  z <- (x - mu) / sigma
+  second <- exp(0.5 * (sigma / tau)^2 - (x - mu) / tau + stats::pnorm(z - sigma / tau, log.p = TRUE))
+  second[!is.na(x) & x == -Inf] <- 0
+  pmin(pmax(stats::pnorm(z) - second, 0), 1)
+}
+
+# Its quantiles, by root-finding on the cdf (no closed form), NA where p is
+# not in (0, 1) or the root is not found.
+exgauss_quantile <- function(p, mu, sigma, tau) {
+  one <- function(q) {
+    if (is.na(q) || q < 0 || q > 1) return(NA_real_)
+    if (q == 0 || q == 1) return(if (q == 0) -Inf else Inf)
+    lo <- mu + sigma * stats::qnorm(q)   # the Normal part alone is below
+    hi <- lo + tau * -log1p(-q) + sigma  # ... and the sum of both parts' quantiles above
+    f <- function(x) exgauss_cdf(x, mu, sigma, tau) - q
+    while (f(hi) < 0) hi <- hi + tau
+    tryCatch(stats::uniroot(f, c(lo - sigma, hi), tol = 1e-12 * max(1, abs(hi)))$root,
+             error = function(e) NA_real_)
+  }
+  unname(vapply(p, one, 0))
 }
 
 # bulkem()'s `df`: NULL, or the t's fixed degrees of freedom (one, or one

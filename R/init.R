@@ -81,12 +81,14 @@ init_from_result <- function(init, n, names) {
 # One start checked: K from 1 to 8 and among `num.components`, finite
 # means (positive where the family's are), positive shapes, positive
 # weights that with the noise's sum to 1 (equal weights when not given),
-# and for Student's t, degrees of freedom in range (not with `df` fixed).
+# for Student's t, degrees of freedom in range (not with `df` fixed), and
+# for the ex-Gaussian positive taus (without, the start is made ex-Gaussian
+# with the same mean and variance as a Normal start of mu and sigma).
 check_start <- function(s, family, num.components, noise, df, where) {
   at <- if (!is.null(where)) paste0(" (dataset \"", where, "\")") else ""
   bad <- function(...) stop_arg("`init`", at, ": ", ...)
   shape <- shape_name(family)
-  known <- c("mu", "alpha", shape, if (family == "t") "df", if (noise) "noise")
+  known <- c("mu", "alpha", shape, third_name(family), if (noise) "noise")
   extra <- setdiff(names(s), known)
   if (length(extra) > 0 || is.null(names(s)) || any(!nzchar(names(s)))) {
     bad("a start of the ", family, " family has elements ", paste0("`", known, "`", collapse = ", "),
@@ -112,6 +114,13 @@ check_start <- function(s, family, num.components, noise, df, where) {
   alpha <- if (is.null(s$alpha)) rep((1 - w) / k, k) else s$alpha
   if (!real(alpha) || length(alpha) != k || any(alpha <= 0) || abs(sum(alpha) + w - 1) > 1e-6) {
     bad("`alpha` must be ", k, " positive weights summing to ", if (w > 0) "1 with `noise`" else "1")
+  }
+  if (identical(family, "exgauss") && !is.null(s$tau)) {
+    if (!real(s$tau) || length(s$tau) != k || any(s$tau <= 0)) {
+      bad("`tau` must be ", k, " positive finite numbers, one per component of `mu`")
+    }
+    return(list(k = k, alpha = as.double(alpha), mu = as.double(mu), shape = as.double(sh),
+                df = as.double(s$tau), noise = if (is.null(s$noise)) NA_real_ else w))
   }
   nu <- s$df
   if (!is.null(nu)) {

@@ -133,7 +133,8 @@ as.data.frame.bulkem <- function(x, row.names = NULL, optional = FALSE, ...,
                     alpha = pick("alpha"), mu = pick("mu"), shape = pick(shape),
                     stringsAsFactors = FALSE)
   names(out)[5] <- shape
-  if (identical(attr(x, "family"), "t")) out$df <- pick("df")
+  third <- third_name(attr(x, "family"))
+  if (!is.null(third)) out[[third]] <- pick(third)
   out
 }
 
@@ -143,7 +144,11 @@ coef.bulkem_fit <- function(object, ...) {
   shape <- shape_name(object$family)
   m <- cbind(alpha = object$alpha, mu = object$mu, object[[shape]])
   colnames(m)[3] <- shape
-  if (!is.null(object$df)) m <- cbind(m, df = as.double(object$df))
+  third <- third_name(object$family)
+  if (!is.null(third) && !is.null(object[[third]])) {
+    m <- cbind(m, as.double(object[[third]]))
+    colnames(m)[4] <- third
+  }
   rownames(m) <- paste0("comp", seq_len(nrow(m)))
   m
 }

@@ -101,7 +101,7 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
     lo <- min(dots$xlim)
     hi <- max(dots$xlim)
   } else {
-    r <- component_range(x$family, x$mu, shape, x$df) + fit_shift(x)
+    r <- component_range(x$family, x$mu, shape, fit_third(x)) + fit_shift(x)
     lo <- r[1]
     hi <- r[2]
     if (!is.null(data)) {
@@ -115,7 +115,7 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
   }
   grid <- if (logx) exp(seq(log(lo), log(hi), length.out = 512)) else seq(lo, hi, length.out = 512)
   # (a shifted fit's components are of the values less its shift)
-  comp <- matrix(core_value(weighted_densities_(grid - fit_shift(x), x$family, x$alpha, x$mu, shape, fit_nu(x))),
+  comp <- matrix(core_value(weighted_densities_(grid - fit_shift(x), x$family, x$alpha, x$mu, shape, fit_third(x))),
                  nrow = length(grid))
   # a noise component: its level over its support, drawn like a component
   noise <- if (has_noise(x)) noise_density(x, grid)

@@ -4,8 +4,12 @@
 # The shape parameters of a fit (lambda or sigma).
 fit_shape <- function(fit) fit[[shape_name(fit$family)]]
 
-# The t's degrees of freedom per component (numeric(0) for another family).
-fit_nu <- function(fit) if (is.null(fit$df)) numeric(0) else as.double(fit$df)
+# The third parameter per component: the t's degrees of freedom `df` or the
+# ex-Gaussian's `tau` (numeric(0) for another family).
+fit_third <- function(fit) {
+  third <- if (is.null(fit$tau)) fit$df else fit$tau
+  if (is.null(third)) numeric(0) else as.double(third)
+}
 
 has_fit <- function(fit) isTRUE(fit$fit_success)
 
@@ -52,7 +56,7 @@ mixture_posterior <- function(fit, x) {
   noise <- has_noise(fit)
   k <- NROW(fit$mu) + noise
   post <- if (has_fit(fit)) {
-    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit),
+    core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_third(fit),
                           if (noise) c(fit$noise, fit$noise_support) else numeric(0)))
   } else {
     rep(NA_real_, length(x) * k)
@@ -96,7 +100,7 @@ posterior_uncertainty <- function(post) {
 mixture_density <- function(fit, x) {
   x <- x - fit_shift(fit)
   if (!has_fit(fit)) return(rep(NA_real_, length(x)))
-  d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_nu(fit))),
+  d <- matrix(core_value(weighted_densities_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_third(fit))),
               nrow = length(x))
   d <- rowSums(d)
   if (has_noise(fit)) d <- d + noise_density(fit, x)
@@ -126,7 +130,7 @@ mixture_cdf <- function(fit, x) {
 # of a very skewed component).
 component_quantiles <- function(fit, p) {
   shape <- fit_shape(fit)
-  vapply(seq_along(fit$mu), function(m) component_quantile(fit$family, p, fit$mu[m], shape[m], fit$df[m]),
+  vapply(seq_along(fit$mu), function(m) component_quantile(fit$family, p, fit$mu[m], shape[m], fit_third(fit)[m]),
          numeric(length(p)))
 }
 
@@ -318,7 +322,7 @@ mixture_quantile <- function(fit, p, tol) {
   # component quantile statmod could not find leaves it short.
   q <- component_quantiles(fit, p) + fit_shift(fit)
   q <- q[is.finite(q)]
-  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit$df) + fit_shift(fit)
+  if (length(q) == 0) q <- component_range(fit$family, fit$mu, fit_shape(fit), fit_third(fit)) + fit_shift(fit)
   lo <- max(min(q), window[1])
   hi <- min(max(q), window[2])
   if (has_noise(fit)) {
@@ -438,7 +442,7 @@ draw_samples <- function(fit, n, nsim) {
     on <- comp > 0
     if (any(on)) {
       shape <- fit_shape(fit)
-      x[on] <- component_draws(fit$family, sum(on), fit$mu[comp[on]], shape[comp[on]], fit$df[comp[on]])
+      x[on] <- component_draws(fit$family, sum(on), fit$mu[comp[on]], shape[comp[on]], fit_third(fit)[comp[on]])
     }
     x[!on] <- noise_draws(fit, sum(!on))
     x
@@ -454,10 +458,10 @@ draw_samples <- function(fit, n, nsim) {
     } else if (is_truncated(fit)) {
       truncated_draws(fit, total, function(n) {
         comp <- sample.int(length(fit$alpha), n, replace = TRUE, prob = fit$alpha)
-        component_draws(fit$family, n, fit$mu[comp], shape[comp], fit$df[comp])
+        component_draws(fit$family, n, fit$mu[comp], shape[comp], fit_third(fit)[comp])
       })
     } else {
-      component_draws(fit$family, total, fit$mu[comp], shape[comp], fit$df[comp])
+      component_draws(fit$family, total, fit$mu[comp], shape[comp], fit_third(fit)[comp])
     }
   }
   out <- as.data.frame(matrix(x + if (has_fit(fit)) fit_shift(fit) else 0, nrow = n, ncol = nsim))

@@ -56,7 +56,8 @@ generics::augment
 #'
 #' `tidy()`: one row per (dataset,) component and parameter, with columns
 #' (`dataset`,) `component`, `term` (`"alpha"`, `"mu"`, `"lambda"`,
-#' `"sigma"` or `"shape"`, and for Student's t `"df"`), `estimate`,
+#' `"sigma"` or `"shape"`, and for Student's t `"df"`, for the ex-Gaussian
+#' `"tau"`), `estimate`,
 #' `std.error` and, with `conf.int`, `conf.low` and `conf.high`. A noise
 #' component's weight is the row of component 0, term `"alpha"`. Degrees of
 #' freedom fixed by `df =` have no standard error.
@@ -139,14 +140,15 @@ tidy_fits <- function(fits, conf.int, conf.level) {
   # then sorted by component (the noise, component 0, first)
   k <- vapply(fits, function(f) NROW(f$mu), 0L, USE.NAMES = FALSE)
   noise <- vapply(fits, has_noise, NA, USE.NAMES = FALSE)
-  # the t's degrees of freedom: a row per component (estimated or fixed);
-  # `se` has entries for them only when they were estimated
-  nu <- vapply(fits, function(f) !is.null(f$df), NA, USE.NAMES = FALSE)
+  # the t's degrees of freedom (the ex-Gaussian's tau): a row per component
+  # (estimated or fixed); `se` has entries for them only when they were
+  # estimated
+  nu <- vapply(fits, function(f) length(fit_third(f)) > 0, NA, USE.NAMES = FALSE)
   per <- 3L + nu
   rows <- per * k + noise
   # as.double(), as.character(): no fits give columns of no rows
   est <- as.double(unlist(lapply(fits, function(f) {
-    c(f$alpha, f$mu, fit_shape(f), f$df, if (has_noise(f)) f$noise)
+    c(f$alpha, f$mu, fit_shape(f), fit_third(f), if (has_noise(f)) f$noise)
   }), use.names = FALSE))
   se <- as.double(unlist(Map(function(f, r) {
     s <- unname(component_se(f))
@@ -158,7 +160,7 @@ tidy_fits <- function(fits, conf.int, conf.level) {
     if (length(s) != r) rep(NA_real_, r) else s
   }, fits, rows), use.names = FALSE))
   term <- as.character(unlist(lapply(fits, function(f) {
-    c(rep(c("alpha", "mu", shape_name(f$family), if (!is.null(f$df)) "df"), each = NROW(f$mu)),
+    c(rep(c("alpha", "mu", shape_name(f$family), third_name(f$family)), each = NROW(f$mu)),
       if (has_noise(f)) "alpha")
   }), use.names = FALSE))
   fit_id <- rep(seq_along(fits), rows)

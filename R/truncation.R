@@ -28,7 +28,7 @@ untruncated_cdf <- function(fit, x) {
   shape <- fit_shape(fit)
   p <- numeric(length(x))
   for (m in seq_along(fit$mu)) {
-    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m], fit$df[m])
+    p <- p + fit$alpha[m] * component_cdf(fit$family, x, fit$mu[m], shape[m], fit_third(fit)[m])
   }
   p
 }

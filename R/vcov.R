@@ -120,7 +120,7 @@ pick_parm <- function(parm, est) {
 }
 
 # Wald intervals of the estimates `est` with standard errors `se`, each of
-# parameter `term` ("alpha", "mu", "lambda", "sigma", "shape" or "df") of a fit
+# parameter `term` ("alpha", "mu", "lambda", "sigma", "shape", "df" or "tau") of a fit
 # of `family` (recycled): on the logit scale for weights, the log scale for
 # the positive parameters (lambda, sigma, shape, df, the inverse Gaussian's and
 # the gamma's mu), the natural scale for the Normal's and the lognormal's
@@ -132,7 +132,7 @@ wald <- function(est, se, level, term, family) {
   z <- stats::qnorm(a[2])
   family <- rep_len(family, length(est))
   logit <- term %in% c("alpha", "noise")
-  positive <- term %in% c("lambda", "sigma", "shape", "df") |
+  positive <- term %in% c("lambda", "sigma", "shape", "df", "tau") |
     (term == "mu" & family %in% c("invgauss", "gamma"))
   lo <- est - z * se
   hi <- est + z * se

@@ -57,7 +57,7 @@ per_dataset <- function(object, value) {
 }
 
 # a noise component's weight is one more parameter, as is a shift, and the t's estimated
-# degrees of freedom K more; a multivariate fit counts its own (df_model)
+# degrees of freedom (the ex-Gaussian's tau) K more; a multivariate fit counts its own (df_model)
 fit_df <- function(fit) {
   if (!is.null(fit$df_model)) return(as.numeric(fit$df_model))
   k <- NROW(fit$mu)
@@ -65,8 +65,9 @@ fit_df <- function(fit) {
                fixed_removed(fit) + !is.null(fit$shift))
 }
 
-# Whether a fit estimated the t's degrees of freedom (not fixed by `df`).
-estimates_nu <- function(fit) !is.null(fit$df) && !isTRUE(attr(fit$df, "fixed"))
+# Whether a fit estimated a third parameter per component: the t's degrees
+# of freedom (not fixed by `df`) or the ex-Gaussian's tau.
+estimates_nu <- function(fit) (!is.null(fit$df) && !isTRUE(attr(fit$df, "fixed"))) || !is.null(fit$tau)
 
 fit_loglik <- function(fit) if (has_fit(fit)) as.numeric(fit$loglik) else NA_real_
 

@@ -28,8 +28,9 @@ test_that("a 2015-style positional call returns every documented field", {
                     "converged", "status", "message", "best_start", "starts_ok",
                     "aic", "bic", "icl", "starts_at_best", "spurious", "spurious_starts",
                     "loglik_spurious", "starts_run", "se", "vcov", "noise", "noise_support", "df",
-                    "equal_scale", "fixed", "truncation", "censored"))
+                    "tau", "equal_scale", "fixed", "truncation", "censored"))
   expect_null(f$df)
+  expect_null(f$tau)
   expect_identical(f$family, "invgauss")
   expect_identical(f$n, 500L)
   expect_true(f$fit_success)

@@ -1,7 +1,7 @@
 //! `bootstrap_()`: the parametric bootstrap's bulk job (bulkem-core's
 //! `bootstrap`) from R vectors, its refits back as flat R vectors.
 
-use bulkem_core::{Bootstrap, Counters, Job, Params, Refit, Refits, Status, MAX_COMPONENTS};
+use bulkem_core::{Bootstrap, Counters, Family, Job, Params, Refit, Refits, Status, MAX_COMPONENTS};
 use extendr_api::prelude::*;
 
 use crate::datasets::borrow_doubles;
@@ -48,8 +48,8 @@ fn bootstrap_(datasets: List, plan: List, settings: List, report: Robj) -> Robj 
             &plan.reals("null_shape")?,
             &plan.reals("null_noise")?,
         )?;
-        if settings.family.has_df() {
-            with_df(&mut null, &plan.reals("null_df")?, !settings.df.is_empty())?;
+        if settings.family.has_third() {
+            with_df(&mut null, &plan.reals("null_df")?, !settings.df.is_empty(), settings.family)?;
         }
         let b = Bootstrap {
             null,
@@ -127,13 +127,13 @@ fn nulls<'a>(
         .collect()
 }
 
-/// The t's degrees of freedom of the nulls, from `df` (each null's K values
-/// in turn), `fixed` where the settings fix them.
-fn with_df(null: &mut [Option<Params>], df: &[f64], fixed: bool) -> Result<(), Stop> {
+/// The third parameter of the nulls (the t's ν, the ex-Gaussian's τ), from
+/// `df` (each null's K values in turn), `fixed` where the settings fix them.
+fn with_df(null: &mut [Option<Params>], df: &[f64], fixed: bool, family: Family) -> Result<(), Stop> {
     let mut at = 0;
     for p in null.iter_mut().flatten() {
         let values = df.get(at..at + p.k).ok_or_else(|| Error::Other("null_df shorter than null_k says".into()))?;
-        if !values.iter().all(|&v| bulkem_core::student::df_ok(v)) {
+        if !values.iter().all(|&v| family.third_ok(v)) {
             return Err(Error::Other("null_df out of range".into()).into());
         }
         p.df[..p.k].copy_from_slice(values);

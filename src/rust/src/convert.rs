@@ -19,7 +19,7 @@ use extendr_ffi::{
 /// the family's shape name ("lambda", "sigma", or "shape" for the gamma).
 /// With several Ks, CHOICE_FIELDS follow. See ?bulkem.
 /// The code below finds each field by its name (`at`), never by a number.
-const FIELDS: [&str; 35] = [
+const FIELDS: [&str; 36] = [
     "shape",
     "mu",
     "alpha",
@@ -51,6 +51,7 @@ const FIELDS: [&str; 35] = [
     "noise",
     "noise_support",
     "df",
+    "tau",
     "equal_scale",
     "fixed",
     "truncation",
@@ -124,6 +125,7 @@ mod field {
     pub const NOISE: usize = at("noise");
     pub const NOISE_SUPPORT: usize = at("noise_support");
     pub const DF: usize = at("df");
+    pub const TAU: usize = at("tau");
     pub const EQUAL_SCALE: usize = at("equal_scale");
     pub const FIXED: usize = at("fixed");
     pub const TRUNCATION: usize = at("truncation");
@@ -269,10 +271,12 @@ pub struct FitLists {
     /// the call fits a noise component: every fit's `se` and `vcov` have
     /// its weight's entries (NA in a fit without parameters too)
     noise: bool,
-    /// the call estimates Student's t's ν: `se` and `vcov` have its entries
+    /// the call estimates a third parameter (the t's ν, the ex-Gaussian's
+    /// τ): `se` and `vcov` have its entries
     df: bool,
-    /// the family has ν: every fit has a `df` (NULL otherwise)
-    has_df: bool,
+    /// the family has a third parameter: every fit has a `df` (the t's ν)
+    /// or a `tau` (the ex-Gaussian's), the other NULL; both NULL otherwise
+    third: Option<usize>,
     /// Where each dataset's list stands.
     slots: Vec<Slot>,
     /// The call's one K's stand-in fit, whose list `reserve` makes (None
@@ -369,7 +373,7 @@ impl FitLists {
                 standard_errors,
                 noise,
                 df,
-                has_df: family.has_df(),
+                third: family.has_third().then_some(if family == Family::ExGauss { field::TAU } else { field::DF }),
                 slots: vec![Slot::Empty; datasets],
                 blank: k.map(|k| Fit::without_params(0, k, Status::Failed, String::new(), 0, 0)),
                 cursor: 0,
@@ -532,13 +536,15 @@ impl FitLists {
         let noise = f.noise_support.map_or([f64::NAN; 2], |s| [s.lower, s.upper]);
         store(field::NOISE, &[na(f.params.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))]);
         store(field::NOISE_SUPPORT, &[na(noise[0]), na(noise[1])]);
-        if self.has_df {
-            column(field::DF, &f.params, |p| &p.df);
-            if f.params.is_some_and(|p| p.df_fixed) {
-                Rf_setAttrib(VECTOR_ELT(l, field::DF as R_xlen_t), Rf_install(c"fixed".as_ptr()), yes);
+        for at in [field::DF, field::TAU] {
+            if self.third == Some(at) {
+                column(at, &f.params, |p| &p.df);
+                if f.params.is_some_and(|p| p.df_fixed) {
+                    Rf_setAttrib(VECTOR_ELT(l, at as R_xlen_t), Rf_install(c"fixed".as_ptr()), yes);
+                }
+            } else {
+                set(at, extendr_ffi::R_NilValue);
             }
-        } else {
-            set(field::DF, extendr_ffi::R_NilValue);
         }
         if self.standard_errors {
             set_standard_errors(l, field::SE, f, self.noise, self.df, self.labels, reuse);

@@ -60,7 +60,7 @@ fn fit(datasets: List, weights: List, settings: List, report: Robj) -> Result<Li
     let n = job.datasets.len();
     let finals = Finals::new(n);
     let one_k = job.settings.components.first().copied().filter(|_| !choice);
-    let df = job.settings.family.has_df() && job.settings.df.is_empty();
+    let df = job.settings.family.has_third() && job.settings.df.is_empty();
     let s = &job.settings;
     let mut lists = FitLists::new(n, s.family, s.noise, df, one_k, s.criterion, s.standard_errors);
     let mut building = Building::default();

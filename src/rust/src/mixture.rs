@@ -1,7 +1,7 @@
 //! A fitted mixture evaluated at new points, for predict() and plot() in R:
 //! the same densities and E-step as the fits themselves (bulkem-core).
 
-use bulkem_core::{estep, family, student, Error, Family, Params, Support, MAX_COMPONENTS};
+use bulkem_core::{estep, family, Error, Family, Params, Support, MAX_COMPONENTS};
 use extendr_api::prelude::{extendr, extendr_module, Robj};
 
 use crate::error::or_condition;
@@ -30,11 +30,11 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], df: &[f64]) ->
     p.alpha[..k].copy_from_slice(alpha);
     p.mu[..k].copy_from_slice(mu);
     p.shape[..k].copy_from_slice(shape);
-    if family.has_df() {
+    if family.has_third() {
         if df.len() != k || !df.iter().all(|&v| v > 0.0) {
             return Err(Error::Argument {
-                arg: "df",
-                message: "of a t fit must have one positive value per component".to_string(),
+                arg: family.third_name(),
+                message: format!("of a {} fit must have one positive value per component", family.name()),
             });
         }
         p.df[..k].copy_from_slice(df);
@@ -45,7 +45,7 @@ fn params(family: &str, alpha: &[f64], mu: &[f64], shape: &[f64], df: &[f64]) ->
 /// Posterior probability of each component at each x (length(x) × K,
 /// column-major; with a noise component, `noise` = c(weight, lower, upper),
 /// length(x) × (K + 1), the noise's column last); NA outside the family's
-/// support. `df`: the t's ν per component (empty for another family). Or
+/// support. `df`: the t's ν or the ex-Gaussian's τ per component (empty for another family). Or
 /// the condition saying why not, for R to raise.
 /// @noRd
 #[extendr]
@@ -91,10 +91,7 @@ fn weighted_densities(x: &[f64], family: Family, p: &Params) -> Vec<f64> {
     for m in 0..p.k {
         for (i, &xi) in x.iter().enumerate() {
             if family::in_support(family, xi) {
-                let log_density = match family.has_df() {
-                    true => student::log_density(xi, p.mu[m], p.shape[m], p.df[m]),
-                    false => family::log_density(family, xi, p.mu[m], p.shape[m]),
-                };
+                let log_density = family::log_density_with(family, xi, p.mu[m], p.shape[m], p.df[m]);
                 out[m * x.len() + i] = p.alpha[m] * log_density.exp();
             }
         }

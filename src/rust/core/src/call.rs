@@ -17,6 +17,7 @@ use crate::finish::finish;
 use crate::fixed::Fixed;
 use crate::job::{Fit, Job, Task};
 use crate::noise::Support;
+use crate::params::Family;
 use crate::restarts::{run_given, run_refinement, run_with_restarts};
 
 /// Fits every dataset of `job` with every K it asks for on `kind`, using
@@ -60,6 +61,14 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
+    if s.family == Family::ExGauss && kind != EngineKind::Cpu {
+        return Err(Error::Argument {
+            arg: "engine",
+            message:
+                "the GPU engines do not fit ex-Gaussian components (family = \"exgauss\") yet: use engine = \"cpu\""
+                    .into(),
+        });
+    }
     if kind == EngineKind::CudaBatched && job.censored.iter().any(|c| !c.is_empty()) {
         return Err(Error::Argument {
             arg: "engine",
@@ -247,7 +256,6 @@ mod tests {
     use super::*;
     use crate::engine::cpu::Cpu;
     use crate::job::Settings;
-    use crate::params::Family;
     use crate::tuning::Tuning;
 
     /// The CPU engine, then every dataset settled in chunks of three, as

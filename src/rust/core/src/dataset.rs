@@ -190,6 +190,7 @@ impl fmt::Display for Invalid {
                     Family::InvGauss => ("mean", "mu and lambda scale"),
                     Family::Gamma => ("mean", "mu scales"),
                     Family::Normal | Family::StudentT => ("standard deviation", "mu and sigma scale"),
+                    Family::ExGauss => ("standard deviation", "mu, sigma and tau scale"),
                     Family::Lognormal => ("standard deviation of the logarithms", "mu shifts"),
                 };
                 let size = if scale > 0.0 { format!("{scale:e}") } else { "0 once rounded".to_string() };
@@ -327,8 +328,9 @@ impl Prepared {
         }
     }
 
-    /// `p` as a start on this dataset: Student's t components without a ν
-    /// yet get the user's (fixed; one per component by ascending μ) or
+    /// `p` as a start on this dataset: ex-Gaussian components without a τ
+    /// yet are made ex-Gaussian (exgauss::start); Student's t components
+    /// without a ν yet get the user's (fixed; one per component by ascending μ) or
     /// DF_START; with a noise component, one
     /// that has no weight for it yet gets NOISE_START, the components'
     /// weights scaled to share the rest; with `equal_scale`, one shape, the
@@ -349,6 +351,11 @@ impl Prepared {
 
     /// `start` but for the fixed values.
     fn start_free(&self, mut p: Params) -> Params {
+        if self.family == Family::ExGauss && !(p.df[0] > 0.0) {
+            for m in 0..p.k {
+                (p.mu[m], p.shape[m], p.df[m]) = crate::exgauss::start(p.mu[m], p.shape[m]);
+            }
+        }
         if self.family.has_df() && !(p.df[0] > 0.0) {
             p.df_fixed = !self.fixed_df.is_empty();
             // one ν per component goes by ascending starting μ, the order
@@ -381,6 +388,12 @@ impl Prepared {
         for m in 0..p.k {
             (out.mu[m], out.shape[m]) = F::unscale(p.mu[m], p.shape[m], self.shift, self.scale);
         }
+        // the ex-Gaussian's τ is a scale (the t's ν has no unit)
+        if self.family == Family::ExGauss {
+            for m in 0..p.k {
+                out.df[m] = p.df[m] * self.scale;
+            }
+        }
         out
     }
 
@@ -394,6 +407,11 @@ impl Prepared {
         let mut out = *p;
         for m in 0..p.k {
             (out.mu[m], out.shape[m]) = F::rescale(p.mu[m], p.shape[m], self.shift, self.scale);
+        }
+        if self.family == Family::ExGauss {
+            for m in 0..p.k {
+                out.df[m] = p.df[m] / self.scale;
+            }
         }
         out
     }

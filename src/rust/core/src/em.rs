@@ -8,7 +8,6 @@ use crate::limits::{FALL_TOLERANCE, MAX_COMPONENTS, MIN_COMPONENT_OBS, SQUAREM_S
 use crate::mstep::{check_component, m_step, weight_ok};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
-use crate::student;
 use crate::truncation::{CensoredStats, Masses, Renormalised};
 
 /// How far the log-likelihood may fall before it is more than rounding.
@@ -215,13 +214,18 @@ fn m_step_on(
 
 /// The coordinates SQUAREM extrapolates in: the weights, the means, the
 /// log-shapes (so that any step keeps λ and σ positive) and the t's
-/// estimated 1/ν (0 otherwise: a coordinate that never moves), all on the
-/// rescaled data's scale. ν creeping toward the Normal's ∞ by ECM steps
-/// moves far more evenly in 1/ν than in log ν: extrapolated in 1/ν, t fits
-/// took 2.0-2.3 times fewer E-step passes to the same maxima (results-robust.md).
-fn coordinates(p: &Params, m: usize) -> [f64; 4] {
-    let inv_df = if p.df[m] > 0.0 && !p.df_fixed { 1.0 / p.df[m] } else { 0.0 };
-    [p.alpha[m], p.mu[m], p.shape[m].ln(), inv_df]
+/// estimated 1/ν or the ex-Gaussian's log τ (0 otherwise: a coordinate
+/// that never moves), all on the rescaled data's scale. ν creeping toward
+/// the Normal's ∞ by ECM steps moves far more evenly in 1/ν than in log ν:
+/// extrapolated in 1/ν, t fits took 2.0-2.3 times fewer E-step passes to
+/// the same maxima (results-robust.md). τ is a scale, as σ is.
+fn coordinates(family: Family, p: &Params, m: usize) -> [f64; 4] {
+    let third = match (family, p.df[m] > 0.0 && !p.df_fixed) {
+        (_, false) => 0.0,
+        (Family::ExGauss, true) => p.df[m].ln(),
+        (_, true) => 1.0 / p.df[m],
+    };
+    [p.alpha[m], p.mu[m], p.shape[m].ln(), third]
 }
 
 /// SqS3: with r = θ1 − θ0 and v = θ2 − 2θ1 + θ0, the step s = ‖r‖/‖v‖, at
@@ -245,7 +249,7 @@ fn extrapolate(
     let mut v = [[0.0; 4]; MAX_COMPONENTS];
     let (mut rr, mut vv) = (0.0, 0.0);
     for m in 0..k {
-        let (c0, c1, c2) = (coordinates(t0, m), coordinates(t1, m), coordinates(t2, m));
+        let (c0, c1, c2) = (coordinates(family, t0, m), coordinates(family, t1, m), coordinates(family, t2, m));
         for j in 0..4 {
             a[m][j] = c0[j];
             r[m][j] = c1[j] - c0[j];
@@ -279,8 +283,8 @@ fn extrapolate(
         p.mu[m] = at(1);
         p.shape[m] = at(2).exp();
         if t0.df[m] > 0.0 && !t0.df_fixed {
-            p.df[m] = 1.0 / at(3);
-            if !student::df_ok(p.df[m]) {
+            p.df[m] = if family == Family::ExGauss { at(3).exp() } else { 1.0 / at(3) };
+            if !family.third_ok(p.df[m]) {
                 return None;
             }
         }

@@ -17,7 +17,7 @@ use crate::limits::{ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, weighted_block};
 use crate::noise::Support;
 use crate::params::{Family, Params, Stats};
-use crate::student;
+use crate::{exgauss, student};
 
 /// Log-likelihood (without Σh) and sufficient statistics of `p` on (x, g)
 /// (on their common length, should they differ).
@@ -27,6 +27,9 @@ pub fn e_step(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats {
     let (x, g) = (&x[..n], &g[..n]);
     if family.has_df() {
         return student::e_step(x, None, p);
+    }
+    if family == Family::ExGauss {
+        return exgauss::e_step(x, None, None, p);
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass::<false, false>(family) {
@@ -96,6 +99,9 @@ pub fn e_step_blocked(family: Family, x: &[f64], g: &[f64], p: &Params) -> Stats
     if family.has_df() {
         return student::e_step(&x[..x.len().min(g.len())], None, p);
     }
+    if family == Family::ExGauss {
+        return exgauss::e_step(&x[..x.len().min(g.len())], None, None, p);
+    }
     with_family!(family, F => dispatch::<F, false, false>(x, g, &[], &[], p))
 }
 
@@ -109,6 +115,9 @@ pub fn e_step_noisy(family: Family, x: &[f64], g: &[f64], t: &[f64], p: &Params)
     let (x, g, t) = (&x[..n], &g[..n], &t[..n]);
     if family.has_df() {
         return student::e_step(x, Some(t), p);
+    }
+    if family == Family::ExGauss {
+        return exgauss::e_step(x, Some(t), None, p);
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(pass) = vector_pass::<true, false>(family) {
@@ -128,6 +137,9 @@ pub fn e_step_noisy_blocked(family: Family, x: &[f64], g: &[f64], t: &[f64], p: 
     if family.has_df() {
         return student::e_step(x, Some(t), p);
     }
+    if family == Family::ExGauss {
+        return exgauss::e_step(x, Some(t), None, p);
+    }
     with_family!(family, F => dispatch::<F, true, false>(x, g, t, &[], p))
 }
 
@@ -140,6 +152,9 @@ pub fn e_step_weighted(family: Family, x: &[f64], g: &[f64], t: Option<&[f64]>, 
     let (x, g, w) = (&x[..n], &g[..n], &w[..n]);
     if family.has_df() {
         return student::e_step_weighted(x, t.map(|t| &t[..n]), w, p);
+    }
+    if family == Family::ExGauss {
+        return exgauss::e_step(x, t.map(|t| &t[..n]), Some(w), p);
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -172,6 +187,9 @@ pub fn e_step_weighted_blocked(
     let (x, g, w) = (&x[..n], &g[..n], &w[..n]);
     if family.has_df() {
         return student::e_step_weighted(x, t.map(|t| &t[..n]), w, p);
+    }
+    if family == Family::ExGauss {
+        return exgauss::e_step(x, t.map(|t| &t[..n]), Some(w), p);
     }
     match t {
         Some(t) => with_family!(family, F => dispatch::<F, true, true>(x, g, &t[..n], w, p)),
@@ -390,6 +408,9 @@ pub fn posterior(family: Family, xs: &[f64], p: &Params, noise: Option<&Support>
     let terms = noise.map(|s| s.terms(family, xs, zs, 1.0));
     if family.has_df() {
         return student::posterior(zs, p, terms.as_deref());
+    }
+    if family == Family::ExGauss {
+        return exgauss::posterior(zs, p, terms.as_deref());
     }
     with_family!(family, F => posterior_of::<F>(zs, p, terms.as_deref()))
 }

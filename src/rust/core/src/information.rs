@@ -81,7 +81,7 @@ pub fn moved(family: Family, p: &Params, noise: bool, d: &[f64], t: f64, spread:
             q.df[m] += t * d[at.df(m)];
         }
     }
-    let df_ok = !at.df || q.df[..k].iter().all(|&v| student::df_ok(v));
+    let df_ok = !at.df || q.df[..k].iter().all(|&v| family.third_ok(v));
     let weights_ok = (q.alpha[..k].iter().all(|&a| a > 0.0 && a < 1.0) || (k == 1 && !noise))
         && (!noise || (q.noise > 0.0 && q.noise < 1.0));
     let usable = (0..k).all(|m| crate::mstep::check_component(family, q.mu[m], q.shape[m], spread).is_ok());
@@ -126,8 +126,8 @@ pub(crate) fn information(
     w: Option<&[f64]>,
     p: &Params,
 ) -> Information {
-    if family.has_df() {
-        return information_student(xs, noise, w, p);
+    if family.has_third() {
+        return information_third(family, xs, noise, w, p);
     }
     with_family!(family, F => information_of::<F>(xs, noise, w, p))
 }
@@ -413,18 +413,25 @@ fn assemble(
 /// same sums as information_blocks', with ν among a component's own
 /// parameters when it is estimated; with weights `w`, each observation's
 /// terms weighted by its own (a weight of 1 changes no bit).
-fn information_student(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -> Information {
+/// `information` for the families with a third parameter (ν or τ): one
+/// observation at a time, each component's derivatives from student.rs or
+/// exgauss.rs.
+fn information_third(family: Family, xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -> Information {
+    let exgauss = family == Family::ExGauss;
     let k = p.k;
     let at = Layout { k, noise: noise.is_some(), df: p.estimates_df() };
     let np = at.len();
     let rows = k + at.noise as usize;
     let last = rows - 1;
-    let t = student::terms(p);
+    let t = (!exgauss).then(|| student::terms(p));
+    let ex = exgauss.then(|| crate::exgauss::terms(p));
     let log_noise = p.noise.ln();
     let mut consts = [[0.0; 7]; MAX_COMPONENTS];
     let mut inv_alpha = [0.0; MAX_COMPONENTS + 1];
     for m in 0..k {
-        consts[m] = student::derivative_constants(p.shape[m], p.df[m]);
+        if !exgauss {
+            consts[m] = student::derivative_constants(p.shape[m], p.df[m]);
+        }
         inv_alpha[m] = 1.0 / p.alpha[m];
     }
     if at.noise {
@@ -441,7 +448,12 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: 
     for (i, &x) in xs.iter().enumerate() {
         let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
         let wi = w.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
-        loglik += wi * student::responsibilities(x, &t, k, noise_term, &mut r, &mut z, &mut log1p);
+        loglik += wi
+            * match (&t, &ex) {
+                (Some(t), _) => student::responsibilities(x, t, k, noise_term, &mut r, &mut z, &mut log1p),
+                (_, Some(e)) => crate::exgauss::responsibilities(x, e, k, noise_term, &mut r, &mut z, &mut log1p),
+                (None, None) => f64::NAN,
+            };
         let (r_l, ia_l) = (r[last], inv_alpha[last]);
         for a in 0..last {
             let (r_j, r_k) = (r[a] * inv_alpha[a], r_l * ia_l);
@@ -449,10 +461,14 @@ fn information_student(xs: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: 
             complete[at.alpha(a)] += wi * (r_j * inv_alpha[a] + r_k * ia_l);
         }
         for m in 0..k {
-            let (grad, hess) = student::derivatives(x, p.mu[m], &consts[m]);
+            let (grad, hess) = match exgauss {
+                true => crate::exgauss::derivatives(x, p.mu[m], p.shape[m], p.df[m]),
+                false => student::derivatives(x, p.mu[m], &consts[m]),
+            };
             let (own, count) = at.own(m);
             let rm = r[m];
-            // (μμ, μσ, μν, σσ, σν, νν) of h, and the same pairs of u uᵀ
+            // (μμ, μσ, μν, σσ, σν, νν) of h (ν: τ for the ex-Gaussian),
+            // and the same pairs of u uᵀ
             let pairs: &[(usize, usize, usize)] = if count == 3 {
                 &[(0, 0, 0), (0, 1, 1), (0, 2, 2), (1, 1, 3), (1, 2, 4), (2, 2, 5)]
             } else {
@@ -495,8 +511,10 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
         None => invert(&info.observed, &info.complete)?,
     };
     // the Jacobian's inverse: 1 for the weights, the scale for μ and for a
-    // shape that is a scale (1 for one that is not: the gamma's)
+    // shape that is a scale (1 for one that is not: the gamma's), and for
+    // the ex-Gaussian's τ (1 for the t's ν)
     let shape_unit = if with_family!(ds.family, F => F::SHAPE_IS_SCALE) { ds.scale } else { 1.0 };
+    let third_unit = if ds.family == Family::ExGauss { ds.scale } else { 1.0 };
     let unit = |a: usize| {
         if a < at.mu(0) {
             1.0
@@ -505,7 +523,7 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
         } else if a < at.df(0) {
             shape_unit
         } else {
-            1.0
+            third_unit
         }
     };
     let mut vcov = vec![0.0; np * np];
@@ -531,7 +549,7 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
         se[k + m] = v[at.mu(m) * (np + 1)].sqrt() * ds.scale;
         se[2 * k + m] = v[at.shape(m) * (np + 1)].sqrt() * shape_unit;
         if at.df {
-            se[3 * k + m] = v[at.df(m) * (np + 1)].sqrt();
+            se[3 * k + m] = v[at.df(m) * (np + 1)].sqrt() * third_unit;
         }
     }
     // a fixed value has no standard error
@@ -582,6 +600,7 @@ pub(crate) mod tests {
                 match family {
                     Family::Normal | Family::Lognormal => p.mu[m] + p.shape[m] * z,
                     Family::StudentT => crate::student::draw(p.mu[m], p.shape[m], p.df[m], &mut rng),
+                    Family::ExGauss => crate::exgauss::draw(p.mu[m], p.shape[m], p.df[m], &mut rng),
                     Family::Gamma => {
                         <crate::family::gamma::Gamma as ComponentFamily>::draw(p.mu[m], p.shape[m], &mut rng)
                     }
@@ -688,7 +707,7 @@ pub(crate) mod tests {
         let shape: [&[f64]; 4] = match family {
             Family::InvGauss => [&[3.0], &[8.0, 6.0], &[10.0, 12.0, 20.0], &[4.0, 15.0, 25.0, 40.0]],
             Family::Gamma => [&[2.5], &[9.0, 5.0], &[12.0, 10.0, 18.0], &[6.0, 14.0, 22.0, 30.0]],
-            Family::Normal | Family::Lognormal | Family::StudentT => {
+            Family::Normal | Family::Lognormal | Family::StudentT | Family::ExGauss => {
                 [&[0.7], &[0.3, 0.6], &[0.3, 0.5, 0.8], &[0.2, 0.4, 0.5, 0.9]]
             }
         };

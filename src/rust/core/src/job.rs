@@ -305,6 +305,8 @@ impl Job<'_> {
         let s = &self.settings;
         let unsupported = if s.family.has_df() {
             Some("Student's t components (family = \"t\")")
+        } else if s.family == Family::ExGauss {
+            Some("ex-Gaussian components (family = \"exgauss\")")
         } else if s.noise {
             Some("a noise component (noise = TRUE)")
         } else if s.equal_scale {
@@ -340,7 +342,7 @@ impl Job<'_> {
 
 /// A given start's parameters make a mixture: 1 to MAX_COMPONENTS
 /// components, finite means, positive finite shapes, positive weights
-/// that (with the noise's) sum to 1, and ν positive or 0 (not given).
+/// that (with the noise's) sum to 1, and ν or τ positive or 0 (not given).
 fn given_start_ok(p: &Params) -> bool {
     let k = p.k;
     let finite_positive = |v: &[f64]| v.iter().all(|&x| x.is_finite() && x > 0.0);
@@ -378,6 +380,9 @@ impl Settings {
         }
         if !shape.iter().all(|&s| s.is_finite() && s > 0.0) {
             return Some("shapes must be positive and finite".into());
+        }
+        if self.family == Family::ExGauss && !(mu.is_empty() && shape.is_empty()) {
+            return Some("the ex-Gaussian's mu and sigma cannot be held fixed yet (weights can)".into());
         }
         let sum: f64 = alpha.iter().sum();
         let all = alpha.len() == k;

@@ -43,6 +43,7 @@ pub mod estep;
 mod estep_avx2;
 #[cfg(target_arch = "x86_64")]
 mod estep_avx512;
+pub mod exgauss;
 pub mod family;
 mod finals;
 mod finish;

@@ -6,7 +6,7 @@ use crate::fixed::Fixed;
 use crate::limits::{MIN_COMPONENT_OBS, MIN_RELATIVE_SD};
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
-use crate::student;
+use crate::{exgauss, student};
 
 /// Checks one component's (μ, shape) for use: finite, positive where it must
 /// be, and not collapsed relative to `spread` (the data's standard deviation).
@@ -41,8 +41,8 @@ pub fn m_step(
     equal_scale: bool,
     fixed: Option<&Fixed>,
 ) -> Result<Params, Degenerate> {
-    let mut p = if family == Family::StudentT {
-        m_step_student(k, st, n, spread, equal_scale, fixed)
+    let mut p = if family.has_third() {
+        m_step_third(family, k, st, n, spread, equal_scale, fixed)
     } else {
         with_family!(family, F => m_step_of::<F>(k, st, n, spread, equal_scale, fixed))
     }?;
@@ -67,8 +67,11 @@ fn update<F: ComponentFamily>(st: &Stats, m: usize, fixed: Option<&Fixed>) -> (f
     }
 }
 
-/// `m_step` for Student's t (student.rs): the same guards, and ν.
-fn m_step_student(
+/// `m_step` for the families with a third parameter, Student's t
+/// (student.rs) and the ex-Gaussian (exgauss.rs): the same guards, and ν
+/// or τ. (The ex-Gaussian takes no fixed values: Job::check refuses them.)
+fn m_step_third(
+    family: Family,
     k: usize,
     st: &Stats,
     n: f64,
@@ -79,14 +82,15 @@ fn m_step_student(
     let mut p = Params::zeroed(k);
     for m in 0..k {
         weight_ok(st.s0[m])?;
-        let (mu, sigma, df) = match fixed {
-            Some(f) => student::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
-            None => student::component_m_step(st, m),
+        let (mu, sigma, df) = match (family, fixed) {
+            (Family::ExGauss, _) => exgauss::component_m_step(st, m),
+            (_, Some(f)) => student::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
+            (_, None) => student::component_m_step(st, m),
         };
         if !equal_scale {
-            check_component(Family::StudentT, mu, sigma, spread)?;
+            check_component(family, mu, sigma, spread)?;
         }
-        if !student::df_ok(df) {
+        if !family.third_ok(df) {
             return Err(Degenerate::NotFinite);
         }
         p.alpha[m] = st.s0[m] / n;
@@ -95,11 +99,12 @@ fn m_step_student(
         p.df[m] = df;
     }
     if equal_scale {
-        // the scale's update given the weights u is the Normal's: σ² pooled
+        // the scale's update given the weights u (the t's) or the
+        // exponential parts (the ex-Gaussian's) is the Normal's: σ² pooled
         let common = family::pool::<crate::family::Normal>(&st.s0[..k], &p.shape[..k]);
         for m in 0..k {
             p.shape[m] = common;
-            check_component(Family::StudentT, p.mu[m], common, spread)?;
+            check_component(family, p.mu[m], common, spread)?;
         }
     }
     p.noise = st.s0_noise / n;
@@ -166,7 +171,7 @@ mod tests {
             Family::Normal | Family::Lognormal => {
                 (xs.iter().zip(r).map(|(x, r)| r * (x - mu) * (x - mu)).sum::<f64>() / w).sqrt()
             }
-            Family::StudentT => unreachable!("the t's M-step is tested in student.rs"),
+            Family::StudentT | Family::ExGauss => unreachable!("their M-steps are tested in student.rs and exgauss.rs"),
         };
         (w / xs.len() as f64, mu, shape)
     }

@@ -17,10 +17,15 @@ pub enum Family {
     /// (student.rs): the Normal's rescaling, start and screen, its own
     /// density, E-step and M-step.
     StudentT,
+    /// The ex-Gaussian, a Normal (μ, σ) plus an exponential of mean τ
+    /// (exgauss.rs): the Normal's rescaling, start and screen, its own
+    /// density, E-step and M-step; τ is held in Params::df.
+    ExGauss,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [Family::InvGauss, Family::Normal, Family::Lognormal, Family::Gamma, Family::StudentT];
+    pub const ALL: [Family; 6] =
+        [Family::InvGauss, Family::Normal, Family::Lognormal, Family::Gamma, Family::StudentT, Family::ExGauss];
 
     /// One family per implementation of ComponentFamily (the lognormal is
     /// fitted by the Normal's): what tests of the fitting itself cover.
@@ -34,6 +39,7 @@ impl Family {
             Family::Lognormal => "lognormal",
             Family::Gamma => "gamma",
             Family::StudentT => "t",
+            Family::ExGauss => "exgauss",
         }
     }
 
@@ -41,6 +47,29 @@ impl Family {
     /// of freedom ν (Params::df).
     pub fn has_df(self) -> bool {
         self == Family::StudentT
+    }
+
+    /// Whether the family's components have a third parameter, held in
+    /// Params::df: the t's ν or the ex-Gaussian's τ.
+    pub fn has_third(self) -> bool {
+        matches!(self, Family::StudentT | Family::ExGauss)
+    }
+
+    /// What R calls the third parameter (`has_third`).
+    pub fn third_name(self) -> &'static str {
+        match self {
+            Family::ExGauss => "tau",
+            _ => "df",
+        }
+    }
+
+    /// Whether `v` is a usable third parameter: ν in [DF_MIN, DF_MAX], a
+    /// positive finite τ.
+    pub fn third_ok(self, v: f64) -> bool {
+        match self {
+            Family::ExGauss => crate::exgauss::tau_ok(v),
+            _ => crate::student::df_ok(v),
+        }
     }
 
     /// Whether the family is fitted on the logarithms of the data (by the
@@ -52,9 +81,11 @@ impl Family {
     /// The code the CUDA kernels take for the implementation that fits the
     /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's. The
     /// t's runs in cuda-streams' em_obs_terms only (call::supported refuses
-    /// it on cuda-batched).
+    /// it on cuda-batched). The ex-Gaussian has no device code (call::
+    /// supported refuses it on both GPU engines): its code names none.
     pub fn kernel_code(self) -> i32 {
         match self {
+            Family::ExGauss => -1,
             Family::StudentT => 3,
             Family::Normal | Family::Lognormal => 0,
             Family::InvGauss => 1,
@@ -71,7 +102,7 @@ impl Family {
     pub fn shape_name(self) -> &'static str {
         match self {
             Family::InvGauss => "lambda",
-            Family::Normal | Family::Lognormal | Family::StudentT => "sigma",
+            Family::Normal | Family::Lognormal | Family::StudentT | Family::ExGauss => "sigma",
             Family::Gamma => "shape",
         }
     }
@@ -170,8 +201,9 @@ impl Params {
         p
     }
 
-    /// Whether the mixture estimates ν (Student's t without a fixed `df`):
-    /// ν is then among its free parameters.
+    /// Whether the mixture estimates a third parameter (Student's t without
+    /// a fixed `df`, the ex-Gaussian's τ): it is then among its free
+    /// parameters.
     pub fn estimates_df(&self) -> bool {
         self.df[0] > 0.0 && !self.df_fixed
     }
@@ -226,14 +258,17 @@ impl Stats {
 
 /// The names of a K-component mixture's parameters as R shows them:
 /// alpha1..alphaK, mu1..muK, then lambda1..lambdaK or sigma1..sigmaK (or
-/// shape1..shapeK); with an estimated ν (`df`: Student's t, student.rs)
-/// df1..dfK; with a noise component, its weight `noise` last. The free
+/// shape1..shapeK); with an estimated third parameter (`df`: Student's
+/// t's ν, student.rs; the ex-Gaussian's τ) df1..dfK or tau1..tauK; with a noise component, its weight `noise` last. The free
 /// parameters of the information and covariance matrices are these without
 /// the weight that the others determine: alphaK, or with a noise component
 /// the noise's (information.rs's Layout).
 pub fn parameter_names(family: Family, k: usize, noise: bool, df: bool) -> Vec<String> {
-    let stems: &[&str] =
-        if df { &["alpha", "mu", family.shape_name(), "df"] } else { &["alpha", "mu", family.shape_name()] };
+    let stems: &[&str] = if df {
+        &["alpha", "mu", family.shape_name(), family.third_name()]
+    } else {
+        &["alpha", "mu", family.shape_name()]
+    };
     let mut names: Vec<String> = stems.iter().flat_map(|stem| (1..=k).map(move |m| format!("{stem}{m}"))).collect();
     if noise {
         names.push("noise".to_string());

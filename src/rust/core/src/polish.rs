@@ -48,6 +48,9 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
     let mut here = on_dataset(family, ds, &fit.params);
     let mut before: Option<(StartFit, Information)> = None;
     let steps = if fit.params.estimates_df() { POLISH_STEPS_DF } else { POLISH_STEPS };
+    // (the ex-Gaussian's τ has no bounds: a step that leaves τ > 0 ends the
+    // polish, as any step out of the parameter space does)
+    let bounded = family.has_df();
     for _ in 0..steps {
         if let Some((b, bi)) = before.take() {
             if !(here.loglik >= b.loglik - tolerance(b.loglik)) {
@@ -59,9 +62,9 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             // one shape shared or values fixed: the step in the free
             // parameters, every shape then moved alike, the fixed not at all
             // (ν is never constrained: each its own free parameter)
-            Some(c) => bounded_step(&here.constrained(&c), &fit.params, &|m| c.column(here.layout.df(m)))
+            Some(c) => bounded_step(&here.constrained(&c), &fit.params, bounded, &|m| c.column(here.layout.df(m)))
                 .map(|s| Step { delta: c.expand(&s.delta), bounds: s.bounds }),
-            None => bounded_step(&here, &fit.params, &|m| here.layout.df(m)),
+            None => bounded_step(&here, &fit.params, bounded, &|m| here.layout.df(m)),
         };
         let Some(Step { delta, bounds }) = step else { break };
         let settled = delta.iter().zip(&here.complete).all(|(d, c)| d.abs() * c.sqrt() < POLISH_SETTLED);
@@ -105,18 +108,20 @@ struct Step {
 /// cross it, or when its information is lost (by the sign of its score).
 /// `None` where the information of the other parameters is not positive
 /// definite or the step is not finite. `info` is in the free parameters,
-/// where component m's ν is `nu_at(m)`.
-fn bounded_step(info: &Information, p: &Params, nu_at: &dyn Fn(usize) -> usize) -> Option<Step> {
+/// where component m's ν is `nu_at(m)`; without `bounded` (a third
+/// parameter that is not the t's ν) no parameter has bounds.
+fn bounded_step(info: &Information, p: &Params, bounded: bool, nu_at: &dyn Fn(usize) -> usize) -> Option<Step> {
     let np = info.score.len();
     let layout: Layout = info.layout;
-    let df_at = |j: usize| (0..p.k).find(|&m| layout.df && nu_at(m) == j);
+    let bounded = bounded && layout.df;
+    let df_at = |j: usize| (0..p.k).find(|&m| bounded && nu_at(m) == j);
     let toward = |m: usize| match info.score[nu_at(m)] {
         s if s > 0.0 => Some(DF_MAX),
         s if s < 0.0 => Some(DF_MIN),
         _ => None,
     };
     let mut bounds: Vec<(usize, f64)> = Vec::new();
-    if layout.df {
+    if bounded {
         for m in 0..p.k {
             let (v, s) = (p.df[m], info.score[nu_at(m)]);
             if (v >= DF_MAX && s > 0.0) || (v <= DF_MIN && s < 0.0) {
@@ -155,7 +160,7 @@ fn bounded_step(info: &Information, p: &Params, nu_at: &dyn Fn(usize) -> usize) 
         if !delta.iter().all(|d| d.is_finite()) {
             return None;
         }
-        let crossing = (0..p.k).filter(|&m| layout.df && bounds.iter().all(|b| b.0 != m)).find_map(|m| {
+        let crossing = (0..p.k).filter(|&m| bounded && bounds.iter().all(|b| b.0 != m)).find_map(|m| {
             let v = p.df[m] + delta[nu_at(m)];
             (v > DF_MAX).then_some((m, DF_MAX)).or((v < DF_MIN).then_some((m, DF_MIN)))
         });

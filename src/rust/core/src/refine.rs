@@ -15,7 +15,6 @@ use crate::family::{self, with_family, ComponentFamily};
 use crate::limits::{REFINE_WINDOW_FRACTION, REFINE_WINDOW_MAX, REFINE_WINDOW_MIN, REFINE_Z};
 use crate::mstep::check_component;
 use crate::params::{Family, Params};
-use crate::student;
 
 /// A dataset's best fit (rescaled units) and the components to move into
 /// it: one (α, μ, shape) per under-explained region, most surprising first.
@@ -74,8 +73,8 @@ pub fn refinement(family: Family, ds: &Prepared, centre: &Params, regions: u32) 
     let density = |i: usize| -> f64 {
         let x = sorted[i];
         with_family!(family, F => {
-            let log_density = |m: usize| match family.has_df() {
-                true => student::log_density(x, centre.mu[m], centre.shape[m], centre.df[m]),
+            let log_density = |m: usize| match family.has_third() {
+                true => crate::family::log_density_with(family, x, centre.mu[m], centre.shape[m], centre.df[m]),
                 false => F::log_density(x, centre.mu[m], centre.shape[m]),
             };
             let components: f64 = (0..centre.k).map(|m| centre.alpha[m] * log_density(m).exp()).sum();

@@ -90,7 +90,7 @@ mod tests {
                 Family::Normal | Family::Lognormal => params(&[0.5, 0.5], &[0.0, 4.0], &[1.0, 1.0]),
                 Family::InvGauss => params(&[0.5, 0.5], &[1.0, 8.0], &[50.0, 400.0]),
                 Family::Gamma => params(&[0.5, 0.5], &[1.0, 8.0], &[20.0, 20.0]),
-                Family::StudentT => unreachable!("not among Family::FITTED"),
+                Family::StudentT | Family::ExGauss => unreachable!("not among Family::FITTED"),
             };
             let xs = draw(family, &truth, 2000, 5);
             let n = xs.len() as f64;
@@ -99,7 +99,7 @@ mod tests {
                 Family::Normal | Family::Lognormal => (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
                 Family::InvGauss => n / xs.iter().map(|x| 1.0 / x - 1.0 / mean).sum::<f64>(),
                 Family::Gamma => crate::special::gamma_shape(mean.ln() - xs.iter().map(|x| x.ln()).sum::<f64>() / n),
-                Family::StudentT => unreachable!("not among Family::FITTED"),
+                Family::StudentT | Family::ExGauss => unreachable!("not among Family::FITTED"),
             };
             let merged = params(&[0.5, 0.5], &[mean, mean], &[shape, shape]);
             let Some(d) = ascent_direction(family, &xs, None, None, &merged) else {

@@ -33,6 +33,9 @@ pub fn draw_mixture(family: Family, p: &Params, noise: Option<&Support>, n: usiz
     if family.has_df() {
         return draw_mixture_with(p, noise, n, rng, |m, rng| student::draw(p.mu[m], p.shape[m], p.df[m], rng));
     }
+    if family == Family::ExGauss {
+        return draw_mixture_with(p, noise, n, rng, |m, rng| crate::exgauss::draw(p.mu[m], p.shape[m], p.df[m], rng));
+    }
     with_family!(family, F => draw_mixture_of::<F>(p, noise, family.on_log_scale(), n, rng))
 }
 
@@ -177,6 +180,7 @@ mod tests {
                 Family::Gamma => p.mu[j] * p.mu[j] / p.shape[j],
                 Family::InvGauss => p.mu[j].powi(3) / p.shape[j],
                 Family::StudentT => p.shape[j] * p.shape[j] * p.df[j] / (p.df[j] - 2.0),
+                Family::ExGauss => unreachable!("not among the cases"),
             };
             let mean: f64 = (0..p.k).map(|j| p.alpha[j] * p.mu[j]).sum();
             let var: f64 = (0..p.k).map(|j| p.alpha[j] * (comp_var(j) + p.mu[j] * p.mu[j])).sum::<f64>() - mean * mean;

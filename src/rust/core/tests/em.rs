@@ -42,7 +42,9 @@ fn mixture(rng: &mut Pcg64, family: Family, n: usize, alpha: &[f64], mu: &[f64],
                 Family::InvGauss => inv_gauss(rng, mu[m], shape[m]),
                 Family::Normal => mu[m] + shape[m] * normal(rng),
                 Family::Lognormal => (mu[m] + shape[m] * normal(rng)).exp(),
-                Family::Gamma | Family::StudentT => panic!("these tests draw no gamma or t data"),
+                Family::Gamma | Family::StudentT | Family::ExGauss => {
+                    panic!("these tests draw no gamma, t or ex-Gaussian data")
+                }
             }
         })
         .collect()

@@ -33,7 +33,11 @@ macro_rules! with_family {
             // fitted as the Normal on log x (Prepared holds the logarithms);
             // the t's rescaling, starts and screen are the Normal's, and
             // what depends on ν branches to student.rs first
-            $crate::params::Family::Normal | $crate::params::Family::Lognormal | $crate::params::Family::StudentT => {
+            // (and the ex-Gaussian's: exgauss.rs)
+            $crate::params::Family::Normal
+            | $crate::params::Family::Lognormal
+            | $crate::params::Family::StudentT
+            | $crate::params::Family::ExGauss => {
                 type $F = $crate::family::normal::Normal;
                 $body
             }
@@ -85,10 +89,11 @@ pub fn terms(family: Family, p: &Params) -> Terms {
 
 /// log p(x | μ, shape) of one component at a value `x` of the data,
 /// straight from the formula (ComponentFamily::log_density; the lognormal's
-/// is the Normal's of log x less log x). NaN for Student's t, whose
-/// density needs ν: student::log_density.
+/// is the Normal's of log x less log x). NaN for Student's t and the
+/// ex-Gaussian, whose densities need a third parameter: student.rs's and
+/// exgauss.rs's log_density.
 pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
-    if family.has_df() {
+    if family.has_third() {
         return f64::NAN;
     }
     if family.on_log_scale() {
@@ -97,12 +102,24 @@ pub fn log_density(family: Family, x: f64, mu: f64, shape: f64) -> f64 {
     with_family!(family, F => F::log_density(x, mu, shape))
 }
 
+/// log p(x | μ, shape, third) of one component of any family: `log_density`,
+/// or with the third parameter (ν, τ) student.rs's or exgauss.rs's.
+pub fn log_density_with(family: Family, x: f64, mu: f64, shape: f64, third: f64) -> f64 {
+    match family {
+        Family::StudentT => crate::student::log_density(x, mu, shape, third),
+        Family::ExGauss => crate::exgauss::log_density(x, mu, shape, third),
+        _ => log_density(family, x, mu, shape),
+    }
+}
+
 /// Log-likelihood of a mixture on values of the data, observation by observation with libm
 /// and log-sum-exp: the reference the reported log-likelihood (computed by
 /// the E-step: Prepared::log_likelihood) is tested against.
 pub fn log_likelihood(family: Family, xs: &[f64], p: &Params) -> f64 {
-    if family.has_df() {
-        return crate::student::log_likelihood(xs, p);
+    match family {
+        Family::StudentT => return crate::student::log_likelihood(xs, p),
+        Family::ExGauss => return crate::exgauss::log_likelihood(xs, p),
+        _ => {}
     }
     let mut l = [0.0; MAX_COMPONENTS];
     let mut total = 0.0;
