@@ -31,10 +31,10 @@ use rand_pcg::Pcg64;
 
 use crate::family::component::standard_normal;
 use crate::family::LN_2PI;
-use crate::limits::MAX_COMPONENTS;
+use crate::limits::{ESTEP_BLOCK as BLOCK, MAX_COMPONENTS};
 use crate::mathx::exp_nonpos;
 use crate::params::{Params, Stats};
-use crate::special::ln_normal_lower;
+use crate::special::{ln_normal_lower, ln_normal_lower_all};
 
 /// The share of a start's variance the exponential part takes: a start of
 /// mean m and standard deviation s is μ = m − τ, τ = s·√TAU_SHARE,
@@ -84,8 +84,19 @@ pub(crate) fn terms(p: &Params) -> Terms {
 /// docs: (log α p(x), E[Z | x], Var[Z | x]).
 #[inline(always)]
 fn component_terms(x: f64, t: &Terms, m: usize) -> (f64, f64, f64) {
-    let u = (x - t.mu[m]) * t.inv_sigma[m] - t.sigma_over_tau[m];
-    let ln_phi = ln_normal_lower(u);
+    let u = standardised(x, t, m);
+    from_log_phi(x, u, ln_normal_lower(u), t, m)
+}
+
+/// u = (x − μ)/σ − σ/τ of component `m`.
+#[inline(always)]
+fn standardised(x: f64, t: &Terms, m: usize) -> f64 {
+    (x - t.mu[m]) * t.inv_sigma[m] - t.sigma_over_tau[m]
+}
+
+/// `component_terms` from u and log Φ(u).
+#[inline(always)]
+fn from_log_phi(x: f64, u: f64, ln_phi: f64, t: &Terms, m: usize) -> (f64, f64, f64) {
     let l = t.c[m] - x * t.inv_tau[m] + ln_phi;
     let rho = mills(u, ln_phi);
     let sigma = t.sigma[m];
@@ -133,35 +144,62 @@ pub(crate) fn responsibilities(
 /// The E-step of an ex-Gaussian mixture `p` on data `x` (`noise`: the
 /// noise component's t(x) per observation, if it has one; `w`: each
 /// observation's weight, if they have any): the log-likelihood and the
-/// sums of the module docs.
+/// sums of the module docs. By blocks of BLOCK observations, each
+/// component's log Φ taken for the whole block at once
+/// (special::ln_normal_lower_all).
 pub fn e_step(x: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -> Stats {
     let k = p.k;
     let t = terms(p);
     let log_noise = p.noise.ln();
     let mut st = Stats::zero();
-    let mut r = [0.0; MAX_COMPONENTS + 1];
-    let (mut ez, mut vz) = ([0.0; MAX_COMPONENTS], [0.0; MAX_COMPONENTS]);
-    for (i, &xi) in x.iter().enumerate() {
-        let wi = match w {
-            Some(w) => w.get(i).copied().unwrap_or(0.0),
-            None => 1.0,
-        };
-        let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
-        let lf = responsibilities(xi, &t, k, noise_term, &mut r, &mut ez, &mut vz);
-        if wi == 0.0 {
-            continue;
-        }
-        st.ll += wi * lf;
+    let mut l = [[0.0; BLOCK]; MAX_COMPONENTS + 1];
+    let mut ez = [[0.0; BLOCK]; MAX_COMPONENTS];
+    let mut vz = [[0.0; BLOCK]; MAX_COMPONENTS];
+    let (mut u, mut ln_phi) = ([0.0; BLOCK], [0.0; BLOCK]);
+    let rows = k + noise.is_some() as usize;
+    for start in (0..x.len()).step_by(BLOCK) {
+        let xb = &x[start..x.len().min(start + BLOCK)];
+        let len = xb.len();
         for m in 0..k {
-            let rm = wi * r[m];
-            let y = xi - ez[m];
-            st.s0[m] += rm;
-            st.s1[m] += rm * y;
-            st.s2[m] += rm * (y * y + vz[m]);
-            st.su[m] += rm * ez[m];
+            for (j, &xj) in xb.iter().enumerate() {
+                u[j] = standardised(xj, &t, m);
+            }
+            ln_phi[..len].copy_from_slice(&u[..len]);
+            ln_normal_lower_all(&mut ln_phi[..len]);
+            for (j, &xj) in xb.iter().enumerate() {
+                (l[m][j], ez[m][j], vz[m][j]) = from_log_phi(xj, u[j], ln_phi[j], &t, m);
+            }
         }
-        if noise.is_some() {
-            st.s0_noise += wi * r[k];
+        if let Some(nt) = noise {
+            for j in 0..len {
+                l[k][j] = log_noise + nt.get(start + j).copied().unwrap_or(f64::NEG_INFINITY);
+            }
+        }
+        for (j, &xj) in xb.iter().enumerate() {
+            let wi = w.map_or(1.0, |w| w.get(start + j).copied().unwrap_or(0.0));
+            if wi == 0.0 {
+                continue;
+            }
+            let top = (0..rows).map(|m| l[m][j]).fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            let mut r = [0.0; MAX_COMPONENTS + 1];
+            for m in 0..rows {
+                r[m] = exp_nonpos(l[m][j] - top);
+                total += r[m];
+            }
+            st.ll += wi * (top + total.ln());
+            let inv = wi / total;
+            for m in 0..k {
+                let rm = r[m] * inv;
+                let y = xj - ez[m][j];
+                st.s0[m] += rm;
+                st.s1[m] += rm * y;
+                st.s2[m] += rm * (y * y + vz[m][j]);
+                st.su[m] += rm * ez[m][j];
+            }
+            if noise.is_some() {
+                st.s0_noise += r[k] * inv;
+            }
         }
     }
     st.df = p.df;
