@@ -64,9 +64,10 @@
 #'     more parameters in AIC and BIC and has standard errors. Starts are
 #'     the Normal's made ex-Gaussian with the same mean and variance (`tau`
 #'     taking 64% of the variance), or a start of `init` with its own `tau`.
-#'     The CPU engine fits it (the GPU engines do not yet; under
-#'     `use.gpu = NA` the call runs on the CPU); it does not go with
-#'     truncation, censoring, a shift, or `fixed` means and sigmas yet.}
+#'     The CPU engine and `cuda-streams` fit it (a GPU call left to choose
+#'     runs on `cuda-streams`; `cuda-batched` refuses it); it does not go
+#'     with truncation, censoring, a shift, or `fixed` means and sigmas
+#'     yet.}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -800,8 +801,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                   noise = noise, df = df, criterion = criterion, equal.scale = equal.scale),
                       control, verbose, started, noise.support, given, weights, fixed, truncation))
   }
-  engine <- choose_engine(use.gpu, control$engine, truncated = length(truncation) > 0 || !is.null(censored),
-                          cpu_only = family == "exgauss")
+  engine <- choose_engine(use.gpu, control$engine,
+                          streams_only = length(truncation) > 0 || !is.null(censored) || family == "exgauss")
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,

@@ -6,12 +6,9 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# `truncated` (or censored) data go to cuda-streams on a GPU (cuda-batched
-# does not fit them yet). A `cpu_only` model (the ex-Gaussian, which has no
-# GPU code yet) runs on the CPU unless a GPU is asked for by name, which the
-# core then refuses with the reason.
-choose_engine <- function(use.gpu, engine, truncated = FALSE, cpu_only = FALSE) {
-  if (cpu_only && engine == "auto" && !isTRUE(use.gpu)) return("cpu")
+# `streams_only` calls (truncated or censored data, ex-Gaussian components)
+# go to cuda-streams on a GPU: cuda-batched does not fit them yet.
+choose_engine <- function(use.gpu, engine, streams_only = FALSE) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")
@@ -24,7 +21,7 @@ choose_engine <- function(use.gpu, engine, truncated = FALSE, cpu_only = FALSE) 
   gpu <- gpu_usable_()
   if (isTRUE(gpu)) {
     if (engine != "auto") return(engine)
-    return(if (truncated) "cuda-streams" else gpu_engine_default)
+    return(if (streams_only) "cuda-streams" else gpu_engine_default)
   }
   # `gpu` is the condition saying why not, with the cause alone in `reason`
   if (isTRUE(use.gpu) || engine != "auto") {

@@ -144,3 +144,57 @@ __device__ __forceinline__ double responsibilities_t(double x, int k, const doub
     }
     return normalised(k, noisy, ln, r, rn);
 }
+
+// log erfc(x) for x >= 0: special.rs's ln_erfc step for step, its pieces
+// (ERFC_LO, ERFC_HI) and their Chebyshev coefficients padded to ERFC_TERMS
+// (ERFC_PADDED) from the prelude.
+__device__ __forceinline__ double ln_erfc(double x) {
+    const double t = 2.0 / (2.0 + x);
+    const double s = 2.0 * t - 1.0;
+    const int p = s < ERFC_HI[0] ? 0 : (s < ERFC_HI[1] ? 1 : 2);
+    const double a = ERFC_LO[p], b = ERFC_HI[p];
+    const double y = (2.0 * s - (a + b)) / (b - a);
+    double b1 = 0.0, b2 = 0.0;
+    for (int j = ERFC_TERMS - 1; j >= 1; --j) {
+        const double next = 2.0 * y * b1 - b2 + ERFC_PADDED[p][j];
+        b2 = b1;
+        b1 = next;
+    }
+    return -x * x + log(t) + (y * b1 - b2 + ERFC_PADDED[p][0]);
+}
+
+// log(1 - e^v), v <= 0: special.rs's ln_1m_exp.
+__device__ __forceinline__ double ln_1m_exp(double v) {
+    return v > -LN_2 ? log(-expm1(v)) : log1p(-exp(v));
+}
+
+// log Phi(z): special.rs's ln_normal_lower.
+__device__ __forceinline__ double ln_normal_lower(double z) {
+    if (z < 0.0) return ln_erfc(-z * FRAC_1_SQRT_2) - LN_2;
+    return ln_1m_exp(ln_erfc(fabs(z) * FRAC_1_SQRT_2) - LN_2);
+}
+
+// exgauss.rs's responsibilities for one observation and one start: with
+// terms = c, mu, 1/sigma, sigma/tau, 1/tau, sigma (MAX_COMPONENTS each,
+// exgauss::Terms), u_m = (x - mu_m)/sigma_m - sigma_m/tau_m, l_m = c_m -
+// x/tau_m + log Phi(u_m), and the exponential part's conditional mean
+// (ez) and variance (vz) from rho = phi(u)/Phi(u); then normalised().
+// Returns the observation's log f(x).
+__device__ __forceinline__ double responsibilities_ex(double x, int k, const double* __restrict__ terms, bool noisy,
+                                                      double ln, double r[MAX_COMPONENTS], double ez[MAX_COMPONENTS],
+                                                      double vz[MAX_COMPONENTS], double& rn) {
+#pragma unroll
+    for (int m = 0; m < MAX_COMPONENTS; ++m) {
+        if (m < k) {
+            const double u = (x - terms[MAX_COMPONENTS + m]) * terms[2 * MAX_COMPONENTS + m] -
+                             terms[3 * MAX_COMPONENTS + m];
+            const double lp = ln_normal_lower(u);
+            r[m] = terms[m] - x * terms[4 * MAX_COMPONENTS + m] + lp;
+            const double rho = exp(-0.5 * u * u - 0.5 * LN_2PI - lp);
+            const double sigma = terms[5 * MAX_COMPONENTS + m];
+            ez[m] = fmax(sigma * (u + rho), 0.0);
+            vz[m] = fmax(sigma * sigma * (1.0 - rho * (u + rho)), 0.0);
+        }
+    }
+    return normalised(k, noisy, ln, r, rn);
+}

@@ -11,7 +11,9 @@
 //   (family FAM_T) has its six rows of terms (student.rs) and 1 + 5k rows:
 //   lse, then r, r u, r u x, r u x^2, r (log u - u). With a noise component,
 //   noise_t holds t(x) of each observation (noise.rs) and a last row holds
-//   the noise's r; noise_t is null without one. With weights (w not null),
+//   the noise's r; noise_t is null without one. The ex-Gaussian (FAM_EXGAUSS)
+//   has its six rows of terms (exgauss.rs) and 1 + 4k rows: lse, then r,
+//   r y, r (y^2 + Var Z), r E[Z]. With weights (w not null),
 //   every row of an observation is multiplied by its weight (by 1.0
 //   exactly without: the same bits).
 //
@@ -59,6 +61,27 @@ extern "C" __global__ void em_obs_terms(const double* __restrict__ x, const doub
             }
         }
         if (noisy) out[(size_t)(1 + 5 * k) * n + i] = rn * wi;
+        return;
+    }
+    if (family == FAM_EXGAUSS) {
+        // the ex-Gaussian: 1 + 4k rows, r, r y, r (y^2 + Var Z), r E[Z] with
+        // y = x - E[Z] (exgauss.rs)
+        const int rows = 1 + 4 * k + (noisy ? 1 : 0);
+        double ez[MAX_COMPONENTS], vz[MAX_COMPONENTS];
+        const double lse = responsibilities_ex(xi, k, t, noisy, ln, r, ez, vz, rn);
+        double* out = per_obs + (size_t)a * rows * n;
+        out[i] = lse * wi;
+#pragma unroll
+        for (int m = 0; m < MAX_COMPONENTS; ++m) {
+            if (m < k) {
+                const double y = xi - ez[m];
+                out[(size_t)(1 + m) * n + i] = r[m] * wi;
+                out[(size_t)(1 + k + m) * n + i] = (r[m] * y) * wi;
+                out[(size_t)(1 + 2 * k + m) * n + i] = (r[m] * (y * y + vz[m])) * wi;
+                out[(size_t)(1 + 3 * k + m) * n + i] = (r[m] * ez[m]) * wi;
+            }
+        }
+        if (noisy) out[(size_t)(1 + 4 * k) * n + i] = rn * wi;
         return;
     }
     const int rows = 1 + 3 * k + (noisy ? 1 : 0);

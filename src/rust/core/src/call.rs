@@ -61,12 +61,12 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
-    if s.family == Family::ExGauss && kind != EngineKind::Cpu {
+    if s.family == Family::ExGauss && kind == EngineKind::CudaBatched {
         return Err(Error::Argument {
             arg: "engine",
-            message:
-                "the GPU engines do not fit ex-Gaussian components (family = \"exgauss\") yet: use engine = \"cpu\""
-                    .into(),
+            message: "\"cuda-batched\" does not fit ex-Gaussian components (family = \"exgauss\") yet: use \
+                      engine = \"cuda-streams\" or \"cpu\""
+                .into(),
         });
     }
     if kind == EngineKind::CudaBatched && job.censored.iter().any(|c| !c.is_empty()) {

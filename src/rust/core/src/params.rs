@@ -81,11 +81,10 @@ impl Family {
     /// The code the CUDA kernels take for the implementation that fits the
     /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's. The
     /// t's runs in cuda-streams' em_obs_terms only (call::supported refuses
-    /// it on cuda-batched). The ex-Gaussian has no device code (call::
-    /// supported refuses it on both GPU engines): its code names none.
+    /// it on cuda-batched), and so does the ex-Gaussian's.
     pub fn kernel_code(self) -> i32 {
         match self {
-            Family::ExGauss => -1,
+            Family::ExGauss => 4,
             Family::StudentT => 3,
             Family::Normal | Family::Lognormal => 0,
             Family::InvGauss => 1,

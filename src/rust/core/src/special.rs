@@ -166,7 +166,7 @@ pub fn ln_1m_exp(v: f64) -> f64 {
 /// each in y = (2s − a − b)/(b − a) (tools/erfc-chebyshev.py says how they
 /// were made; one expansion over all of s needs 28 terms, these 15-17).
 #[allow(clippy::excessive_precision)]
-const ERFC_PIECES: [(f64, f64, &[f64]); 3] = [
+pub(crate) const ERFC_PIECES: [(f64, f64, &[f64]); 3] = [
     (
         -1.0,
         -0.5,
@@ -242,8 +242,8 @@ pub fn ln_erfc(x: f64) -> f64 {
     let t = 2.0 / (2.0 + x);
     let s = 2.0 * t - 1.0;
     let (a, b, c) = match s {
-        s if s < -0.5 => ERFC_PIECES[0],
-        s if s < 0.25 => ERFC_PIECES[1],
+        s if s < ERFC_PIECES[0].1 => ERFC_PIECES[0],
+        s if s < ERFC_PIECES[1].1 => ERFC_PIECES[1],
         _ => ERFC_PIECES[2],
     };
     let y = (2.0 * s - (a + b)) / (b - a);
@@ -255,7 +255,7 @@ pub fn ln_erfc(x: f64) -> f64 {
 }
 
 /// The most coefficients of a piece of ERFC_PIECES.
-const ERFC_TERMS: usize = {
+pub(crate) const ERFC_TERMS: usize = {
     let mut most = 0;
     let mut i = 0;
     while i < ERFC_PIECES.len() {
@@ -270,7 +270,7 @@ const ERFC_TERMS: usize = {
 /// ERFC_PIECES' coefficients padded with zeros to ERFC_TERMS: leading
 /// zeros leave Clenshaw's sums at exactly 0, so a padded sum has the bits
 /// of the piece's own.
-const ERFC_PADDED: [[f64; ERFC_TERMS]; 3] = {
+pub(crate) const ERFC_PADDED: [[f64; ERFC_TERMS]; 3] = {
     let mut out = [[0.0; ERFC_TERMS]; 3];
     let mut i = 0;
     while i < 3 {
@@ -301,8 +301,8 @@ pub fn ln_normal_lower_all(z: &mut [f64]) {
             t[i] = 2.0 / (2.0 + x[i]);
             let s = 2.0 * t[i] - 1.0;
             piece[i] = match s {
-                s if s < -0.5 => 0,
-                s if s < 0.25 => 1,
+                s if s < ERFC_PIECES[0].1 => 0,
+                s if s < ERFC_PIECES[1].1 => 1,
                 _ => 2,
             };
             let (a, b, _) = ERFC_PIECES[piece[i]];

@@ -23,8 +23,8 @@ use crate::gpu::{contained, fault_injected, Gpu};
 
 use crate::limits::MAX_COMPONENTS;
 use crate::outcome::Outcome;
-use crate::params::{Params, Stats};
-use crate::student;
+use crate::params::{Family, Params, Stats};
+use crate::{exgauss, student};
 
 /// Device memory one worker may use for per-observation terms; starts beyond
 /// it are processed in several chunks per iteration.
@@ -114,9 +114,13 @@ fn fit_dataset(
     let t = &work.task;
     let (n, k) = (ds.x.len(), t.k);
     // with a noise component, one more sum: its S0; Student's t has five
-    // sums per component
+    // sums per component, the ex-Gaussian four
     let noise = ds.noise_terms();
-    let per_component = if t.family.has_df() { 5 } else { 3 };
+    let per_component = match t.family {
+        Family::StudentT => 5,
+        Family::ExGauss => 4,
+        _ => 3,
+    };
     let rows = 1 + per_component * k + noise.is_some() as usize;
     let per_start_bytes = rows * n * std::mem::size_of::<f64>();
     // a launch's starts are its grid's y dimension
@@ -174,6 +178,8 @@ fn fit_dataset(
                 let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
                 if t.family.has_df() {
                     student::kernel_terms(&state.params, dst);
+                } else if t.family == Family::ExGauss {
+                    exgauss::kernel_terms(&state.params, dst);
                 } else {
                     let terms = family::terms(t.family, &state.params);
                     dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
@@ -195,9 +201,10 @@ fn fit_dataset(
             counters.em_iterations.fetch_add(a, Ordering::Relaxed);
             for (j, &(s, init, mut state)) in group.iter().enumerate() {
                 let sums = &sums_host[j * rows..(j + 1) * rows];
-                let stats = match t.family.has_df() {
-                    true => student::stats_from_sums(sums, &state.params),
-                    false => stats_from_sums(sums, k),
+                let stats = match t.family {
+                    Family::StudentT => student::stats_from_sums(sums, &state.params),
+                    Family::ExGauss => exgauss::stats_from_sums(sums, &state.params),
+                    _ => stats_from_sums(sums, k),
                 };
                 match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
