@@ -98,6 +98,11 @@ test_that("the ex-Gaussian's density, cdf, quantiles, draws and tidiers are the 
   grid <- c(-1, 0.3, 0.45, 0.9, 3)
   dens <- f$alpha[1] * dexg(grid, f$mu[1], f$sigma[1], f$tau[1]) + f$alpha[2] * dexg(grid, f$mu[2], f$sigma[2], f$tau[2])
   expect_equal(predict(f, grid, type = "density"), dens, tolerance = 1e-12)
+  # posterior probabilities: each component's share of the density
+  p <- predict(f, grid)
+  expect_equal(p$comp1, f$alpha[1] * dexg(grid, f$mu[1], f$sigma[1], f$tau[1]) / dens, tolerance = 1e-12)
+  a <- augment(fits, data = list(a = x))
+  expect_equal(a$.component, predict(f, x)$component)
   # the cdf: the density integrated
   mix <- function(v) f$alpha[1] * dexg(v, f$mu[1], f$sigma[1], f$tau[1]) + f$alpha[2] * dexg(v, f$mu[2], f$sigma[2], f$tau[2])
   cdf <- vapply(grid, function(g) stats::integrate(mix, -Inf, g, rel.tol = 1e-12)$value, 0)

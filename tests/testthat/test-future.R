@@ -228,6 +228,19 @@ test_that("a sharded noise call takes each shard's supports and equals the local
   expect_same_fits(sharded, local)
 })
 
+test_that("a sharded ex-Gaussian call equals the local call", {
+  skip_if_no_future()
+  set.seed(8)
+  d <- lapply(1:4, function(i) c(rnorm(150, 0.4, 0.04) + rexp(150, 1 / 0.08), rnorm(100, 0.8, 0.08) + rexp(100, 1 / 0.25)))
+  args <- list(d, family = "exgauss", random.inits = 4, use.gpu = FALSE, seed = 3)
+  local <- do.call(bulkem, args)
+  with_plan({
+    sharded <- do.call(bulkem, c(args, list(control = list(future = TRUE, shards = 2))))
+  }, future::sequential)
+  expect_same_fits(sharded, local)
+  expect_identical(sharded[[4]]$tau, local[[4]]$tau)
+})
+
 test_that("a sharded t call, df estimated or fixed, equals the local call", {
   skip_if_no_future()
   d <- lapply(future_data(4), function(x) c(x, -30, 40))
