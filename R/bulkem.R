@@ -66,8 +66,8 @@
 #'     taking 64% of the variance), or a start of `init` with its own `tau`.
 #'     The CPU engine and `cuda-streams` fit it (a GPU call left to choose
 #'     runs on `cuda-streams`; `cuda-batched` refuses it); it does not go
-#'     with truncation, censoring, a shift, or `fixed` means and sigmas
-#'     yet.}
+#'     with truncation or censoring yet, and takes no `shift` (`mu` already
+#'     is its location).}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'

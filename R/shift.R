@@ -31,7 +31,7 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
   no <- function(...) stop_arg("`shift = TRUE` ", ...)
   if (multivariate) no("is for univariate data")
   if (family != "invgauss") {
-    no("fits the shifted Wald, family = \"invgauss\": a Normal or t component's mean already is its ",
+    no("fits the shifted Wald, family = \"invgauss\": a Normal, t or ex-Gaussian component's mu already is its ",
        "location, and shifted lognormal and gamma components are not in bulkem yet")
   }
   if (length(num.components) != 1) no("fits one K per call: give `num.components` one value")

@@ -171,23 +171,50 @@ test_that("ex-Gaussian fits choose K by BIC, take weights, starts and equal sigm
   expect_gte(eq$loglik, -o$value - 1e-7 * abs(o$value))
 })
 
-test_that("what the ex-Gaussian does not do yet is a classed error naming the argument", {
+test_that("what the ex-Gaussian does not do (yet) is a classed error naming the argument", {
   x <- list(rts())
   expect_error(bulkem(x, 2, family = "exgauss", truncation = c(0.2, 2), use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "ex-Gaussian")
   expect_error(bulkem(x, 2, family = "exgauss", shift = TRUE, use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "shift")
-  expect_error(bulkem(x, 2, family = "exgauss", fixed = list(mu = c(0.4, NA)), use.gpu = FALSE),
-               class = "bulkem_error_argument", regexp = "fixed")
   expect_error(bulkem(x, 2, family = "exgauss", df = 3, use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "df")
   # a GPU engine by name: refused (for want of a GPU here, or of the
   # ex-Gaussian's GPU code), never a crash
   expect_error(bulkem(x, 2, family = "exgauss", control = list(engine = "cuda-batched")),
                class = "bulkem_error")
-  # fixed weights are fine
-  fw <- bulkem(x, 2, family = "exgauss", fixed = list(alpha = c(0.55, NA)), seed = 1, use.gpu = FALSE)[[1]]
+})
+
+test_that("ex-Gaussian values held fixed stay there, the others reach optim's constrained maximum", {
+  x <- rts(seed = 21)
+  fw <- bulkem(list(x), 2, family = "exgauss", fixed = list(alpha = c(0.55, NA)), seed = 1, use.gpu = FALSE)[[1]]
   expect_equal(fw$alpha, c(0.55, 0.45))
+  # the first component's mu and the second's sigma fixed
+  f <- bulkem(list(x), 2, family = "exgauss", fixed = list(mu = c(0.41, NA), sigma = c(NA, 0.07)), seed = 1,
+              use.gpu = FALSE)[[1]]
+  expect_identical(f$status, "converged")
+  expect_identical(f$mu[1], 0.41)
+  expect_identical(f$sigma[2], 0.07)
+  expect_equal(f$loglik, exg_loglik(x, f$alpha, f$mu, f$sigma, f$tau), tolerance = 1e-12)
+  # theta = (alpha1, mu2, sigma1, tau1, tau2)
+  nll <- function(t) {
+    if (t[1] <= 0 || t[1] >= 1 || any(t[3:5] <= 1e-4)) return(1e10)
+    -exg_loglik(x, c(t[1], 1 - t[1]), c(0.41, t[2]), c(t[3], 0.07), t[4:5])
+  }
+  th <- c(f$alpha[1], f$mu[2], f$sigma[1], f$tau)
+  best <- -Inf
+  for (s in c(0.9, 1.1)) {
+    o <- optim(th * s, nll, control = list(maxit = 20000, reltol = 1e-14))
+    o <- optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
+    best <- max(best, -o$value)
+  }
+  expect_gte(f$loglik, best - 1e-7 * abs(best))
+  # standard errors: the free parameters' from a numerical Hessian; the
+  # fixed ones have none, and BIC counts 7 - 2 parameters
+  se <- sqrt(diag(solve(stats::optimHess(th, nll, control = list(ndeps = 1e-4 * abs(th))))))
+  expect_equal(unname(f$se[c("alpha1", "mu2", "sigma1", "tau1", "tau2")]), se, tolerance = 1e-3)
+  expect_true(is.na(f$se[["mu1"]]) && is.na(f$se[["sigma2"]]))
+  expect_equal(f$bic, -2 * f$loglik + 5 * log(length(x)), tolerance = 1e-12)
 })
 
 test_that("bootstraps of ex-Gaussian fits: standard errors near the information's, and the LRT", {

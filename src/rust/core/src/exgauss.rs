@@ -243,6 +243,17 @@ pub fn component_m_step(st: &Stats, m: usize) -> (f64, f64, f64) {
     (mu, sigma, st.su[m] / s0)
 }
 
+/// `component_m_step` with the user's fixed μ and/or σ: the complete-data
+/// likelihood's maximum given them. A fixed μ's σ² is Σr·E[(x − Z − μ)²]/S0
+/// = (S2 − 2μ S1 + μ² S0)/S0; μ's and τ's updates do not involve σ.
+pub fn component_m_step_fixed(st: &Stats, m: usize, mu: Option<f64>, sigma: Option<f64>) -> (f64, f64, f64) {
+    let (free_mu, free_sigma, tau) = component_m_step(st, m);
+    let Some(mu) = mu else { return (free_mu, sigma.unwrap_or(free_sigma), tau) };
+    let s0 = st.s0[m];
+    let given = || ((st.s2[m] - 2.0 * mu * st.s1[m] + mu * mu * s0) / s0).max(0.0).sqrt();
+    (mu, sigma.unwrap_or_else(given), tau)
+}
+
 /// Whether τ is a usable exponential mean.
 pub fn tau_ok(tau: f64) -> bool {
     tau.is_finite() && tau > 0.0

@@ -381,9 +381,6 @@ impl Settings {
         if !shape.iter().all(|&s| s.is_finite() && s > 0.0) {
             return Some("shapes must be positive and finite".into());
         }
-        if self.family == Family::ExGauss && !(mu.is_empty() && shape.is_empty()) {
-            return Some("the ex-Gaussian's mu and sigma cannot be held fixed yet (weights can)".into());
-        }
         let sum: f64 = alpha.iter().sum();
         let all = alpha.len() == k;
         if (all && !self.noise && (sum - 1.0).abs() > 1e-6) || ((!all || self.noise) && sum >= 1.0) {

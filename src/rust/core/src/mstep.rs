@@ -69,7 +69,7 @@ fn update<F: ComponentFamily>(st: &Stats, m: usize, fixed: Option<&Fixed>) -> (f
 
 /// `m_step` for the families with a third parameter, Student's t
 /// (student.rs) and the ex-Gaussian (exgauss.rs): the same guards, and ν
-/// or τ. (The ex-Gaussian takes no fixed values: Job::check refuses them.)
+/// or τ.
 fn m_step_third(
     family: Family,
     k: usize,
@@ -83,7 +83,8 @@ fn m_step_third(
     for m in 0..k {
         weight_ok(st.s0[m])?;
         let (mu, sigma, df) = match (family, fixed) {
-            (Family::ExGauss, _) => exgauss::component_m_step(st, m),
+            (Family::ExGauss, Some(f)) => exgauss::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
+            (Family::ExGauss, None) => exgauss::component_m_step(st, m),
             (_, Some(f)) => student::component_m_step_fixed(st, m, f.mu(m), f.shape(m)),
             (_, None) => student::component_m_step(st, m),
         };
