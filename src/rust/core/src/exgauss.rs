@@ -30,9 +30,9 @@ use rand::RngExt;
 use rand_pcg::Pcg64;
 
 use crate::family::component::standard_normal;
-use crate::family::LN_2PI;
+use crate::family::component::LN_2PI;
 use crate::limits::{ESTEP_BLOCK as BLOCK, MAX_COMPONENTS};
-use crate::mathx::exp_nonpos;
+use crate::mathx::normalise;
 use crate::params::{Params, Stats};
 use crate::special::{ln_normal_lower, ln_normal_lower_all};
 
@@ -128,17 +128,7 @@ pub(crate) fn responsibilities(
         }
         None => k,
     };
-    let top = r[..rows].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let mut total = 0.0;
-    for v in &mut r[..rows] {
-        *v = exp_nonpos(*v - top);
-        total += *v;
-    }
-    let inv = 1.0 / total;
-    for v in &mut r[..rows] {
-        *v *= inv;
-    }
-    top + total.ln()
+    normalise(&mut r[..rows])
 }
 
 /// The E-step of an ex-Gaussian mixture `p` on data `x` (`noise`: the
@@ -180,17 +170,13 @@ pub fn e_step(x: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -
             if wi == 0.0 {
                 continue;
             }
-            let top = (0..rows).map(|m| l[m][j]).fold(f64::NEG_INFINITY, f64::max);
-            let mut total = 0.0;
             let mut r = [0.0; MAX_COMPONENTS + 1];
             for m in 0..rows {
-                r[m] = exp_nonpos(l[m][j] - top);
-                total += r[m];
+                r[m] = l[m][j];
             }
-            st.ll += wi * (top + total.ln());
-            let inv = wi / total;
+            st.ll += wi * normalise(&mut r[..rows]);
             for m in 0..k {
-                let rm = r[m] * inv;
+                let rm = wi * r[m];
                 let y = xj - ez[m][j];
                 st.s0[m] += rm;
                 st.s1[m] += rm * y;
@@ -198,7 +184,7 @@ pub fn e_step(x: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -
                 st.su[m] += rm * ez[m][j];
             }
             if noise.is_some() {
-                st.s0_noise += r[k] * inv;
+                st.s0_noise += wi * r[k];
             }
         }
     }
@@ -252,11 +238,6 @@ pub fn component_m_step_fixed(st: &Stats, m: usize, mu: Option<f64>, sigma: Opti
     let s0 = st.s0[m];
     let given = || ((st.s2[m] - 2.0 * mu * st.s1[m] + mu * mu * s0) / s0).max(0.0).sqrt();
     (mu, sigma.unwrap_or_else(given), tau)
-}
-
-/// Whether τ is a usable exponential mean.
-pub fn tau_ok(tau: f64) -> bool {
-    tau.is_finite() && tau > 0.0
 }
 
 /// The ex-Gaussian start of the same mean and standard deviation as a

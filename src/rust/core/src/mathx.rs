@@ -14,6 +14,25 @@ pub fn log_sum_exp(l: &[f64]) -> f64 {
     mx + l.iter().map(|&v| (v - mx).exp()).sum::<f64>().ln()
 }
 
+/// The log-densities `l` of one observation's components (and a noise
+/// component's) made its responsibilities, in place: e^(l − max)/Σ, by
+/// exp_nonpos. Returns the observation's log f(x), max + log Σ (student.rs
+/// and exgauss.rs, whose E-steps go one observation at a time).
+#[inline(always)]
+pub fn normalise(l: &mut [f64]) -> f64 {
+    let top = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut total = 0.0;
+    for v in l.iter_mut() {
+        *v = exp_nonpos(*v - top);
+        total += *v;
+    }
+    let inv = 1.0 / total;
+    for v in l.iter_mut() {
+        *v *= inv;
+    }
+    top + total.ln()
+}
+
 /// 32 / ln 2
 pub const LOG2E_32: f64 = 32.0 * std::f64::consts::LOG2_E;
 // ln 2 / 32 split so that k·LN2_32_HI is exact for |k| < 2^16 (the fdlibm

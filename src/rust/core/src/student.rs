@@ -33,7 +33,7 @@ use crate::family::component::standard_normal;
 use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
 use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
-use crate::mathx::{block_log_likelihood, exp_nonpos, exp_nonpos_all, ln_ge1, ln_ge1_all, weighted_block};
+use crate::mathx::{block_log_likelihood, exp_nonpos_all, ln_ge1, ln_ge1_all, normalise, weighted_block};
 use crate::params::{Params, Stats};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
@@ -109,17 +109,7 @@ pub(crate) fn responsibilities(
         }
         None => k,
     };
-    let top = r[..rows].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let mut total = 0.0;
-    for v in &mut r[..rows] {
-        *v = exp_nonpos(*v - top);
-        total += *v;
-    }
-    let inv = 1.0 / total;
-    for v in &mut r[..rows] {
-        *v *= inv;
-    }
-    top + total.ln()
+    normalise(&mut r[..rows])
 }
 
 /// The E-step of a t mixture `p` on data `x` (`noise`: the noise
@@ -343,9 +333,9 @@ pub(crate) fn df_root(y: f64) -> f64 {
     (2.0 * half).clamp(DF_MIN, DF_MAX)
 }
 
-/// Whether ν is a usable degrees of freedom.
+/// Whether ν is a usable degrees of freedom (Family::third_ok's).
 pub fn df_ok(df: f64) -> bool {
-    (DF_MIN..=DF_MAX).contains(&df)
+    crate::params::Family::StudentT.third_ok(df)
 }
 
 /// Posterior probabilities of the components (N × K column-major, or
