@@ -350,8 +350,7 @@ bootstrap_run <- function(data, nulls, B, extra, s, report) {
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
   truncated <- any(vapply(nulls, function(p) length(p$truncation) == 2, NA))
-  engine <- choose_engine(s$use.gpu, s$control$engine,
-                          streams_only = truncated || identical(s$family, "exgauss"))
+  engine <- choose_engine(s$use.gpu, s$control$engine, streams_only = truncated)
   k <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
   flat <- function(name) as.double(unlist(lapply(nulls, `[[`, name)))
   plan <- list(null_k = k, null_alpha = flat("alpha"), null_mu = flat("mu"),

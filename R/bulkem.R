@@ -64,10 +64,9 @@
 #'     more parameters in AIC and BIC and has standard errors. Starts are
 #'     the Normal's made ex-Gaussian with the same mean and variance (`tau`
 #'     taking 64% of the variance), or a start of `init` with its own `tau`.
-#'     The CPU engine and `cuda-streams` fit it (a GPU call left to choose
-#'     runs on `cuda-streams`; `cuda-batched` refuses it); it does not go
-#'     with truncation or censoring yet, and takes no `shift` (`mu` already
-#'     is its location).}
+#'     Every engine fits it, in double precision (`control$precision =
+#'     "mixed"` refuses it); it does not go with truncation or censoring
+#'     yet, and takes no `shift` (`mu` already is its location).}
 #' }
 #' The components of a fit are ordered by ascending `mu`.
 #'
@@ -802,7 +801,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                       control, verbose, started, noise.support, given, weights, fixed, truncation))
   }
   engine <- choose_engine(use.gpu, control$engine,
-                          streams_only = length(truncation) > 0 || !is.null(censored) || family == "exgauss")
+                          streams_only = length(truncation) > 0 || !is.null(censored))
   run <- function(engine) {
     fit_(datasets, if (is.null(weights)) list() else weights, core_settings(family, num.components, max.iters, random.inits, epsilon, seed,
                                  control, engine, noise, noise.support, df, criterion,

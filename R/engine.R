@@ -6,8 +6,8 @@ engine_names <- c("auto", "cpu", "cuda-streams", "cuda-batched")
 gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
-# `streams_only` calls (truncated or censored data, ex-Gaussian components)
-# go to cuda-streams on a GPU: cuda-batched does not fit them yet.
+# `streams_only` calls (truncated or censored data) go to cuda-streams on a
+# GPU: cuda-batched does not fit them yet.
 choose_engine <- function(use.gpu, engine, streams_only = FALSE) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {

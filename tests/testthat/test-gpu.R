@@ -862,18 +862,18 @@ test_that("both GPU engines fit Student's t as the CPU engine does", {
                class = "bulkem_error_argument", regexp = "Student's t")
 })
 
-test_that("cuda-streams fits ex-Gaussian mixtures as the CPU engine does, and cuda-batched refuses them", {
+test_that("both GPU engines fit ex-Gaussian mixtures as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(11)
   rex <- function(n, mu, sigma, tau) rnorm(n, mu, sigma) + rexp(n, 1 / tau)
   x <- lapply(1:6, function(i) c(rex(300, 0.4, 0.04, 0.08), rex(250, 0.8, 0.08, 0.25),
                                  if (i %% 2 == 0) runif(4, 3, 6)))
   x <- c(x, list(c(rex(3000, 0.5, 0.05, 0.1), rex(1500, 1.1, 0.1, 0.3)), c(rex(60, 0.4, 0.03, 0.1), rex(40, 0.9, 0.1, 0.2))))
-  for (acc in c(FALSE, TRUE)) {
+  for (engine in c("cuda-streams", "cuda-batched")) for (acc in c(FALSE, TRUE)) {
     ctl <- list(accelerate = acc)
     cpu <- bulkem(x, 2, family = "exgauss", seed = 1, use.gpu = FALSE, control = ctl)
-    gpu <- bulkem(x, 2, family = "exgauss", seed = 1, control = c(ctl, engine = "cuda-streams"))
-    expect_identical(attr(gpu, "engine"), "cuda-streams")
+    gpu <- bulkem(x, 2, family = "exgauss", seed = 1, control = c(ctl, engine = engine))
+    expect_identical(attr(gpu, "engine"), engine)
     for (d in seq_along(x)) {
       expect_identical(gpu[[d]]$status, cpu[[d]]$status)
       expect_equal(gpu[[d]]$loglik, cpu[[d]]$loglik, tolerance = 1e-9)
@@ -883,18 +883,23 @@ test_that("cuda-streams fits ex-Gaussian mixtures as the CPU engine does, and cu
       }
     }
   }
-  # K = 3, weights and a noise component; plain EM
+  # K = 3, weights, a noise component, one sigma shared, values fixed;
+  # plain EM
   w <- lapply(x, function(v) rep(c(1, 2), length.out = length(v)))
-  for (args in list(list(3), list(2, noise = TRUE), list(2, weights = w))) {
-    ctl <- list(accelerate = FALSE)
-    cpu <- do.call(bulkem, c(list(x, family = "exgauss", seed = 1, use.gpu = FALSE, control = ctl), args))
-    gpu <- do.call(bulkem, c(list(x, family = "exgauss", seed = 1, control = c(ctl, engine = "cuda-streams")), args))
-    expect_equal(vapply(unclass(gpu), `[[`, 0, "loglik"), vapply(unclass(cpu), `[[`, 0, "loglik"),
-                 tolerance = 1e-9, label = deparse(args))
+  for (engine in c("cuda-streams", "cuda-batched")) {
+    for (args in list(list(3), list(2, noise = TRUE), list(2, weights = w), list(2, equal.scale = TRUE),
+                      list(2, fixed = list(mu = c(0.41, NA), sigma = c(NA, 0.08))))) {
+      ctl <- list(accelerate = FALSE)
+      cpu <- do.call(bulkem, c(list(x, family = "exgauss", seed = 1, use.gpu = FALSE, control = ctl), args))
+      gpu <- do.call(bulkem, c(list(x, family = "exgauss", seed = 1, control = c(ctl, engine = engine)), args))
+      expect_equal(vapply(unclass(gpu), `[[`, 0, "loglik"), vapply(unclass(cpu), `[[`, 0, "loglik"),
+                   tolerance = 1e-9, label = paste(engine, deparse(args)))
+    }
   }
-  # left to choose, a GPU call runs on cuda-streams; cuda-batched refuses
-  expect_identical(attr(bulkem(x, 2, family = "exgauss", seed = 1), "engine"), "cuda-streams")
-  expect_error(bulkem(x, 2, family = "exgauss", seed = 1, control = list(engine = "cuda-batched")),
+  # left to choose, ex-Gaussian fits go where the other families' go;
+  # mixed precision refuses them
+  expect_identical(attr(bulkem(x, 2, family = "exgauss", seed = 1), "engine"), "cuda-batched")
+  expect_error(bulkem(x, 2, family = "exgauss", seed = 1, control = list(engine = "cuda-batched", precision = "mixed")),
                class = "bulkem_error_argument", regexp = "ex-Gaussian")
 })
 

@@ -63,9 +63,11 @@
 // codes FAM_*, the special functions' SERIES_FROM, HALF_LN_2PI and
 // GAMMA_SHAPE_*, the t's DF_MIN, DF_MAX and LN_PI) comes from the prelude
 // that gpu/prelude.rs generates from the Rust definitions. F, a template parameter throughout, is the family's
-// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS, FAM_GAMMA or FAM_T
+// code (Family::kernel_code): FAM_NORMAL, FAM_INVGAUSS, FAM_GAMMA, FAM_T
 // (Student's t, student.rs: the Normal's with a weight u per observation
-// and component, and df per component; fp64 only); N is 1
+// and component, and df per component; fp64 only) or FAM_EXGAUSS (the
+// ex-Gaussian, exgauss.rs: tau per component in df, the exponential parts'
+// moments per observation; fp64 only); N is 1
 // for a mixture with a noise component (noise.rs): a uniform whose
 // log-density less h, t(x), comes per observation in noise_t (laid out as
 // obs), its weight beside the components' (fp64 kernels only); W is 1 for
@@ -81,8 +83,12 @@
 
 // Values per fit in init and out_params (pack.rs's Row): alpha[K], mu[K],
 // shape[K], the t's df[K], then a noise component's weight.
+// Whether the family has a third parameter per component in df[]: the t's
+// df, the ex-Gaussian's tau (Family::has_third).
+template <int F>
+__device__ constexpr bool has_third() { return F == FAM_T || F == FAM_EXGAUSS; }
 template <int K, int F>
-__device__ constexpr int noise_at() { return (F == FAM_T ? 4 : 3) * K; }
+__device__ constexpr int noise_at() { return (has_third<F>() ? 4 : 3) * K; }
 template <int K, int F, int N>
 __device__ constexpr int row_width() { return noise_at<K, F>() + N; }
 
@@ -95,7 +101,7 @@ __device__ __forceinline__ double component_sd(double mu, double shape) {
 // mstep.rs::check_component: 0 if usable, else the outcome code.
 template <int F>
 __device__ __forceinline__ int check_component(double mu, double shape, double spread) {
-    const bool mu_ok = F == FAM_NORMAL || F == FAM_T || mu > 0.0;
+    const bool mu_ok = F == FAM_NORMAL || F == FAM_T || F == FAM_EXGAUSS || mu > 0.0;
     if (!(isfinite(mu) && isfinite(shape) && shape > 0.0 && mu_ok)) return OUTCOME_NOT_FINITE;
     const double sd = component_sd<F>(mu, shape);
     if (!(sd >= MIN_RELATIVE_SD * spread)) return OUTCOME_SPREAD_COLLAPSED;
@@ -134,10 +140,11 @@ template <int F>
 __device__ __forceinline__ void component_update(double s0, double s1, double s2, double su, double& mu,
                                                  double& shape) {
     mu = s1 / (F == FAM_T ? su : s0);
-    shape = F == FAM_INVGAUSS ? s0 / (s2 - s0 * s0 / s1)
-            : F == FAM_GAMMA  ? gamma_shape(log(mu) - s2 / s0)
-            : F == FAM_T      ? sqrt((s2 - mu * s1) / s0)
-                              : sqrt(s2 / s0 - mu * mu);
+    shape = F == FAM_INVGAUSS  ? s0 / (s2 - s0 * s0 / s1)
+            : F == FAM_GAMMA   ? gamma_shape(log(mu) - s2 / s0)
+            : F == FAM_T       ? sqrt((s2 - mu * s1) / s0)
+            : F == FAM_EXGAUSS ? sqrt(fmax(s2 / s0 - mu * mu, 0.0))
+                               : sqrt(s2 / s0 - mu * mu);
 }
 
 // Values fixed by bulkem(fixed =) (fixed.rs): `fx` is the dataset's row of
@@ -155,6 +162,7 @@ __device__ __forceinline__ void fixed_update(const double* fx, int m, double s0,
                 : F == FAM_INVGAUSS   ? 1.0 / (s1 / (s0 * fm * fm) - 2.0 / fm + s2 / s0)
                 : F == FAM_GAMMA      ? gamma_shape(log(fm) - s2 / s0 + s1 / (s0 * fm) - 1.0)
                 : F == FAM_T          ? sqrt((s2 - 2.0 * fm * s1 + fm * fm * su) / s0)
+                : F == FAM_EXGAUSS    ? sqrt(fmax((s2 - 2.0 * fm * s1 + fm * fm * s0) / s0, 0.0))
                                       : sqrt(s2 / s0 - 2.0 * fm * s1 / s0 + fm * fm);
     } else if (!isnan(fs)) {
         shape = fs;
@@ -204,6 +212,16 @@ __device__ __forceinline__ int df_update(double df0, double s0, double sl, int d
     return 0;
 }
 
+// The ex-Gaussian's tau (exgauss.rs's component_m_step): Su / S0, the
+// exponential parts' mean; 0, or the outcome code of a tau that is not a
+// positive number.
+__device__ __forceinline__ int tau_update(double s0, double su, double& tau) {
+    const double t = su / s0;
+    if (!(isfinite(t) && t > 0.0)) return OUTCOME_NOT_FINITE;
+    tau = t;
+    return 0;
+}
+
 template <int K, int F>
 __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], const double s2[K], const double su[K],
                                       const double sl[K], double s0n, const double df0[K], int df_fixed, double total,
@@ -221,6 +239,10 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
             if (fx) fixed_update<K, F>(fx, m, s0[m], s1[m], s2[m], su[m], new_mu[m], new_shape[m]);
             if (F == FAM_T) {
                 const int bad = df_update(df0[m], s0[m], sl[m], df_fixed, df[m]);
+                if (bad) return bad;
+            }
+            if (F == FAM_EXGAUSS) {
+                const int bad = tau_update(s0[m], su[m], df[m]);
                 if (bad) return bad;
             }
         }
@@ -252,6 +274,10 @@ __device__ __forceinline__ int m_step(const double s0[K], const double s1[K], co
         if (F == FAM_T) {
             const int bad_df = df_update(df0[m], s0[m], sl[m], df_fixed, df[m]);
             if (bad_df) return bad_df;
+        }
+        if (F == FAM_EXGAUSS) {
+            const int bad_tau = tau_update(s0[m], su[m], df[m]);
+            if (bad_tau) return bad_tau;
         }
         alpha[m] = s0[m] / total;
         mu[m] = new_mu;
@@ -347,7 +373,18 @@ struct State {
     // their fp32 copies
     template <int F>
     __device__ __forceinline__ void retermed() {
-        if (F == FAM_T) {
+        if (F == FAM_EXGAUSS) {
+            // exgauss.rs's Terms: kk holds 1/sigma, inv_scale sigma/tau,
+            // u0 1/tau
+#pragma unroll
+            for (int m = 0; m < K; ++m) {
+                const double sigma = shape[m], tau = df[m];
+                inv_scale[m] = sigma / tau;
+                c[m] = log(alpha[m]) - log(tau) + mu[m] / tau + 0.5 * inv_scale[m] * inv_scale[m];
+                kk[m] = 1.0 / sigma;
+                u0[m] = 1.0 / tau;
+            }
+        } else if (F == FAM_T) {
 #pragma unroll
             for (int m = 0; m < K; ++m) {
                 const double sigma = shape[m], v = df[m];
@@ -442,6 +479,29 @@ __device__ __forceinline__ void add_observation_t(Pass<K>& p, const double r[K],
     }
 }
 
+// The ex-Gaussian's sums of one observation (exgauss.rs's E-step): with
+// E[Z | x] (ez) and Var[Z | x] (vz) per component and y = x - E[Z | x],
+// S0, S1 = sum r y, S2 = sum r (y^2 + Var Z), Su = sum r E[Z].
+template <int K, int W>
+__device__ __forceinline__ void add_observation_ex(Pass<K>& p, const double r[K], const double x, const double ez[K],
+                                                   const double vz[K], const double mx, const double sum,
+                                                   const double wt) {
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const double y = x - ez[m];
+        p.s0[m] += r[m];
+        p.s1[m] += r[m] * y;
+        p.s2[m] += r[m] * (y * y + vz[m]);
+        p.su[m] += r[m] * ez[m];
+    }
+    if (W) {
+        p.ll_max += wt * (mx + log(sum));
+    } else {
+        p.ll_max += mx;
+        p.times(sum);
+    }
+}
+
 // One observation of the E-step (estep.rs; student.rs for the t):
 // responsibilities of the K components, accumulated into the pass's sums.
 // The largest term's exponential is exp(0) = 1, so K - 1 are computed (for
@@ -450,10 +510,22 @@ template <int K, int F, int N, int W>
 __device__ __forceinline__ void accumulate(const double2 xg, const double t, const double wt, const State<K>& st,
                                            Pass<K>& p) {
     double l[K];
-    // the t's 1 + z and log(1 + z), z = (x - mu)^2 / (df sigma^2)
+    // the t's 1 + z and log(1 + z), z = (x - mu)^2 / (df sigma^2); the
+    // ex-Gaussian's E[Z | x] and Var[Z | x] (in w and lw)
     double w[K], lw[K];
 #pragma unroll
     for (int m = 0; m < K; ++m) {
+        if (F == FAM_EXGAUSS) {
+            // exgauss.rs's component_terms
+            const double u = (xg.x - st.mu[m]) * st.kk[m] - st.inv_scale[m];
+            const double lp = ln_normal_lower(u);
+            l[m] = st.c[m] - xg.x * st.u0[m] + lp;
+            const double rho = exp(-0.5 * u * u - 0.5 * LN_2PI - lp);
+            const double sigma = st.shape[m];
+            w[m] = fmax(sigma * (u + rho), 0.0);
+            lw[m] = fmax(sigma * sigma * (1.0 - rho * (u + rho)), 0.0);
+            continue;
+        }
         if (F == FAM_T) {
             const double d = xg.x - st.mu[m];
             w[m] = 1.0 + d * d * st.inv_scale[m];
@@ -541,6 +613,8 @@ __device__ __forceinline__ void accumulate(const double2 xg, const double t, con
     }
     if (F == FAM_T) {
         add_observation_t<K, W>(p, r, xg.x, w, lw, st, mx, sum, wt);
+    } else if (F == FAM_EXGAUSS) {
+        add_observation_ex<K, W>(p, r, xg.x, w, lw, mx, sum, wt);
     } else {
         add_observation<K, W>(p, r, xg.x, xg.y, mx, sum, wt);
     }
@@ -713,7 +787,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.alpha[m] = ok ? a2[m] : keep[m];
             st.mu[m] = ok ? m2[m] : keep[K + m];
             st.shape[m] = ok ? sh2[m] : keep[2 * K + m];
-            if (F == FAM_T) st.df[m] = ok ? d2[m] : keep[3 * K + m];
+            if (has_third<F>()) st.df[m] = ok ? d2[m] : keep[3 * K + m];
         }
         if (N) st.noise = ok ? n2 : keep[NA];
         st.prev = ok ? loglik : st.ll1;
@@ -748,7 +822,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             keep[m] = st.alpha[m];
             keep[K + m] = st.mu[m];
             keep[2 * K + m] = st.shape[m];
-            if (F == FAM_T) keep[3 * K + m] = st.df[m];
+            if (has_third<F>()) keep[3 * K + m] = st.df[m];
         }
         if (N) keep[NA] = st.noise;
         st.phase = PHASE_SECOND;
@@ -773,6 +847,13 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                 if (F == FAM_T && !df_fixed) {
                     const double i0 = 1.0 / keep[3 * K + m], i1 = 1.0 / st.df[m];
                     const double rd = i1 - i0, vd = 1.0 / d2[m] - 2.0 * i1 + i0;
+                    rr += rd * rd;
+                    vv += vd * vd;
+                }
+                if (F == FAM_EXGAUSS) {
+                    // em.rs's coordinate: log tau
+                    const double i0 = log(keep[3 * K + m]), i1 = log(st.df[m]);
+                    const double rd = i1 - i0, vd = log(d2[m]) - 2.0 * i1 + i0;
                     rr += rd * rd;
                     vv += vd * vd;
                 }
@@ -808,7 +889,12 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
                         st.df[m] = 1.0 / (i0 + 2.0 * step * (i1 - i0) + step * step * (1.0 / d2[m] - 2.0 * i1 + i0));
                         extrapolated = extrapolated && st.df[m] >= DF_MIN && st.df[m] <= DF_MAX;
                     }
-                    if (F == FAM_T) keep[3 * K + m] = d2[m];
+                    if (F == FAM_EXGAUSS) {
+                        const double i0 = log(keep[3 * K + m]), i1 = log(st.df[m]);
+                        st.df[m] = exp(i0 + 2.0 * step * (i1 - i0) + step * step * (log(d2[m]) - 2.0 * i1 + i0));
+                        extrapolated = extrapolated && isfinite(st.df[m]) && st.df[m] > 0.0;
+                    }
+                    if (has_third<F>()) keep[3 * K + m] = d2[m];
                     extrapolated = extrapolated && st.alpha[m] * total >= MIN_COMPONENT_OBS &&
                                    check_component<F>(st.mu[m], st.shape[m], spread) == 0;
                 }
@@ -838,7 +924,7 @@ __device__ __forceinline__ int advance(State<K>& st, double loglik, const Pass<K
             st.alpha[m] = a2[m];
             st.mu[m] = m2[m];
             st.shape[m] = sh2[m];
-            if (F == FAM_T) st.df[m] = d2[m];
+            if (has_third<F>()) st.df[m] = d2[m];
         }
         if (N) st.noise = n2;
     }
@@ -887,7 +973,7 @@ __device__ __forceinline__ void load_fit(const Batch& b, int f, State<K>& st) {
         st.alpha[m] = b.init[(size_t)f * w + m];
         st.mu[m] = b.init[(size_t)f * w + K + m];
         st.shape[m] = b.init[(size_t)f * w + 2 * K + m];
-        if (F == FAM_T) st.df[m] = b.init[(size_t)f * w + 3 * K + m];
+        if (has_third<F>()) st.df[m] = b.init[(size_t)f * w + 3 * K + m];
     }
     st.noise = N ? b.init[(size_t)f * w + noise_at<K, F>()] : 0.0;
     st.template retermed<F>();
@@ -956,7 +1042,7 @@ __device__ __forceinline__ void store_fit(const Batch& b, int f, const State<K>&
         b.out_params[(size_t)f * w + m] = st.alpha[m];
         b.out_params[(size_t)f * w + K + m] = st.mu[m];
         b.out_params[(size_t)f * w + 2 * K + m] = st.shape[m];
-        if (F == FAM_T) b.out_params[(size_t)f * w + 3 * K + m] = st.df[m];
+        if (has_third<F>()) b.out_params[(size_t)f * w + 3 * K + m] = st.df[m];
     }
     if (N) b.out_params[(size_t)f * w + noise_at<K, F>()] = st.noise;
     b.out_ll[f] = loglik;
@@ -1097,7 +1183,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
                 p.s1[m] = group_sum(p.s1[m], mask, width);
                 p.s2[m] = group_sum(p.s2[m], mask, width);
             }
-            if (F == FAM_T) {
+            if (has_third<F>()) {
 #pragma unroll
                 for (int m = 0; m < K; ++m) {
                     p.su[m] = group_sum(p.su[m], mask, width);
@@ -1128,7 +1214,7 @@ __device__ __forceinline__ void em_group(const Batch& b) {
 // noise component, no weights, which defines em_batched_lane and
 // em_batched_group.
 #define EM_BATCHED(K, F, MIXED, ACC, N, W)                                                 \
-    static_assert(!(MIXED && (N || W || F == FAM_T)), "mixed precision fits neither noise, weights nor t"); \
+    static_assert(!(MIXED && (N || W || F == FAM_T || F == FAM_EXGAUSS)), "mixed precision fits neither noise, weights, t nor exgauss"); \
     extern "C" __global__ void __launch_bounds__(BATCHED_THREADS) em_batched_lane(const Batch b) {    \
         em_lane<K, F, MIXED, ACC, N, W>(b);                                                \
     }                                                                                      \

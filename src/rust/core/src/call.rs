@@ -61,14 +61,6 @@ pub fn fit_into(
 /// neither).
 pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
     let s = &job.settings;
-    if s.family == Family::ExGauss && kind == EngineKind::CudaBatched {
-        return Err(Error::Argument {
-            arg: "engine",
-            message: "\"cuda-batched\" does not fit ex-Gaussian components (family = \"exgauss\") yet: use \
-                      engine = \"cuda-streams\" or \"cpu\""
-                .into(),
-        });
-    }
     if kind == EngineKind::CudaBatched && job.censored.iter().any(|c| !c.is_empty()) {
         return Err(Error::Argument {
             arg: "engine",
@@ -96,10 +88,11 @@ pub(crate) fn supported(job: &Job, kind: EngineKind) -> Result<(), Error> {
         });
     }
     if s.mixed_precision && kind == EngineKind::CudaBatched {
-        let what = match (s.noise, s.family.has_df()) {
+        let what = match (s.noise, s.family) {
             (true, _) => Some("a noise component (noise = TRUE)"),
-            (false, true) => Some("Student's t components (family = \"t\")"),
-            (false, false) => None,
+            (false, Family::StudentT) => Some("Student's t components (family = \"t\")"),
+            (false, Family::ExGauss) => Some("ex-Gaussian components (family = \"exgauss\")"),
+            (false, _) => None,
         };
         if let Some(what) = what {
             return Err(Error::Argument {

@@ -79,9 +79,9 @@ impl Family {
     }
 
     /// The code the CUDA kernels take for the implementation that fits the
-    /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's. The
-    /// t's runs in cuda-streams' em_obs_terms only (call::supported refuses
-    /// it on cuda-batched), and so does the ex-Gaussian's.
+    /// family (gpu/prelude.rs's FAM_*): the lognormal is the Normal's; the
+    /// t and the ex-Gaussian have branches of their own in both engines'
+    /// kernels.
     pub fn kernel_code(self) -> i32 {
         match self {
             Family::ExGauss => 4,

@@ -139,7 +139,7 @@ pub fn pack(
     if sets.iter().any(|ds| ds.fixed_df.is_empty() == df_fixed) {
         return Err(Error::Internal("datasets of one call with and without a fixed df reached cuda-batched".into()));
     }
-    let row = Row { k: t.k, df: t.family.has_df(), noise: t.noise, df_fixed };
+    let row = Row { k: t.k, df: t.family.has_third(), noise: t.noise, df_fixed };
     let w = row.width();
     let n_fits = nd * starts;
     let ds_n = sets.iter().map(|ds| as_int(ds.x.len(), "observations in a dataset")).collect::<Result<Vec<i32>, _>>();
