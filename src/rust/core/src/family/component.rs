@@ -21,7 +21,9 @@
 //! S2 = Σr·g (params.rs's Stats): a family of that form is one more
 //! implementation. Student's t is not of that form (its log-density is not
 //! linear in q, and it has a third parameter): student.rs holds it, with
-//! its own loops and sums, and borrows the Normal's rescaling and starts.
+//! its own loops and sums, and borrows the Normal's rescaling and starts;
+//! so does the ex-Gaussian (exgauss.rs: log Φ per observation and
+//! component, τ its third parameter; Family::has_third).
 //!
 //! Adding a family: a variant of `Family` with its R names (params.rs), an
 //! implementation of this trait in family/<name>.rs, its arm in

@@ -1,6 +1,8 @@
 //! The component families (DESIGN §3, §11: "a family is one thing"): the
 //! trait `ComponentFamily` (component.rs), one implementation per family
-//! (invgauss.rs, normal.rs), and here the one place where the runtime tag
+//! (invgauss.rs, normal.rs, gamma.rs; the t and the ex-Gaussian, which
+//! are not of its form, in student.rs and exgauss.rs), and here the one
+//! place where the runtime tag
 //! `Family` (params.rs) meets them, `with_family!`, with the functions that
 //! take the tag for code that is not generic over the trait.
 
