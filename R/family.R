@@ -94,11 +94,17 @@ exgauss_quantile <- function(p, mu, sigma, tau) {
   one <- function(q) {
     if (is.na(q) || q < 0 || q > 1) return(NA_real_)
     if (q == 0 || q == 1) return(if (q == 0) -Inf else Inf)
-    lo <- mu + sigma * stats::qnorm(q)   # the Normal part alone is below
-    hi <- lo + tau * -log1p(-q) + sigma  # ... and the sum of both parts' quantiles above
+    # the Normal part's quantile is below (the exponential part is >= 0);
+    # above, the sum of both parts' quantiles, widened until it is
+    lo <- mu + sigma * stats::qnorm(q)
+    hi <- lo + tau * -log1p(-q) + sigma
     f <- function(x) exgauss_cdf(x, mu, sigma, tau) - q
-    while (f(hi) < 0) hi <- hi + tau
-    tryCatch(stats::uniroot(f, c(lo - sigma, hi), tol = 1e-12 * max(1, abs(hi)))$root,
+    step <- tau
+    while (f(hi) < 0) {
+      hi <- hi + step
+      step <- 2 * step
+    }
+    tryCatch(stats::uniroot(f, c(lo, hi), tol = 1e-12 * max(1, abs(hi)))$root,
              error = function(e) NA_real_)
   }
   unname(vapply(p, one, 0))

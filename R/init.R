@@ -115,15 +115,13 @@ check_start <- function(s, family, num.components, noise, df, where) {
   if (!real(alpha) || length(alpha) != k || any(alpha <= 0) || abs(sum(alpha) + w - 1) > 1e-6) {
     bad("`alpha` must be ", k, " positive weights summing to ", if (w > 0) "1 with `noise`" else "1")
   }
-  if (identical(family, "exgauss") && !is.null(s$tau)) {
-    if (!real(s$tau) || length(s$tau) != k || any(s$tau <= 0)) {
+  # the third parameter: the ex-Gaussian's tau or the t's df
+  nu <- if (identical(family, "exgauss")) s$tau else s$df
+  if (!is.null(nu) && identical(family, "exgauss")) {
+    if (!real(nu) || length(nu) != k || any(nu <= 0)) {
       bad("`tau` must be ", k, " positive finite numbers, one per component of `mu`")
     }
-    return(list(k = k, alpha = as.double(alpha), mu = as.double(mu), shape = as.double(sh),
-                df = as.double(s$tau), noise = if (is.null(s$noise)) NA_real_ else w))
-  }
-  nu <- s$df
-  if (!is.null(nu)) {
+  } else if (!is.null(nu)) {
     if (!is.null(df)) bad("`df` is fixed by bulkem()'s `df`; give it there only")
     range <- model_limits()$df_range
     if (!real(nu) || length(nu) != k || any(nu < range[1] | nu > range[2])) {

@@ -247,11 +247,6 @@ pub(crate) fn start(mean: f64, sd: f64) -> (f64, f64, f64) {
     (mean - tau, sd * (1.0 - TAU_SHARE).sqrt(), tau)
 }
 
-/// A component's standard deviation, √(σ² + τ²).
-pub fn sd(sigma: f64, tau: f64) -> f64 {
-    sigma.hypot(tau)
-}
-
 /// Posterior probabilities of the components (N × K column-major, or
 /// N × (K + 1) with the noise's t(x) in `noise`), as estep::posterior; NaN
 /// for a value that is not finite.
@@ -273,21 +268,6 @@ pub fn posterior(xs: &[f64], p: &Params, noise: Option<&[f64]>) -> Vec<f64> {
         }
     }
     out
-}
-
-/// The log-likelihood of an ex-Gaussian mixture, observation by
-/// observation from `log_density` with log-sum-exp: the reference the
-/// E-step is tested against.
-pub fn log_likelihood(xs: &[f64], p: &Params) -> f64 {
-    let mut l = [0.0; MAX_COMPONENTS];
-    xs.iter()
-        .map(|&x| {
-            for m in 0..p.k {
-                l[m] = p.alpha[m].ln() + log_density(x, p.mu[m], p.shape[m], p.df[m]);
-            }
-            crate::mathx::log_sum_exp(&l[..p.k])
-        })
-        .sum()
 }
 
 /// A draw of the ex-Gaussian: μ + σ·Z − τ·log U.
@@ -430,7 +410,7 @@ mod tests {
         let mut last = f64::NEG_INFINITY;
         for _ in 0..200 {
             let st = e_step(&xs, None, None, &p);
-            let reference = log_likelihood(&xs, &p);
+            let reference = crate::family::log_likelihood(crate::params::Family::ExGauss, &xs, &p);
             assert!((st.ll - reference).abs() < 1e-9 * reference.abs());
             assert!(st.ll >= last - 1e-9 * last.abs(), "EM fell: {last} -> {}", st.ll);
             last = st.ll;

@@ -413,6 +413,12 @@ fn assemble(
 /// same sums as information_blocks', with ν among a component's own
 /// parameters when it is estimated; with weights `w`, each observation's
 /// terms weighted by its own (a weight of 1 changes no bit).
+/// The per-component constants of `information_third`'s responsibilities.
+enum ThirdTerms {
+    Student(student::Terms),
+    ExGauss(crate::exgauss::Terms),
+}
+
 /// `information` for the families with a third parameter (ν or τ): one
 /// observation at a time, each component's derivatives from student.rs or
 /// exgauss.rs.
@@ -423,8 +429,10 @@ fn information_third(family: Family, xs: &[f64], noise: Option<&[f64]>, w: Optio
     let np = at.len();
     let rows = k + at.noise as usize;
     let last = rows - 1;
-    let t = (!exgauss).then(|| student::terms(p));
-    let ex = exgauss.then(|| crate::exgauss::terms(p));
+    let terms = match exgauss {
+        true => ThirdTerms::ExGauss(crate::exgauss::terms(p)),
+        false => ThirdTerms::Student(student::terms(p)),
+    };
     let log_noise = p.noise.ln();
     let mut consts = [[0.0; 7]; MAX_COMPONENTS];
     let mut inv_alpha = [0.0; MAX_COMPONENTS + 1];
@@ -449,10 +457,11 @@ fn information_third(family: Family, xs: &[f64], noise: Option<&[f64]>, w: Optio
         let noise_term = noise.map(|nt| log_noise + nt.get(i).copied().unwrap_or(f64::NEG_INFINITY));
         let wi = w.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
         loglik += wi
-            * match (&t, &ex) {
-                (Some(t), _) => student::responsibilities(x, t, k, noise_term, &mut r, &mut z, &mut log1p),
-                (_, Some(e)) => crate::exgauss::responsibilities(x, e, k, noise_term, &mut r, &mut z, &mut log1p),
-                (None, None) => f64::NAN,
+            * match &terms {
+                ThirdTerms::Student(t) => student::responsibilities(x, t, k, noise_term, &mut r, &mut z, &mut log1p),
+                ThirdTerms::ExGauss(t) => {
+                    crate::exgauss::responsibilities(x, t, k, noise_term, &mut r, &mut z, &mut log1p)
+                }
             };
         let (r_l, ia_l) = (r[last], inv_alpha[last]);
         for a in 0..last {
@@ -829,7 +838,7 @@ pub(crate) mod tests {
             if !fixed {
                 theta.extend_from_slice(&p.df[..2]);
             }
-            let ll = |t: &[f64]| crate::student::log_likelihood(&xs, &to_params(t));
+            let ll = |t: &[f64]| crate::family::log_likelihood(Family::StudentT, &xs, &to_params(t));
             let h: Vec<f64> = theta.iter().map(|t| 1e-4 * t.abs().max(0.1)).collect();
             let mut numeric = vec![0.0; np * np];
             for a in 0..np {

@@ -362,21 +362,6 @@ pub fn posterior(xs: &[f64], p: &Params, noise: Option<&[f64]>) -> Vec<f64> {
     out
 }
 
-/// The log-likelihood of a t mixture, observation by observation from
-/// `log_density` with log-sum-exp: the reference the E-step is tested
-/// against.
-pub fn log_likelihood(xs: &[f64], p: &Params) -> f64 {
-    let mut l = [0.0; MAX_COMPONENTS];
-    xs.iter()
-        .map(|&x| {
-            for m in 0..p.k {
-                l[m] = p.alpha[m].ln() + log_density(x, p.mu[m], p.shape[m], p.df[m]);
-            }
-            crate::mathx::log_sum_exp(&l[..p.k])
-        })
-        .sum()
-}
-
 /// A draw of t(μ, σ, ν): μ + σ·Z/√W, Z standard Normal, W ~ Gamma(ν/2,
 /// rate ν/2) (mean 1, the gamma family's draw).
 pub fn draw(mu: f64, sigma: f64, df: f64, rng: &mut Pcg64) -> f64 {
@@ -457,7 +442,7 @@ mod tests {
         let p = mixture(&[0.3, 0.7], &[-1.0, 2.0], &[0.5, 1.2], &[3.0, 12.0]);
         let xs = sample(&p, 500, 1);
         let st = e_step(&xs, None, &p);
-        assert!((st.ll - log_likelihood(&xs, &p)).abs() < 1e-10 * st.ll.abs());
+        assert!((st.ll - crate::family::log_likelihood(Family::StudentT, &xs, &p)).abs() < 1e-10 * st.ll.abs());
         let mut want = Stats::zero();
         let mut s_log = [0.0; 2];
         for &x in &xs {
