@@ -460,9 +460,11 @@
 #'   `bulkem_bootstrap()` or multivariate data; on the `cpu` and
 #'   `cuda-streams` engines (`cuda-batched` refuses it, and a GPU call
 #'   left to choose runs on `cuda-streams`).
-#' @param shift `TRUE` fits the shifted Wald: inverse Gaussian components
-#'   of x - shift, one shift per dataset shared by its components (a
-#'   response time's non-decision time), estimated with them. The shift
+#' @param shift `TRUE` fits components of x - shift: with
+#'   `family = "invgauss"` the shifted Wald, and likewise shifted lognormal
+#'   and gamma components (`family = "lognormal"`, `"gamma"`); one shift per
+#'   dataset shared by its components (a response time's non-decision
+#'   time), estimated with them. The shift
 #'   maximises the profile log-likelihood (the mixture's maximum given the
 #'   shift), found for every dataset at once by a grid below the smallest
 #'   value and golden-section search, each step one bulkem() call on all
@@ -471,12 +473,12 @@
 #'   `shift_ci` (its 95% profile-likelihood interval, also `tidy()`'s row
 #'   `shift` at `conf.level = 0.95`, which covers the
 #'   shift far more often than shift ± 1.96 SE where the data pin it down
-#'   loosely: `inst/bench/results-shift.md`), `mu` and `lambda` of the
-#'   components of x - shift, AIC/BIC/ICL counting the shift, and standard
+#'   loosely: `inst/bench/results-shift.md`), `mu` and the shape
+#'   (`lambda`, `sigma` or `shape`) of the components of x - shift, AIC/BIC/ICL counting the shift, and standard
 #'   errors and `vcov` from a numerical Hessian of the log-likelihood in
 #'   every free parameter and the shift. `predict()`, `quantile()`,
 #'   `simulate()` and `plot()` are of the shifted mixture. Costs about 80
-#'   plain fits. `family = "invgauss"` and one K only; not yet with noise,
+#'   plain fits. One K only; not yet with noise,
 #'   `equal.scale`, `fixed` or `init`, nor per component.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
@@ -778,7 +780,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                             control, covariance, verbose, started))
   }
   if (shift) {
-    # the shifted Wald: bulkem() on shifted data, shift by shift (R/shift.R)
+    # shifted components: bulkem() on shifted data, shift by shift (R/shift.R)
     inner <- list(num.components = num.components, max.iters = max.iters, random.inits = random.inits,
                   use.gpu = use.gpu,
                   epsilon = epsilon, family = family, seed = seed, criterion = criterion,

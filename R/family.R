@@ -30,8 +30,20 @@ fitted_sd <- function(family, mu, shape) {
   switch(family, invgauss = sqrt(mu^3 / shape), gamma = mu / sqrt(shape), shape)
 }
 
-# Component m's cdf, quantiles and draws (`df`: the t's degrees of freedom
-# or the ex-Gaussian's tau).
+# Component m's density, cdf, quantiles and draws (`df`: the t's degrees
+# of freedom or the ex-Gaussian's tau), written with R's own functions (the
+# core's densities are checked against them).
+component_density <- function(family, x, mu, shape, df = NULL) {
+  switch(family,
+         exgauss = exp(0.5 * (shape / df)^2 - (x - mu) / df +
+                         stats::pnorm((x - mu) / shape - shape / df, log.p = TRUE)) / df,
+         t = stats::dt((x - mu) / shape, df) / shape,
+         normal = stats::dnorm(x, mu, shape),
+         lognormal = stats::dlnorm(x, mu, shape),
+         gamma = stats::dgamma(x, shape = shape, rate = shape / mu),
+         invgauss = statmod::dinvgauss(x, mean = mu, shape = shape))
+}
+
 component_cdf <- function(family, x, mu, shape, df = NULL) {
   switch(family,
          exgauss = exgauss_cdf(x, mu, shape, df),

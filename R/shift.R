@@ -1,6 +1,7 @@
-# The shifted Wald (bulkem(shift = TRUE), issue 34 item 4): inverse
-# Gaussian components of x - shift, one shift per dataset shared by its
-# components (a response time's non-decision time). The shift is estimated
+# Shifted fits (bulkem(shift = TRUE), issue 34 item 4): the shifted Wald,
+# inverse Gaussian components of x - shift, and likewise shifted lognormal
+# and gamma components; one shift per dataset shared by its components (a
+# response time's non-decision time). The shift is estimated
 # by maximising the profile log-likelihood l(shift) = max over the mixture
 # of its log-likelihood on x - shift, for every dataset at once: each
 # evaluation of l is one bulkem() call on all the datasets, each shifted by
@@ -23,16 +24,20 @@ shift_steps <- 30L
 # the end to 2^-14 of its first bracket.
 shift_bisections <- 14L
 
-# bulkem()'s `shift`, checked: TRUE only where the shifted Wald is what
-# would be fitted.
+# The families a shift applies to: those of positive values (a Normal, t
+# or ex-Gaussian component's mu already is its location).
+shift_families <- c("invgauss", "lognormal", "gamma")
+
+# bulkem()'s `shift`, checked: TRUE only where a shifted family would be
+# fitted.
 check_shift <- function(shift, family, num.components, noise, equal.scale, fixed, init, multivariate) {
   check_flag(shift, "shift")
   if (!shift) return(FALSE)
   no <- function(...) stop_arg("`shift = TRUE` ", ...)
   if (multivariate) no("is for univariate data")
-  if (family != "invgauss") {
-    no("fits the shifted Wald, family = \"invgauss\": a Normal, t or ex-Gaussian component's mu already is its ",
-       "location, and shifted lognormal and gamma components are not in bulkem yet")
+  if (!(family %in% shift_families)) {
+    no("shifts the families of positive values, \"invgauss\" (the shifted Wald), \"lognormal\" and ",
+       "\"gamma\": a Normal, t or ex-Gaussian component's mu already is its location")
   }
   if (length(num.components) != 1) no("fits one K per call: give `num.components` one value")
   if (noise) no("does not go with a noise component (noise = TRUE) yet")
@@ -76,9 +81,7 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
     out <- lapply(seq_len(n), function(d) {
       f <- fits[[d]]
       if (!isTRUE(f$fit_success)) return(NULL)
-      mu <- f$mu + (from_shift[d] - to_shift[d])
-      if (any(mu <= 0)) return(NULL)
-      list(alpha = f$alpha, mu = mu, lambda = f$lambda)
+      moved_start(f, from_shift[d] - to_shift[d])
     })
     names(out) <- nm
     out
@@ -160,6 +163,36 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
   list(fits = fits, result = final)
 }
 
+# A fit's components as a start for the values `delta` larger (the shift
+# `delta` smaller), NULL where a component cannot move so: each component's
+# mean moves by `delta`, the inverse Gaussian keeping its lambda, the
+# lognormal and the gamma their variance.
+moved_start <- function(f, delta) {
+  mu <- f$mu
+  shape <- fit_shape(f)
+  switch(f$family,
+    invgauss = {
+      mu <- mu + delta
+    },
+    lognormal = {
+      mean <- exp(mu + shape^2 / 2)
+      var <- expm1(shape^2) * mean^2
+      mean <- mean + delta
+      shape <- sqrt(log1p(var / mean^2))
+      mu <- log(mean) - shape^2 / 2
+    },
+    gamma = {
+      var <- mu^2 / shape
+      mu <- mu + delta
+      shape <- mu^2 / var
+    })
+  if (any(!is.finite(mu)) || any(!is.finite(shape)) || any(shape <= 0) ||
+      (f$family != "lognormal" && any(mu <= 0))) {
+    return(NULL)
+  }
+  stats::setNames(list(f$alpha, mu, shape), c("alpha", "mu", shape_name(f$family)))
+}
+
 # A fit of x - shift made a fit of x with its shift: `shift`, its window
 # in the data's units, one more parameter in AIC, BIC and ICL, and standard
 # errors from the numerical Hessian of shifted_loglik() in every free
@@ -172,10 +205,10 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   f$bic <- f$bic + log(nobs)
   f$icl <- f$icl + log(nobs)
   k <- length(f$mu)
-  theta <- c(f$alpha[-k], f$mu, f$lambda, shift)
+  theta <- c(f$alpha[-k], f$mu, fit_shape(f), shift)
   names(theta) <- c(if (k > 1) paste0("alpha", seq_len(k - 1)), paste0("mu", seq_len(k)),
-                    paste0("lambda", seq_len(k)), "shift")
-  ll <- function(th) shifted_loglik(th, k, x, w, window, censored)
+                    paste0(shape_name(f$family), seq_len(k)), "shift")
+  ll <- function(th) shifted_loglik(th, k, x, w, window, censored, f$family)
   h <- tryCatch(stats::optimHess(theta, function(th) -ll(th),
                                  control = list(ndeps = 1e-4 * pmax(abs(theta), 1e-3))),
                 error = function(e) NULL)
@@ -196,23 +229,25 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   f
 }
 
-# The log-likelihood of the shifted inverse Gaussian mixture at theta =
-# (alpha_1..alpha_{K-1}, mu, lambda, shift) on the exact values x (weights
+# The log-likelihood of the shifted mixture of `family` at theta =
+# (alpha_1..alpha_{K-1}, mu, shape, shift) on the exact values x (weights
 # w), with the censored windows (flat lower, upper, count triples) and the
-# truncation window,
-# written with statmod's density and cdf: -Inf outside the parameter space.
-shifted_loglik <- function(theta, k, x, w, window, censored) {
+# truncation window, written with R's densities and cdfs (statmod's for the
+# inverse Gaussian): -Inf outside the parameter space.
+shifted_loglik <- function(theta, k, x, w, window, censored, family = "invgauss") {
   alpha <- if (k > 1) c(theta[seq_len(k - 1)], 1 - sum(theta[seq_len(k - 1)])) else 1
   mu <- theta[k - 1 + seq_len(k)]
-  lambda <- theta[2 * k - 1 + seq_len(k)]
+  shape <- theta[2 * k - 1 + seq_len(k)]
   shift <- theta[3 * k]
-  if (any(alpha <= 0) || any(mu <= 0) || any(lambda <= 0) || any(x <= shift)) return(-Inf)
+  if (any(alpha <= 0) || (family != "lognormal" && any(mu <= 0)) || any(shape <= 0) || any(x <= shift)) {
+    return(-Inf)
+  }
   y <- x - shift
   cdf <- function(v, m) {
-    ifelse(v <= 0, 0, ifelse(is.infinite(v), 1, statmod::pinvgauss(pmax(v, 1e-300), mean = mu[m], shape = lambda[m])))
+    ifelse(v <= 0, 0, ifelse(is.infinite(v), 1, component_cdf(family, pmax(v, 1e-300), mu[m], shape[m])))
   }
   mass <- function(lo, hi) Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * (cdf(hi - shift, m) - cdf(lo - shift, m))))
-  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * statmod::dinvgauss(y, mean = mu[m], shape = lambda[m])))
+  dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * component_density(family, y, mu[m], shape[m])))
   ww <- if (is.null(w)) rep(1, length(y)) else w
   ll <- sum(ww * log(dens))
   m <- matrix(as.double(censored), nrow = 3)

@@ -24,6 +24,26 @@ sh_data <- function(n, seed, shift = 0.3) {
   shift + c(statmod::rinvgauss(round(0.6 * n), 0.4, 3), statmod::rinvgauss(n - round(0.6 * n), 1.2, 8))
 }
 
+# Two-component data of a shifted lognormal or gamma mixture.
+sh_family_data <- function(family, n, seed, shift) {
+  set.seed(seed)
+  m <- round(0.6 * n)
+  shift + switch(family,
+    lognormal = c(stats::rlnorm(m, log(0.4), 0.4), stats::rlnorm(n - m, log(1.2), 0.25)),
+    gamma = c(stats::rgamma(m, shape = 5, rate = 5 / 0.4), stats::rgamma(n - m, shape = 20, rate = 20 / 1.3)))
+}
+
+# The shifted two-component mixture's log-likelihood at (alpha1, mu, shape,
+# shift), written here with stats' densities.
+sh_family_loglik <- function(x, family, alpha1, mu, shape, shift) {
+  if (any(x <= shift)) return(-Inf)
+  y <- x - shift
+  dens <- function(m) switch(family,
+    lognormal = stats::dlnorm(y, mu[m], shape[m]),
+    gamma = stats::dgamma(y, shape = shape[m], rate = shape[m] / mu[m]))
+  sum(log(alpha1 * dens(1) + (1 - alpha1) * dens(2)))
+}
+
 test_that("shifted Wald fits reach the best of optim over every parameter and the shift", {
   x <- sh_data(250, 2)
   f <- bulkem(list(a = x), shift = TRUE, seed = 1, use.gpu = FALSE)$a
@@ -127,6 +147,99 @@ test_that("a shift with cut-offs and a deadline", {
   expect_equal(f$truncation, c(0.35, Inf))
   expect_equal(f$loglik, sh_loglik(x[!late], f$alpha, f$mu, f$lambda, f$shift, right = rep(2.5, sum(late)),
                                    window = c(0.35, Inf)), tolerance = 1e-9)
+  # a shifted gamma with the same cut-off and deadline, against stats' density and cdf
+  z <- sh_family_data("gamma", 300, 8, shift = 0.2)
+  z <- z[z > 0.3]
+  late <- z > 1.8
+  g <- bulkem(list(a = survival::Surv(pmin(z, 1.8), !late)), family = "gamma", shift = TRUE,
+              truncation = c(0.3, Inf), seed = 1, use.gpu = FALSE)$a
+  expect_equal(g$status, "converged")
+  cdf <- function(v) sum(g$alpha * stats::pgamma(v - g$shift, shape = g$shape, rate = g$shape / g$mu))
+  dens <- vapply(z[!late] - g$shift, function(v) sum(g$alpha * stats::dgamma(v, shape = g$shape, rate = g$shape / g$mu)), 0)
+  expect_equal(g$loglik, sum(log(dens)) + sum(late) * log(1 - cdf(1.8)) - length(z) * log(1 - cdf(0.3)),
+               tolerance = 1e-9)
+})
+
+for (family in c("lognormal", "gamma")) {
+  test_that(paste("shifted", family, "fits reach the best of optim, with the Hessian's standard errors"), {
+    x <- sh_family_data(family, 250, 7, shift = 0.3)
+    f <- bulkem(list(a = x), family = family, shift = TRUE, seed = 1, use.gpu = FALSE)$a
+    shape <- if (family == "lognormal") f$sigma else f$shape
+    expect_equal(f$status, "converged")
+    expect_lt(f$shift, min(x))
+    expect_equal(f$loglik, sh_family_loglik(x, family, f$alpha[1], f$mu, shape, f$shift), tolerance = 1e-10)
+    # optim over (logit alpha1, mu (log mu for the gamma), log shape, log(min(x) - shift))
+    to_mu <- if (family == "gamma") exp else identity
+    nll <- function(p) {
+      v <- -sh_family_loglik(x, family, stats::plogis(p[1]), to_mu(p[2:3]), exp(p[4:5]), min(x) - exp(p[6]))
+      if (is.finite(v)) v else 1e10
+    }
+    set.seed(11)
+    best <- Inf
+    for (i in 1:20) {
+      shift0 <- stats::runif(1, 0.01, 0.4)
+      y <- x - (min(x) - shift0)
+      cut <- stats::quantile(y, stats::runif(1, 0.3, 0.7))
+      lo <- y[y <= cut]
+      hi <- y[y > cut]
+      p <- if (family == "lognormal") {
+        c(stats::qlogis(length(lo) / length(y)), mean(log(lo)), mean(log(hi)), log(stats::sd(log(lo))),
+          log(stats::sd(log(hi))), log(shift0))
+      } else {
+        c(stats::qlogis(length(lo) / length(y)), log(mean(lo)), log(mean(hi)), log(mean(lo)^2 / stats::var(lo)),
+          log(mean(hi)^2 / stats::var(hi)), log(shift0))
+      }
+      o <- stats::optim(p, nll, control = list(maxit = 5000, reltol = 1e-13))
+      o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 1000, reltol = 1e-14))
+      if (o$value < best) best <- o$value
+    }
+    expect_gte(f$loglik, -best - 1e-7 * abs(best))
+    expect_equal(f$bic, -2 * f$loglik + 6 * log(length(x)), tolerance = 1e-10)
+    expect_named(f$se, c("alpha1", "alpha2", "mu1", "mu2", paste0(bulkem:::shape_name(family), 1:2), "shift"))
+    # the standard errors against central differences of the loglik above
+    # in (alpha1, mu, shape, shift), steps 1e-4 of each value
+    theta <- c(f$alpha[1], f$mu, shape, f$shift)
+    ll <- function(th) sh_family_loglik(x, family, th[1], th[2:3], th[4:5], th[6])
+    h <- 1e-4 * pmax(abs(theta), 1e-2)
+    hess <- matrix(0, 6, 6)
+    for (i in 1:6) for (j in 1:6) {
+      e <- function(a, b) {
+        th <- theta
+        th[i] <- th[i] + a * h[i]
+        th[j] <- th[j] + b * h[j]
+        ll(th)
+      }
+      hess[i, j] <- (e(1, 1) - e(1, -1) - e(-1, 1) + e(-1, -1)) / (4 * h[i] * h[j])
+    }
+    se <- sqrt(diag(solve(-hess)))
+    expect_equal(unname(f$se[c("alpha1", "mu1", "mu2", paste0(bulkem:::shape_name(family), 1:2), "shift")]), se,
+                 tolerance = 1e-3)
+    # predict, quantile and simulate are of the shifted mixture
+    expect_equal(predict(f, newdata = f$shift - 0.01, type = "density"), 0)
+    inside <- stats::integrate(function(z) predict(f, newdata = z, type = "density"), f$shift, 30)$value
+    expect_equal(inside, 1, tolerance = 1e-6)
+    q <- quantile(f, 0.3)
+    expect_equal(predict(f, newdata = q, type = "cdf"), 0.3, tolerance = 1e-8)
+    expect_true(all(simulate(f, n = 500, seed = 1)$sim_1 > f$shift))
+    td <- tidy(f)
+    expect_equal(td$estimate[td$term == "shift"], f$shift)
+    expect_equal(td$conf.low[td$term == "shift"], f$shift_ci[1])
+  })
+}
+
+test_that("shifted starts move each component's mean and keep its variance (lognormal, gamma)", {
+  ln <- list(family = "lognormal", alpha = c(0.4, 0.6), mu = c(-1, 0.2), sigma = c(0.5, 0.3))
+  s <- bulkem:::moved_start(ln, 0.25)
+  mean_of <- function(mu, sigma) exp(mu + sigma^2 / 2)
+  var_of <- function(mu, sigma) expm1(sigma^2) * mean_of(mu, sigma)^2
+  expect_equal(mean_of(s$mu, s$sigma), mean_of(ln$mu, ln$sigma) + 0.25, tolerance = 1e-12)
+  expect_equal(var_of(s$mu, s$sigma), var_of(ln$mu, ln$sigma), tolerance = 1e-12)
+  gm <- list(family = "gamma", alpha = c(0.4, 0.6), mu = c(0.5, 2), shape = c(3, 9))
+  g <- bulkem:::moved_start(gm, -0.1)
+  expect_equal(g$mu, gm$mu - 0.1)
+  expect_equal(g$mu^2 / g$shape, gm$mu^2 / gm$shape, tolerance = 1e-12)
+  # a mean moved to or below zero cannot start
+  expect_null(bulkem:::moved_start(gm, -0.6))
 })
 
 test_that("shift = TRUE is refused where it does not apply", {
@@ -134,7 +247,8 @@ test_that("shift = TRUE is refused where it does not apply", {
   bad <- function(...) expect_error(bulkem(list(a = x), shift = TRUE, use.gpu = FALSE, ...),
                                     class = "bulkem_error_argument", regexp = "shift")
   bad(family = "normal")
-  bad(family = "gamma")
+  bad(family = "t")
+  bad(family = "exgauss")
   bad(num.components = 1:2)
   bad(noise = TRUE)
   bad(equal.scale = TRUE)
