@@ -79,13 +79,27 @@
 #' the fits must all have a noise component or none (bootstrap the parts of
 #' a [c()][c.bulkem] of both kinds separately).
 #'
+#' **Shifted fits** (`bulkem(shift = TRUE)`): each replicate is drawn from
+#' the shifted mixture (truncated to the fit's window where it was) and
+#' refitted with its own shift, estimated as [bulkem()] estimates it (the
+#' profile likelihood's search, without its interval and standard errors);
+#' the shift gets its standard error and percentile interval in a last row
+#' per dataset (`term` `"shift"`, `component` `NA`, as in `tidy()`), and the
+#' test is of K vs K + 1 shifted components. The replicates are drawn with
+#' R's random number generator (set from `seed` and the dataset's position,
+#' and put back after), not the core's, and the refits run through
+#' [bulkem()]'s search on all the replicates at once: about 40 bulk calls
+#' per K fitted, so a shifted bootstrap takes far longer than an unshifted
+#' one. The fits must all be shifted or none.
+#'
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
 #' @param fits A `bulkem` result. A truncated fit's replicates are drawn
 #'   from its truncated mixture and refitted truncated to its window (on the
-#'   `cpu` or `cuda-streams` engine). Fits of censored data and shifted fits
-#'   (`shift = TRUE`) are not bootstrapped yet: an error says so.
+#'   `cpu` or `cuda-streams` engine). Fits of censored data are not
+#'   bootstrapped yet: an error says so. Shifted fits (`shift = TRUE`): see
+#'   Shifted fits.
 #' @param B Number of bootstrap replicates per dataset (a whole number >= 2).
 #' @param test `"none"` (standard errors and intervals) or `"lrt"` (the test
 #'   of K vs K + 1 components).
@@ -188,11 +202,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
     stop_arg("`fits` has truncated fits whose window holds under 1% of their mixture (first: dataset ",
              which(thin)[1], "): their replicates cannot be drawn by keeping the mixture's draws inside it")
   }
-  if (any(vapply(unclass(fits), function(f) !is.null(f$shift), logical(1)))) {
-    stop_arg("`fits` were fitted with `shift = TRUE`: bulkem_bootstrap() does not refit shifted fits yet ",
-             "(each replicate would need its shift estimated too); the fits' `shift_ci` is the shift's ",
-             "profile-likelihood interval, and their standard errors count the shift")
-  }
+  shifted <- bootstrap_shift(unclass(fits))
   if (any(vapply(unclass(fits), function(f) isTRUE(f$censored > 0), logical(1)))) {
     stop_arg("`fits` were fitted to censored values (a Surv response): bulkem_bootstrap() does not refit ",
              "censored data yet")
@@ -242,7 +252,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                    truncation = lapply(items, function(f) if (is_truncated(f)) as.double(f$truncation)),
                    # fits of one shape shared (bulkem(equal.scale = TRUE)) are
                    # refitted so, under the null and the alternative alike
-                   equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)))
+                   equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)),
+                   # shifted fits are refitted shifted (R/bootstrap-shifted.R)
+                   shift = shifted)
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -317,6 +329,17 @@ bootstrap_noise <- function(items) {
   any(noisy)
 }
 
+# Whether the fits are bootstrapped shifted (bulkem(shift = TRUE)): all
+# fits or none, as for the noise.
+bootstrap_shift <- function(items) {
+  fitted <- vapply(items, has_fit, NA, USE.NAMES = FALSE)
+  shifted <- vapply(items, function(f) !is.null(f$shift), NA, USE.NAMES = FALSE)
+  if (any(shifted) && any(fitted & !shifted)) {
+    stop_arg("`fits` mix shifted fits (shift = TRUE) and fits without a shift: bootstrap them separately")
+  }
+  any(shifted)
+}
+
 # Student's t fits: the degrees of freedom the refits fix, NULL where the
 # fits estimated them. The refits of K + 1 components need one value for
 # every component: fits whose df were fixed per component are refused.
@@ -347,6 +370,7 @@ given_support <- function(fit, data) {
 # CPU), or sharded over future workers. `report` is a progress reporter.
 # Returns the refits, one list per e (bootstrap_() in src/rust/src).
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
+  if (isTRUE(s$shift)) return(bootstrap_run_shifted(data, nulls, B, extra, s, report))
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
   truncated <- any(vapply(nulls, function(p) length(p$truncation) == 2, NA))
@@ -430,7 +454,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
          support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
-         fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation))
+         fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift)
   })
 }
 
@@ -448,7 +472,8 @@ refit_parameters <- function(r, k0, B) {
     m <- function(v) matrix(v[idx], nrow = B, ncol = k[d], byrow = TRUE)
     list(alpha = m(r$alpha), mu = m(r$mu), shape = m(r$shape),
          df = if (length(r$df) > 0) m(r$df),
-         noise = r$noise[ends_noise[d] - B + seq_len(B)])
+         noise = r$noise[ends_noise[d] - B + seq_len(B)],
+         shift = if (length(r$shift) > 0) r$shift[(d - 1) * B + seq_len(B)])
   })
 }
 
@@ -512,7 +537,8 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
                use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
                control = s$given_control, noise = s$noise,
                noise.support = if (s$noise) s$noise.support[idx], df = s$df,
-               truncation = if (any(lengths(s$truncation[idx]) == 2)) s$truncation[idx]),
+               truncation = if (any(lengths(s$truncation[idx]) == 2)) s$truncation[idx],
+               shift = isTRUE(s$shift)),
         bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
       fits_k[idx] <- unclass(fk)
       phase <- phase + 1
@@ -594,6 +620,13 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
                      estimate = c(if (noise) fit$noise, est[rep(seq_len(per) - 1L, k) * k + rep(seq_len(k), each = per)]),
                      std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
                      B = 0L, B_used = 0L, stringsAsFactors = FALSE)
+  # a shifted fit's shift: a last row, of no component (as in tidy())
+  shifted <- !is.null(fit$shift)
+  if (shifted) {
+    rows <- rbind(rows, data.frame(component = NA_integer_, term = "shift", estimate = fit$shift,
+                                   std.error = NA_real_, conf.low = NA_real_, conf.high = NA_real_,
+                                   B = 0L, B_used = 0L, stringsAsFactors = FALSE))
+  }
   if (is.null(params)) {
     return(list(rows = rows, counts = c(used = 0L, failed = 0L, spurious = 0L)))
   }
@@ -635,8 +668,9 @@ bootstrap_summary <- function(fit, params, status, spurious, B, conf.level) {
     rows$conf.low[r] <<- q[1]
     rows$conf.high[r] <<- q[2]
   }
-  # the noise needs no matching: there is one
+  # the noise and the shift need no matching: there is one
   if (noise) summarise(1L, params$noise[use])
+  if (shifted) summarise(nrow(rows), params$shift[use])
   fixed_df <- nu && !estimates_nu(fit)
   for (m in seq_len(k)) {
     for (t in seq_len(per)) {

@@ -50,8 +50,10 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
 # The fits of shifted data: `values` the exact values by dataset, `weights`
 # (NULL or a list), `truncation` (flat pairs as check_truncation() makes
 # them), `censored` (NULL or the windows by dataset, flat triples) and `args`
-# the other arguments every bulkem() call takes.
-fit_shifted <- function(values, weights, truncation, censored, args) {
+# the other arguments every bulkem() call takes. `finish = FALSE` (the
+# bootstrap's refits) stops at the estimate: each fit of x - shift with its
+# `shift`, without the interval and the standard errors.
+fit_shifted <- function(values, weights, truncation, censored, args, finish = TRUE) {
   n <- length(values)
   nm <- dataset_names(values)
   lowest <- vapply(values, function(v) if (length(v) > 0 && all(is.finite(v))) min(v) else NA_real_, 0)
@@ -122,6 +124,10 @@ fit_shifted <- function(values, weights, truncation, censored, args) {
   best_shift <- unname(ifelse(usable, b, 0))
   final <- fit_at(best_shift, from = starts_from(best_fits, best_shift, best_shift))
   fits <- unclass(final)
+  if (!finish) {
+    for (d in which(usable)) fits[[d]]$shift <- best_shift[d]
+    return(list(fits = fits, result = final))
+  }
   top <- loglik(final)
   # the 95% profile-likelihood interval: where l(shift) is within
   # qchisq(0.95, 1) / 2 of its maximum, each end by bisection between a

@@ -126,13 +126,59 @@ test_that("a shift moves with the data; predict, quantile and simulate are of th
   s <- simulate(fa, n = 3000, seed = 1)$sim_1
   expect_true(all(s > fa$shift))
   expect_gt(stats::ks.test(s, function(z) predict(fa, newdata = z, type = "cdf"))$p.value, 1e-3)
-  # the bootstrap does not refit shifts: refused, not bootstrapped as an
-  # unshifted mixture of x - shift (which it silently was)
+})
+
+test_that("the bootstrap refits shifted fits with their shift", {
+  x <- sh_data(250, 4)
   kept <- bulkem(list(a = x), shift = TRUE, seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE))
-  expect_error(bulkem_bootstrap(kept, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
-               regexp = "shift = TRUE")
-  expect_error(bulkem_bootstrap(kept, B = 19, test = "lrt", use.gpu = FALSE), class = "bulkem_error_argument",
-               regexp = "shift = TRUE")
+  fa <- kept$a
+  set.seed(5)
+  bs <- bulkem_bootstrap(kept, B = 29, seed = 3, use.gpu = FALSE)
+  # R's generator is put back: the replicates' draws leave no trace
+  after <- stats::runif(1)
+  set.seed(5)
+  expect_identical(stats::runif(1), after)
+  again <- bulkem_bootstrap(kept, B = 29, seed = 3, use.gpu = FALSE)
+  attr(again, "elapsed") <- attr(bs, "elapsed")
+  expect_identical(again, bs)
+  expect_equal(bs$term, c("alpha", "mu", "lambda", "alpha", "mu", "lambda", "shift"))
+  expect_equal(bs$estimate, c(fa$alpha[1], fa$mu[1], fa$lambda[1], fa$alpha[2], fa$mu[2], fa$lambda[2], fa$shift))
+  expect_true(is.na(bs$component[7]))
+  expect_equal(attr(bs, "replicates")$used, 29L)
+  # the shift's bootstrap standard error against the information's (a
+  # loosely pinned shift: within a factor of two), its interval below the
+  # smallest value
+  expect_gt(bs$std.error[7], fa$se[["shift"]] / 2)
+  expect_lt(bs$std.error[7], fa$se[["shift"]] * 2)
+  expect_lt(bs$conf.high[7], min(x))
+  # the test of K = 2 vs 3: the observed statistic is that of bulkem()'s
+  # shifted fits with the bootstrap's settings
+  lr <- bulkem_bootstrap(kept, B = 19, test = "lrt", seed = 3, use.gpu = FALSE)
+  at <- function(k) bulkem(list(a = x), shift = TRUE, num.components = k, seed = 3, epsilon = 1e-5,
+                           max.iters = 5000, use.gpu = FALSE)$a$loglik
+  expect_equal(lr$loglik, at(2), tolerance = 1e-10)
+  expect_equal(lr$loglik_alt, at(3), tolerance = 1e-10)
+  expect_equal(lr$B_used, 19L)
+  # one shifted Wald component: K = 1 is kept by the sequential test
+  set.seed(9)
+  one <- bulkem(list(c = 0.3 + statmod::rinvgauss(200, 0.6, 4)), shift = TRUE, num.components = 1, seed = 1,
+                use.gpu = FALSE, control = list(keep.data = TRUE))
+  seq_lr <- bulkem_bootstrap(one, B = 39, test = "lrt", max.components = 2, seed = 3, use.gpu = FALSE)
+  expect_gt(seq_lr$p_value[1], 0.05)
+  expect_equal(attr(seq_lr, "selected")$k, 1L)
+  # a truncated shifted gamma: replicates inside its window, refitted so
+  z <- sh_family_data("gamma", 200, 5, shift = 0.2)
+  z <- z[z > 0.35]
+  g <- bulkem(list(g = z), family = "gamma", shift = TRUE, truncation = c(0.35, Inf), seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  gb <- bulkem_bootstrap(g, B = 19, seed = 2, use.gpu = FALSE)
+  expect_equal(gb$term[7], "shift")
+  expect_gt(gb$B_used[1], 15)
+  expect_true(all(is.finite(gb$std.error)))
+  # shifted and unshifted fits are bootstrapped separately
+  both <- c(kept, bulkem(list(b = x), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE)))
+  expect_error(bulkem_bootstrap(both, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "shifted fits")
 })
 
 test_that("a shift with cut-offs and a deadline", {
