@@ -79,6 +79,19 @@
 #' the fits must all have a noise component or none (bootstrap the parts of
 #' a [c()][c.bulkem] of both kinds separately).
 #'
+#' **Censored values** (a `Surv` response, fitted with
+#' `control = list(keep.data = TRUE)`, which keeps their windows): each
+#' replicate draws as many values as the data had, observed and censored,
+#' and censors each draw falling in one of the data's censored windows to
+#' it, as a fixed scheme (a deadline, a detection limit) would have. The
+#' windows must not overlap and must hold none of the observed values (an
+#' error says so otherwise: values censored at several points, random
+#' censoring, need a model of the censoring this does not have); histograms
+#' (binned data) are not bootstrapped yet. The refits run through
+#' [bulkem()] on the replicates as censored data (on the `cpu` or
+#' `cuda-streams` engine), with the replicates drawn as for shifted fits
+#' below.
+#'
 #' **Shifted fits** (`bulkem(shift = TRUE)`): each replicate is drawn from
 #' the shifted mixture (truncated to the fit's window where it was) and
 #' refitted with its own shift, estimated as [bulkem()] estimates it (the
@@ -97,9 +110,8 @@
 #'
 #' @param fits A `bulkem` result. A truncated fit's replicates are drawn
 #'   from its truncated mixture and refitted truncated to its window (on the
-#'   `cpu` or `cuda-streams` engine). Fits of censored data are not
-#'   bootstrapped yet: an error says so. Shifted fits (`shift = TRUE`): see
-#'   Shifted fits.
+#'   `cpu` or `cuda-streams` engine). Fits of censored values and shifted
+#'   fits (`shift = TRUE`): see Censored and shifted fits.
 #' @param B Number of bootstrap replicates per dataset (a whole number >= 2).
 #' @param test `"none"` (standard errors and intervals) or `"lrt"` (the test
 #'   of K vs K + 1 components).
@@ -203,10 +215,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
              which(thin)[1], "): their replicates cannot be drawn by keeping the mixture's draws inside it")
   }
   shifted <- bootstrap_shift(unclass(fits))
-  if (any(vapply(unclass(fits), function(f) isTRUE(f$censored > 0), logical(1)))) {
-    stop_arg("`fits` were fitted to censored values (a Surv response): bulkem_bootstrap() does not refit ",
-             "censored data yet")
-  }
+  censored <- bootstrap_censoring(unclass(fits))
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -253,8 +262,9 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                    # fits of one shape shared (bulkem(equal.scale = TRUE)) are
                    # refitted so, under the null and the alternative alike
                    equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)),
-                   # shifted fits are refitted shifted (R/bootstrap-shifted.R)
-                   shift = shifted)
+                   # shifted fits are refitted shifted, and censored
+                   # values drawn censored (R/bootstrap-in-r.R)
+                   shift = shifted, censored = censored)
   if (verbose) {
     message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
                     length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
@@ -370,7 +380,7 @@ given_support <- function(fit, data) {
 # CPU), or sharded over future workers. `report` is a progress reporter.
 # Returns the refits, one list per e (bootstrap_() in src/rust/src).
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
-  if (isTRUE(s$shift)) return(bootstrap_run_shifted(data, nulls, B, extra, s, report))
+  if (isTRUE(s$shift) || isTRUE(s$censored)) return(bootstrap_run_r(data, nulls, B, extra, s, report))
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
   truncated <- any(vapply(nulls, function(p) length(p$truncation) == 2, NA))
@@ -454,7 +464,8 @@ bootstrap_nulls <- function(items, supports = NULL) {
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
          support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
-         fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift)
+         fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift,
+         windows = if (!is.null(f$censored_windows)) merge_windows(f$censored_windows))
   })
 }
 
@@ -532,8 +543,14 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       fits_k <- vector("list", nd)
       idx <- which(alive)
       if (length(idx) == 0) break
+      # (censored values as the Surv objects they came as)
+      given_k <- if (isTRUE(s$censored)) {
+        Map(as_surv, data[idx], lapply(items[idx], function(f) as.double(f$censored_windows)))
+      } else {
+        data[idx]
+      }
       fk <- withCallingHandlers(
-        bulkem(data[idx], num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
+        bulkem(given_k, num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
                use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
                control = s$given_control, noise = s$noise,
                noise.support = if (s$noise) s$noise.support[idx], df = s$df,
@@ -545,6 +562,13 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       base$update(phase, phases)
     }
     nulls <- bootstrap_nulls(lapply(fits_k, function(f) if (is.null(f)) list() else f), s$noise.support)
+    # the data's censored windows, which the K fits made here do not keep
+    if (isTRUE(s$censored)) {
+      nulls <- Map(function(p, f) {
+        if (!is.null(p)) p$windows <- merge_windows(f$censored_windows)
+        p
+      }, nulls, items)
+    }
     r <- bootstrap_run(data, nulls, B, c(0L, 1L), s, scaled)
     phase <- phase + 1
     engine <- c(engine, r[[1]]$engine)

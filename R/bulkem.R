@@ -590,6 +590,9 @@
 #'       and, for a formula or a data frame, the row of the caller's data
 #'       each came from (so `augment(fits, data = df)` can put results back
 #'       in place).}
+#'     \item{`censored_windows`}{with `control$keep.data` and censored values
+#'       (or a histogram): their windows, flat (lower, upper, count)
+#'       triples, which [bulkem_bootstrap()] draws its replicates with.}
 #'     \item{`n_dropped`}{only in the fit of a dataset from which `na.action`
 #'       dropped missing values (as [lm()] has `na.action` only when it
 #'       dropped rows): how many (`n` counts those that remained).}
@@ -881,6 +884,14 @@ attach_inputs <- function(fits, datasets, input, keep.data, weights = NULL) {
         f$rows <- r
         f
       }, fits, input$rows)
+    }
+    # and the censored values' windows (flat lower, upper, count triples;
+    # a histogram's bins marked `binned`), which the bootstrap draws with
+    if (!is.null(input$censored)) {
+      fits <- Map(function(f, w) {
+        f$censored_windows <- structure(as.double(w), binned = if (!is.null(input$binned_weights)) TRUE)
+        f
+      }, fits, input$censored)
     }
   }
   lost <- which(n_dropped > 0)

@@ -69,12 +69,26 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
     shift[!usable] <- 0
     data <- lapply(seq_len(n), function(d) {
       y <- values[[d]] - shift[d]
-      if (length(censored[[d]]) > 0) as_surv(y, shifted_windows(censored[[d]], shift[d])) else y
+      # every dataset a Surv object where any has censored values; with
+      # weights, each window once, its count the row's weight
+      if (!is.null(censored)) {
+        as_surv(y, shifted_windows(as.double(censored[[d]]), shift[d]), repeated = is.null(weights))
+      } else {
+        y
+      }
     })
     names(data) <- nm
+    w <- if (!is.null(weights) && !is.null(censored)) {
+      lapply(seq_len(n), function(d) {
+        c(if (is.null(weights[[d]])) rep(1, length(values[[d]])) else weights[[d]],
+          matrix(as.double(censored[[d]]), nrow = 3)[3, ])
+      })
+    } else {
+      weights
+    }
     tr <- if (length(truncation) > 0) lapply(seq_len(n), function(d) if (!is.null(w <- window(d))) w - shift[d])
     args$random.inits <- starts
-    call <- c(list(datasets = data, truncation = tr, weights = weights, init = from), args)
+    call <- c(list(datasets = data, truncation = tr, weights = w, init = from), args)
     suppressWarnings(do.call(bulkem, call))
   }
   loglik <- function(fits) vapply(unclass(fits), function(f) if (isTRUE(f$fit_success)) f$loglik else -Inf, 0)

@@ -144,3 +144,52 @@ test_that("frequency weights of a Surv response give the fit of the expanded row
   expect_equal(weighted$censored, sum(!d$obs))
   expect_equal(weighted$nobs, nrow(d))
 })
+
+test_that("the bootstrap draws replicates censored as the data were", {
+  # the windows' counts merged, each draw censored into the window it falls in
+  w <- c(3.5, Inf, 1, 3.5, Inf, 1, -Inf, 0.2, 1)
+  expect_equal(bulkem:::merge_windows(w), c(-Inf, 0.2, 1, 3.5, Inf, 2))
+  cut <- bulkem:::censor_into(c(0.1, 1, 2, 4, 5, 0.15), bulkem:::merge_windows(w))
+  expect_equal(cut$values, c(1, 2))
+  expect_equal(cut$windows, c(-Inf, 0.2, 2, 3.5, Inf, 2))
+  expect_null(bulkem:::censor_into(c(1, 2), c(3.5, Inf, 4))$windows)
+  # right-censored at a deadline (inverse Gaussian) and left-censored at a
+  # detection limit (lognormal): the bootstrap's standard errors against the
+  # observed information's, on well-separated components
+  set.seed(5)
+  x <- c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40))
+  late <- x > 3.5
+  f <- bulkem(list(a = survival::Surv(pmin(x, 3.5), !late)), seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  expect_equal(f$a$censored_windows, rep(c(3.5, Inf, 1), sum(late)), ignore_attr = TRUE)
+  bs <- bulkem_bootstrap(f, B = 199, seed = 2, use.gpu = FALSE)
+  expect_equal(attr(bs, "replicates")$used, 199L)
+  ratio <- bs$std.error / tidy(f)$std.error
+  expect_true(all(ratio > 0.75 & ratio < 1.25))
+  z <- exp(c(stats::rnorm(300, 0, 0.4), stats::rnorm(200, 1.5, 0.3)))
+  low <- z < 0.6
+  g <- bulkem(list(b = survival::Surv(pmax(z, 0.6), !low, type = "left")), family = "lognormal", seed = 1,
+              use.gpu = FALSE, control = list(keep.data = TRUE))
+  gb <- bulkem_bootstrap(g, B = 199, seed = 2, use.gpu = FALSE)
+  ratio <- gb$std.error / tidy(g)$std.error
+  expect_true(all(ratio > 0.75 & ratio < 1.25))
+  # the test: its observed statistic is that of bulkem()'s censored fits
+  # with the bootstrap's settings; K = 2 is kept
+  lr <- bulkem_bootstrap(f, B = 39, test = "lrt", max.components = 2, seed = 2, use.gpu = FALSE)
+  at <- function(k) bulkem(list(a = survival::Surv(pmin(x, 3.5), !late)), num.components = k, seed = 2,
+                           epsilon = 1e-5, max.iters = 5000, use.gpu = FALSE)$a$loglik
+  expect_equal(lr$loglik, c(at(1), at(2)), tolerance = 1e-10)
+  expect_equal(lr$loglik_alt, c(at(2), at(3)), tolerance = 1e-10)
+  expect_equal(lr$p_value[1], 1 / 40)
+  expect_equal(attr(lr, "selected")$k, 2L)
+  # censoring the scheme cannot redraw: windows that overlap or hold
+  # observed values, histograms, and windows not kept
+  refused <- function(y, regexp, ...) {
+    fit <- suppressWarnings(bulkem(list(a = y), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE), ...))
+    expect_error(bulkem_bootstrap(fit, B = 19, use.gpu = FALSE), class = "bulkem_error_argument", regexp = regexp)
+  }
+  deadline <- ifelse(seq_along(x) %% 2 == 0, 3, 3.5)
+  refused(survival::Surv(pmin(x, deadline), x <= deadline), "overlap")
+  refused(survival::Surv(c(x[!late], 3.5, 5), c(rep(1, sum(!late)), 0, 1)), "hold observed values")
+  refused(list(graphics::hist(x, plot = FALSE))[[1]], "histograms")
+})

@@ -175,6 +175,14 @@ test_that("the bootstrap refits shifted fits with their shift", {
   expect_equal(gb$term[7], "shift")
   expect_gt(gb$B_used[1], 15)
   expect_true(all(is.finite(gb$std.error)))
+  # a shifted fit of censored values: replicates censored at its deadline
+  late <- x > 2.5
+  sc <- bulkem(list(a = survival::Surv(pmin(x, 2.5), !late)), shift = TRUE, seed = 1, use.gpu = FALSE,
+               control = list(keep.data = TRUE))
+  scb <- bulkem_bootstrap(sc, B = 19, seed = 2, use.gpu = FALSE)
+  expect_equal(scb$estimate[7], sc$a$shift)
+  expect_gt(scb$B_used[1], 15)
+  expect_true(all(is.finite(scb$std.error)))
   # shifted and unshifted fits are bootstrapped separately
   both <- c(kept, bulkem(list(b = x), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE)))
   expect_error(bulkem_bootstrap(both, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
@@ -193,6 +201,18 @@ test_that("a shift with cut-offs and a deadline", {
   expect_equal(f$truncation, c(0.35, Inf))
   expect_equal(f$loglik, sh_loglik(x[!late], f$alpha, f$mu, f$lambda, f$shift, right = rep(2.5, sum(late)),
                                    window = c(0.35, Inf)), tolerance = 1e-9)
+  # frequency weights with censored values give the expanded data's fit;
+  # a fully observed Surv dataset beside a censored one
+  w <- rep(c(1, 2), length.out = length(x))
+  xe <- rep(x, w)
+  weighted <- bulkem(list(a = y), weights = list(w), shift = TRUE, seed = 1, use.gpu = FALSE)$a
+  expanded <- bulkem(list(a = survival::Surv(pmin(xe, 2.5), xe <= 2.5)), shift = TRUE, seed = 1, use.gpu = FALSE)$a
+  expect_equal(weighted$loglik, expanded$loglik, tolerance = 1e-10)
+  expect_equal(weighted$shift, expanded$shift, tolerance = 1e-6)
+  expect_equal(weighted$se, expanded$se, tolerance = 1e-4)
+  two <- bulkem(list(a = y, b = survival::Surv(x, rep(TRUE, length(x)))), shift = TRUE, seed = 1, use.gpu = FALSE)
+  expect_equal(two$b$censored, 0)
+  expect_equal(two$b$shift, bulkem(list(b = x), shift = TRUE, seed = 1, use.gpu = FALSE)$b$shift)
   # a shifted gamma with the same cut-off and deadline, against stats' density and cdf
   z <- sh_family_data("gamma", 300, 8, shift = 0.2)
   z <- z[z > 0.3]

@@ -1,0 +1,183 @@
+# The bootstrap of the fits the core's bootstrap (bootstrap_() through
+# bootstrap_run()) does not refit: shifted fits (bulkem(shift = TRUE)),
+# whose replicates need their shift estimated too, which R/shift.R does
+# over bulk core calls; and fits of censored values, whose replicates are
+# censored as the data were. So here, in R, with the result laid out as
+# bootstrap_run()'s, for bootstrap_se() and bootstrap_lrt() to read alike:
+# each null's B replicates drawn as simulate() draws them (R's generator,
+# set from `seed` and the dataset's position), censored into the data's
+# windows, then the data and every replicate refitted with K0 + e
+# components (shifted by fit_shifted(), stopping at the estimate: no
+# interval, no standard errors; else by bulkem()), every dataset of one K
+# in one call.
+bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
+  nd <- length(nulls)
+  k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else NROW(p$mu), 0L)
+  live <- which(k0 > 0)
+  # the replicates of dataset d: draw_samples() of its null, R's generator
+  # set to seed + d and put back after
+  rng <- simulation_seed(NULL)
+  on.exit(assign(".Random.seed", rng$state, envir = .GlobalEnv), add = TRUE)
+  reps <- vector("list", nd)
+  for (d in live) {
+    set.seed((s$seed + d) %% .Machine$integer.max)
+    windows <- as.double(nulls[[d]]$windows)
+    total <- length(data[[d]]) + sum(matrix(windows, nrow = 3)[3, ])
+    draws <- draw_samples(null_fit(nulls[[d]], s$family), total, B)
+    reps[[d]] <- lapply(draws, censor_into, windows = windows)
+  }
+  observed <- lapply(seq_len(nd), function(d) list(values = data[[d]], windows = nulls[[d]]$windows))
+  args <- list(max.iters = s$max.iters, random.inits = s$random.inits, use.gpu = s$use.gpu,
+               epsilon = s$epsilon, family = s$family, seed = s$seed, criterion = "bic",
+               control = s$given_control)
+  engines <- character()
+  out <- lapply(seq_along(extra), function(j) {
+    e <- extra[j]
+    k <- ifelse(k0 > 0, k0 + e, 0L)
+    # by dataset: its own refit (the observed one) and its B replicates'
+    refits <- vector("list", nd)
+    for (kk in sort(unique(k[live]))) {
+      ds <- live[k[live] == kk]
+      sets <- unlist(lapply(ds, function(d) c(list(observed[[d]]), reps[[d]])), recursive = FALSE)
+      windows <- unlist(lapply(ds, function(d) {
+        w <- nulls[[d]]$truncation
+        rep(if (length(w) == 2) w else c(NA_real_, NA_real_), B + 1)
+      }))
+      fitted <- refit_drawn(sets, windows, c(args, list(num.components = kk)), isTRUE(s$shift))
+      engines <<- c(engines, attr(fitted$result, "engine"))
+      for (i in seq_along(ds)) refits[[ds[i]]] <- fitted$fits[(i - 1) * (B + 1) + seq_len(B + 1)]
+    }
+    if (!is.null(report)) report(j, length(extra))
+    drawn_refits(refits, k, B, e, isTRUE(s$shift))
+  })
+  engine <- paste(unique(engines), collapse = ", ")
+  lapply(out, function(r) c(r, list(engine = engine, costs = NULL)))
+}
+
+# A null as the fit draw_samples() draws from.
+null_fit <- function(p, family) {
+  f <- list(family = family, fit_success = TRUE, alpha = p$alpha, mu = p$mu, shift = p$shift,
+            truncation = p$truncation)
+  f[[shape_name(family)]] <- p$shape
+  f
+}
+
+# One replicate's draws `x` censored as the data were: each draw inside one
+# of the data's censored `windows` (flat lower, upper, count triples,
+# disjoint: check_censoring_scheme()) is known only to lie there. Returns
+# the exact values and the windows with the replicate's counts (those of
+# count 0 dropped).
+censor_into <- function(x, windows) {
+  if (length(windows) == 0) return(list(values = x, windows = NULL))
+  m <- matrix(windows, nrow = 3)
+  inside <- vapply(seq_len(ncol(m)), function(j) x > m[1, j] & x < m[2, j], logical(length(x)))
+  inside <- matrix(inside, nrow = length(x))
+  counts <- colSums(inside)
+  on <- counts > 0
+  list(values = x[rowSums(inside) == 0],
+       windows = if (any(on)) as.double(rbind(m[1, on], m[2, on], counts[on])))
+}
+
+# The fits of drawn datasets (`sets`: lists of exact values and censored
+# windows; `truncation`: flat window pairs, NA where none): shifted by
+# fit_shifted() (to the estimate), else by one bulkem() call (Surv objects
+# where any set has censored values). Returns the fits and the last bulk
+# call's result (its engine).
+refit_drawn <- function(sets, truncation, args, shift) {
+  values <- lapply(sets, `[[`, "values")
+  names(values) <- paste0("s", seq_along(sets))
+  censored <- lapply(sets, `[[`, "windows")
+  any_censored <- any(lengths(censored) > 0)
+  if (shift) {
+    return(fit_shifted(values, NULL, truncation, if (any_censored) censored, args, finish = FALSE))
+  }
+  if (any_censored) values <- Map(as_surv, values, lapply(censored, as.double))
+  tr <- lapply(seq_along(sets), function(i) {
+    w <- truncation[2 * i - c(1, 0)]
+    if (!anyNA(w)) w
+  })
+  call <- c(list(datasets = values, truncation = if (any(lengths(tr) == 2)) tr), args)
+  result <- suppressWarnings(do.call(bulkem, call))
+  list(fits = unclass(result), result = result)
+}
+
+# The refits of one e as bootstrap_run() lays them out: the replicates'
+# log-likelihoods, statuses, spurious flags and shifts (B per dataset,
+# dataset by dataset, NA where there is no null or no fit), the observed
+# ones (one per dataset), and the parameters (K0 + e per replicate, dataset
+# by dataset, for the datasets with a null).
+drawn_refits <- function(refits, k, B, e, shift) {
+  nd <- length(refits)
+  ok <- function(f) isTRUE(f$fit_success) && (!shift || !is.null(f$shift))
+  field <- function(f, value, kk) if (ok(f)) as.double(value(f)) else rep(NA_real_, kk)
+  levels <- c("converged", "max_iters", "failed", "invalid", "not_fitted")
+  status_of <- function(f) match(if (ok(f)) f$status else if (is.null(f$status)) "not_fitted" else f$status,
+                                 levels, nomatch = match("failed", levels))
+  reps <- lapply(seq_len(nd), function(d) if (k[d] > 0) refits[[d]][-1])
+  per <- function(fun, v) {
+    unlist(lapply(seq_len(nd), function(d) if (k[d] > 0) vapply(reps[[d]], fun, v) else rep(v, B)))
+  }
+  params <- function(value) {
+    unlist(lapply(seq_len(nd), function(d) {
+      if (k[d] > 0) unlist(lapply(reps[[d]], field, value = value, kk = k[d]))
+    }))
+  }
+  obs <- lapply(seq_len(nd), function(d) if (k[d] > 0) refits[[d]][[1]])
+  list(extra = e,
+       loglik = per(function(f) if (ok(f)) f$loglik else NA_real_, NA_real_),
+       status = per(status_of, NA_integer_), status_levels = levels,
+       spurious = per(function(f) isTRUE(f$spurious), NA),
+       shift = if (shift) per(function(f) if (ok(f)) f$shift else NA_real_, NA_real_),
+       observed_loglik = vapply(obs, function(f) if (ok(f)) f$loglik else NA_real_, 0),
+       observed_status = vapply(obs, status_of, 0L),
+       observed_spurious = vapply(obs, function(f) isTRUE(f$spurious), NA),
+       alpha = params(function(f) f$alpha), mu = params(function(f) f$mu), shape = params(fit_shape),
+       df = NULL, noise = rep(0, sum(k > 0) * B))
+}
+
+# Censored windows (flat lower, upper, count triples) with the counts of
+# equal windows summed (a deadline's rows are one window), in order.
+merge_windows <- function(w) {
+  m <- matrix(as.double(w), nrow = 3)
+  if (ncol(m) == 0) return(numeric(0))
+  key <- paste(m[1, ], m[2, ])
+  first <- !duplicated(key)
+  counts <- tapply(m[3, ], factor(key, levels = key[first]), sum)
+  out <- rbind(m[1, first], m[2, first], as.double(counts))
+  as.double(out[, order(out[1, ], out[2, ]), drop = FALSE])
+}
+
+# The censored values of the fits (`items`), checked: the bootstrap draws
+# each replicate and censors it into the data's windows, which needs the
+# windows kept (keep.data), disjoint, and holding none of the data's exact
+# values (a fixed censoring scheme, such as a deadline); histograms
+# (binned data) are not drawn yet. Returns whether any fit has censored
+# values.
+bootstrap_censoring <- function(items) {
+  censored <- vapply(items, function(f) isTRUE(f$censored > 0), NA, USE.NAMES = FALSE)
+  if (!any(censored)) return(FALSE)
+  for (d in which(censored)) {
+    f <- items[[d]]
+    w <- f$censored_windows
+    if (is.null(w)) {
+      stop_arg("`fits` were fitted to censored values (a Surv response) without their data: ",
+               "bulkem_bootstrap() draws replicates censored as the data were; fit with ",
+               "control = list(keep.data = TRUE)")
+    }
+    if (isTRUE(attr(w, "binned"))) {
+      stop_arg("`fits` were fitted to histograms (binned data): bulkem_bootstrap() does not draw binned ",
+               "replicates yet")
+    }
+    m <- matrix(merge_windows(w), nrow = 3)
+    overlap <- ncol(m) > 1 && any(m[2, -ncol(m)] > m[1, -1])
+    x <- as.double(f$data)
+    inside <- any(vapply(seq_len(ncol(m)), function(j) any(x > m[1, j] & x < m[2, j]), NA))
+    if (overlap || inside) {
+      stop_arg("dataset ", d, " of `fits` has censored values whose windows ",
+               if (overlap) "overlap (values censored at several points)" else "hold observed values",
+               ": bulkem_bootstrap() draws replicates censored by a fixed scheme (such as one deadline), ",
+               "where each value falling in a window of the data's is censored to it")
+    }
+  }
+  TRUE
+}
