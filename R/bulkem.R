@@ -477,7 +477,11 @@
 #'   (`lambda`, `sigma` or `shape`) of the components of x - shift, AIC/BIC/ICL counting the shift, and standard
 #'   errors and `vcov` from a numerical Hessian of the log-likelihood in
 #'   every free parameter and the shift. `predict()`, `quantile()`,
-#'   `simulate()` and `plot()` are of the shifted mixture. Costs about 80
+#'   `simulate()` and `plot()` are of the shifted mixture. Where the
+#'   likelihood still rises as the shift nears the smallest value (a spike
+#'   at the leading edge; for a gamma component of shape < 1 without
+#'   bound, where the shifted gamma's maximum does not exist), the shift
+#'   found is the search's edge, and the fit's `message` says so. Costs about 80
 #'   plain fits. One K only; not yet with noise,
 #'   `equal.scale`, `fixed` or `init`, nor per component.
 #' @param data A data frame holding the variables of a formula `datasets`

@@ -23,6 +23,10 @@ shift_steps <- 30L
 # Bisection steps for each end of the shift's profile-likelihood interval:
 # the end to 2^-14 of its first bracket.
 shift_bisections <- 14L
+# A shift within this fraction of the data's sd of the smallest value is
+# at the search's edge (the golden section's bracket, 0.618^30 of the
+# grid's step, is far narrower).
+shift_edge <- 1e-4
 
 # The families a shift applies to: those of positive values (a Normal, t
 # or ex-Gaussian component's mu already is its location).
@@ -179,6 +183,12 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
     if (!usable[d] || !isTRUE(fits[[d]]$fit_success)) next
     fits[[d]] <- shifted_fit(fits[[d]], best_shift[d], values[[d]], weights[[d]], window(d), censored[[d]])
     fits[[d]]$shift_ci <- unname(c(ends[[1]][d], ends[[2]][d]))
+    if (lowest[d] - best_shift[d] <= shift_edge * spread[d]) {
+      fits[[d]]$message <- paste0(if (nzchar(fits[[d]]$message)) paste0(fits[[d]]$message, "; "),
+                                  "the shift is at the smallest value: the likelihood still rises there (",
+                                  "without bound for a gamma component of shape < 1), so it is the edge ",
+                                  "of the search, not an interior maximum")
+    }
   }
   list(fits = fits, result = final)
 }

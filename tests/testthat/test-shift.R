@@ -293,6 +293,20 @@ for (family in c("lognormal", "gamma")) {
   })
 }
 
+test_that("a shift at the smallest value says it is the search's edge", {
+  # a gamma component of shape < 1: the likelihood rises without bound as
+  # the shift nears the smallest value
+  set.seed(7)
+  y <- 0.2 + c(stats::rgamma(200, shape = 0.9, rate = 0.9 / 0.3), stats::rgamma(100, shape = 10, rate = 10 / 1.5))
+  g <- bulkem(list(a = y), family = "gamma", shift = TRUE, seed = 1, use.gpu = FALSE)$a
+  expect_lt(min(y) - g$shift, 1e-4 * stats::sd(y))
+  expect_lt(min(g$shape), 1)
+  expect_match(g$message, "edge of the search")
+  # an interior shift does not
+  x <- sh_family_data("gamma", 250, 7, shift = 0.3)
+  expect_false(grepl("edge", bulkem(list(a = x), family = "gamma", shift = TRUE, seed = 1, use.gpu = FALSE)$a$message))
+})
+
 test_that("shifted starts move each component's mean and keep its variance (lognormal, gamma)", {
   ln <- list(family = "lognormal", alpha = c(0.4, 0.6), mu = c(-1, 0.2), sigma = c(0.5, 0.3))
   s <- bulkem:::moved_start(ln, 0.25)
