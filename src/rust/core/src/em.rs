@@ -97,7 +97,7 @@ impl EmState {
                 // M-step is usable; otherwise the cycle ends at θ2, as plain
                 // EM would. Either way the next pass is an EM step's.
                 let next = if loglik >= sq.ll1 {
-                    m_step_on(family, ds, &self.params, stats, censored.as_ref()).ok()
+                    m_step_on(family, ds, &self.params, stats, censored.as_ref(), self.masses.as_ref()).ok()
                 } else {
                     None
                 };
@@ -139,7 +139,7 @@ impl EmState {
         if self.iterations >= max_iters {
             return end(Outcome::MaxIters);
         }
-        let next = match m_step_on(family, ds, &self.params, stats, censored.as_ref()) {
+        let next = match m_step_on(family, ds, &self.params, stats, censored.as_ref(), self.masses.as_ref()) {
             Ok((next, masses)) => {
                 self.masses = masses;
                 next
@@ -182,13 +182,15 @@ impl EmState {
 /// `from` (and of its censored observations, `censored`): its settings'
 /// (mstep.rs), then, with truncation or censoring, the components and
 /// weights moved toward the renormalised maximum (truncation.rs), with
-/// the truncation masses of the result where there is a window.
+/// the truncation masses of the result where there is a window (`known`:
+/// those of the M-step that made `from`, reused where they are its).
 fn m_step_on(
     family: Family,
     ds: &Prepared,
     from: &Params,
     stats: &Stats,
     censored: Option<&CensoredStats>,
+    known: Option<&Masses>,
 ) -> Result<(Params, Option<Masses>), Degenerate> {
     let free = match censored {
         None => m_step(family, from.k, stats, ds.total, ds.spread, ds.equal_scale, ds.fixed.as_ref())?,
@@ -209,7 +211,7 @@ fn m_step_on(
         return Ok((free, None));
     }
     let renormalised = Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored };
-    renormalised.m_step(family, stats, &free, from, ds.spread)
+    renormalised.m_step(family, stats, &free, from, ds.spread, known)
 }
 
 /// The coordinates SQUAREM extrapolates in: the weights, the means, the

@@ -329,21 +329,38 @@ pub fn censored_e_step(family: Family, groups: &[Censored], p: &Params) -> Censo
 /// (μ_m, shape_m), as the truncated M-step computed them for its weights:
 /// the next pass's log-likelihood needs the same ones (−N log Q), and
 /// takes them from here (em.rs) instead of computing them again.
+/// The next M-step starts each component's Newton step where this one
+/// ended, so it also keeps log P's gradient and Hessian there where the
+/// line search computed them (`WindowTerms`).
 #[derive(Clone, Copy, Debug)]
 pub struct Masses {
     mu: [f64; MAX_COMPONENTS],
     shape: [f64; MAX_COMPONENTS],
     ln_p: [f64; MAX_COMPONENTS],
+    derivatives: [Option<Derivatives>; MAX_COMPONENTS],
 }
+
+/// log P's gradient and Hessian in (μ, log shape): ((∂μ, ∂s), (∂μμ, ∂μs,
+/// ∂ss)).
+type Derivatives = ([f64; 2], [f64; 3]);
+
+/// A window's log P at a component, with its `Derivatives` where the
+/// family has them in closed form.
+type WindowTerms = (f64, Option<Derivatives>);
 
 impl Masses {
     /// log P of `p`'s component m, if these are its masses (the same μ and
     /// shape, bit for bit).
     fn of(&self, p: &Params, m: usize) -> Option<f64> {
-        (p.mu.get(m)?.to_bits() == self.mu.get(m)?.to_bits()
-            && p.shape.get(m)?.to_bits() == self.shape.get(m)?.to_bits())
-        .then(|| self.ln_p.get(m).copied())
-        .flatten()
+        self.at(m, *p.mu.get(m)?, *p.shape.get(m)?).map(|(ln_p, _)| ln_p)
+    }
+
+    /// log P and its derivatives at component m's (μ, shape), if these are
+    /// its masses there (bit for bit).
+    fn at(&self, m: usize, mu: f64, shape: f64) -> Option<WindowTerms> {
+        (mu.to_bits() == self.mu.get(m)?.to_bits() && shape.to_bits() == self.shape.get(m)?.to_bits())
+            .then(|| Some((*self.ln_p.get(m)?, *self.derivatives.get(m)?)))
+            .flatten()
     }
 }
 
@@ -367,6 +384,8 @@ impl Renormalised<'_> {
     /// mixture's (α_m ∝ π_m / P_m).
     /// With the parameters, their truncation masses (`None` without a
     /// truncation window).
+    /// `known`: the truncation masses of the M-step that made `from` (its
+    /// window terms reused where a step starts at the same point).
     pub fn m_step(
         &self,
         family: Family,
@@ -374,8 +393,9 @@ impl Renormalised<'_> {
         free: &Params,
         from: &Params,
         spread: f64,
+        known: Option<&Masses>,
     ) -> Result<(Params, Option<Masses>), Degenerate> {
-        with_family!(family, F => self.m_step_of::<F>(family, st, free, from, spread))
+        with_family!(family, F => self.m_step_of::<F>(family, st, free, from, spread, known))
     }
 
     fn m_step_of<F: ComponentFamily>(
@@ -385,21 +405,31 @@ impl Renormalised<'_> {
         free: &Params,
         from: &Params,
         spread: f64,
+        known: Option<&Masses>,
     ) -> Result<(Params, Option<Masses>), Degenerate> {
         let mut p = *free;
         let mut l = [0.0; MAX_COMPONENTS];
-        let mut masses =
-            Masses { mu: [0.0; MAX_COMPONENTS], shape: [0.0; MAX_COMPONENTS], ln_p: [0.0; MAX_COMPONENTS] };
+        let mut masses = Masses {
+            mu: [0.0; MAX_COMPONENTS],
+            shape: [0.0; MAX_COMPONENTS],
+            ln_p: [0.0; MAX_COMPONENTS],
+            derivatives: [None; MAX_COMPONENTS],
+        };
         for m in 0..p.k {
             let censored = self.stats.map_or(0.0, |c| c.total[m]);
             let s = [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored];
-            let (mu, shape, known) = self.step::<F>(m, s, [(from.mu[m], from.shape[m]), (free.mu[m], free.shape[m])]);
+            let starts = [(from.mu[m], from.shape[m]), (free.mu[m], free.shape[m])];
+            let (mu, shape, at_end) = self.step::<F>(m, s, starts, known);
             check_component(family, mu, shape, spread)?;
             (p.mu[m], p.shape[m]) = (mu, shape);
             // the line search's last point is the step's end: its mass
-            // computed there already
-            let mass = self.truncation.map_or(0.0, |w| known.unwrap_or_else(|| w.ln_mass_of::<F>(mu, shape)));
+            // (and its derivatives) computed there already
+            let (mass, derivatives) = match self.truncation {
+                None => (0.0, None),
+                Some(w) => at_end.unwrap_or_else(|| (w.ln_mass_of::<F>(mu, shape), None)),
+            };
             (masses.mu[m], masses.shape[m], masses.ln_p[m]) = (mu, shape, mass);
+            masses.derivatives[m] = derivatives;
             l[m] = s[3].ln() - mass;
         }
         let total = log_sum_exp(&l[..p.k]);
@@ -414,8 +444,11 @@ impl Renormalised<'_> {
     /// plus its `windows` terms' coefficients times their log P; −∞ where
     /// that is no component.
     /// With the value, the truncation window's log P there (`None`
-    /// without one, or where the value is −∞ before it).
-    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> (f64, Option<f64>) {
+    /// without one, or where the value is −∞ before it), and its
+    /// derivatives where the family has them in closed form (the same log
+    /// P: `ln_mass_with_derivatives`'s is `ln_mass_of`'s, bit for bit), for
+    /// the next M-step's first point.
+    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> (f64, Option<WindowTerms>) {
         let mut v = Self::observed::<F>(s, mu, ls);
         if v == f64::NEG_INFINITY {
             return (v, None);
@@ -423,10 +456,16 @@ impl Renormalised<'_> {
         let shape = ls.exp();
         let mut truncation = None;
         for (c, w, is_truncation) in self.windows(m, s[3]) {
-            let ln_p = w.ln_mass_of::<F>(mu, shape);
-            if is_truncation {
-                truncation = Some(ln_p);
-            }
+            let ln_p = if is_truncation {
+                let terms = match w.ln_mass_with_derivatives::<F>(mu, shape) {
+                    Some((ln_p, g, h)) => (ln_p, Some((g, h))),
+                    None => (w.ln_mass_of::<F>(mu, shape), None),
+                };
+                truncation = Some(terms);
+                terms.0
+            } else {
+                w.ln_mass_of::<F>(mu, shape)
+            };
             v += c * ln_p;
         }
         if v.is_nan() {
@@ -489,19 +528,26 @@ impl Renormalised<'_> {
         m: usize,
         s: [f64; 4],
         x: [f64; 2],
-    ) -> (f64, Option<f64>, Option<([f64; 2], [f64; 3])>) {
+        known: Option<&Masses>,
+    ) -> (f64, Option<WindowTerms>, Option<([f64; 2], [f64; 3])>) {
         let observed = Self::observed::<F>(s, x[0], x[1]);
         if observed != f64::NEG_INFINITY {
             let shape = x[1].exp();
             let (mut v, mut truncation, mut g, mut h) = (observed, None, [0.0; 2], [0.0; 3]);
             let mut closed = true;
             for (c, w, is_truncation) in self.windows(m, s[3]) {
-                let Some((ln_p, wg, wh)) = w.ln_mass_with_derivatives::<F>(x[0], shape) else {
+                // the truncation window's terms where the last M-step
+                // ended here (the same computation, done there)
+                let cached = match is_truncation {
+                    true => known.and_then(|k| k.at(m, x[0], shape)).and_then(|(ln_p, d)| d.map(|(g, h)| (ln_p, g, h))),
+                    false => None,
+                };
+                let Some((ln_p, wg, wh)) = cached.or_else(|| w.ln_mass_with_derivatives::<F>(x[0], shape)) else {
                     closed = false;
                     break;
                 };
                 if is_truncation {
-                    truncation = Some(ln_p);
+                    truncation = Some((ln_p, Some((wg, wh))));
                 }
                 v += c * ln_p;
                 for i in 0..2 {
@@ -531,16 +577,23 @@ impl Renormalised<'_> {
     /// generalised EM whose fixed points are EM's), or a Newton step
     /// shorter than TRUNCATED_SETTLED (in sds and in log shape), taken
     /// without a look; also when no step gains, or after TRUNCATED_STEPS.
-    /// With the end point, the truncation window's log P there where the
-    /// step computed it (the end of a line search; `None` otherwise).
-    fn step<F: ComponentFamily>(&self, m: usize, s: [f64; 4], starts: [(f64, f64); 2]) -> (f64, f64, Option<f64>) {
+    /// With the end point, the truncation window's log P (and its
+    /// derivatives) there where the step computed it (the end of a line
+    /// search; `None` otherwise). `known`: the last M-step's masses.
+    fn step<F: ComponentFamily>(
+        &self,
+        m: usize,
+        s: [f64; 4],
+        starts: [(f64, f64); 2],
+        known: Option<&Masses>,
+    ) -> (f64, f64, Option<WindowTerms>) {
         let f = |x: [f64; 2]| self.objective::<F>(m, s, x[0], x[1]);
         let mut x = [starts[0].0, starts[0].1.ln()];
-        let (mut here, mut mass, mut derivatives) = self.evaluate::<F>(m, s, x);
+        let (mut here, mut mass, mut derivatives) = self.evaluate::<F>(m, s, x, known);
         if !here.is_finite() {
             let (mu, shape) = starts[1];
             x = [mu, shape.ln()];
-            (here, mass, derivatives) = self.evaluate::<F>(m, s, x);
+            (here, mass, derivatives) = self.evaluate::<F>(m, s, x, None);
             if !here.is_finite() {
                 return (mu, shape, None);
             }
@@ -683,9 +736,9 @@ mod tests {
             }
             let free = crate::mstep::m_step(fam, 1, &st, st.s0[0], 0.1, false, None).unwrap();
             let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
-            let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1).unwrap().0;
+            let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1, None).unwrap().0;
             for _ in 0..20 {
-                p = renormalised.m_step(fam, &st, &free, &p, 0.1).unwrap().0;
+                p = renormalised.m_step(fam, &st, &free, &p, 0.1, None).unwrap().0;
             }
             assert!((p.alpha[0] - 1.0).abs() < 1e-15);
             let q = |mu: f64, shape: f64| {
@@ -711,7 +764,7 @@ mod tests {
         (st.s0[1], st.s1[1], st.s2[1]) = (n1, n1 * 2.2, n1 * (2.2 * 2.2 + 0.4));
         let free = crate::mstep::m_step(Family::Normal, 2, &st, 100.0, 1.0, false, None).unwrap();
         let r = Renormalised { truncation: Some(&w), censored: &[], stats: None };
-        let p = r.m_step(Family::Normal, &st, &free, &free, 1.0).unwrap().0;
+        let p = r.m_step(Family::Normal, &st, &free, &free, 1.0, None).unwrap().0;
         let pm: Vec<f64> = (0..2).map(|m| w.ln_mass(Family::Normal, p.mu[m], p.shape[m]).exp()).collect();
         let q = p.alpha[0] * pm[0] + p.alpha[1] * pm[1];
         // π_m = α_m P_m / Q is the observed share S0_m/N
