@@ -233,11 +233,14 @@
 #'   fit's `n` counts the observed values, `censored` the censored ones,
 #'   `nobs` (BIC's n) both; `predict()`, `augment()`, ICL's classification
 #'   term and `control$keep.data` see the observed values. For every family
-#'   but the t, on the `cpu` and `cuda-streams` engines (`cuda-batched`
-#'   refuses it; a GPU call left to choose runs on `cuda-streams`); not
-#'   yet with `noise`, `equal.scale`, `fixed` or `bulkem_bootstrap()`;
-#'   `weights` (in the formula interface; a censored row's weight is its
-#'   count). `control$future`'s shards carry each dataset's
+#'   but the t and the ex-Gaussian, on the `cpu` and `cuda-streams` engines
+#'   (`cuda-batched` refuses it; a GPU call left to choose runs on
+#'   `cuda-streams`); with `equal.scale`, values held `fixed` (weights too,
+#'   where there is no truncation) and `weights` (in the formula interface;
+#'   a censored row's weight is its count); not yet with `noise`.
+#'   `bulkem_bootstrap()` refits censored fits kept with their data
+#'   (`control = list(keep.data = TRUE)`), censoring each replicate as the
+#'   data were. `control$future`'s shards carry each dataset's
 #'   censored values.
 #'
 #'   Binned data (mixdist's): a list of histograms, each `hist(x, plot =
@@ -455,11 +458,14 @@
 #'   every component's renormalised expected log-likelihood by Newton's
 #'   method), with observed-information standard errors;
 #'   [predict()][predict.bulkem_fit]'s densities and cdf, `quantile()`,
-#'   `simulate()` and `plot()` are the truncated mixture's. Every family
-#'   but the t; not yet with `noise`, `equal.scale`, `fixed`,
-#'   `bulkem_bootstrap()` or multivariate data; on the `cpu` and
-#'   `cuda-streams` engines (`cuda-batched` refuses it, and a GPU call
-#'   left to choose runs on `cuda-streams`).
+#'   `simulate()` and `plot()` are the truncated mixture's, and
+#'   `bulkem_bootstrap()` refits them truncated. Every family but the t
+#'   and the ex-Gaussian; with `equal.scale` and with means and shapes
+#'   held `fixed` (the components' Newton steps then taken together, in
+#'   the free parameters); not yet with `noise`, weights held `fixed` or
+#'   multivariate data; on the `cpu` and `cuda-streams` engines
+#'   (`cuda-batched` refuses it, and a GPU call left to choose runs on
+#'   `cuda-streams`).
 #' @param shift `TRUE` fits components of x - shift: with
 #'   `family = "invgauss"` the shifted Wald, and likewise shifted lognormal
 #'   and gamma components (`family = "lognormal"`, `"gamma"`); one shift per

@@ -90,8 +90,6 @@ test_that("without censored values a Surv response is the plain fit; bad combina
   bad <- function(...) expect_error(bulkem(y, family = "normal", use.gpu = FALSE, ...),
                                     class = "bulkem_error_argument", regexp = "censored")
   bad(noise = TRUE)
-  bad(equal.scale = TRUE)
-  bad(fixed = list(mu = c(NA, 4)))
   expect_error(bulkem(y, family = "t", use.gpu = FALSE), class = "bulkem_error_argument", regexp = "censored")
   expect_error(bulkem(list(a = y$a, b = x), use.gpu = FALSE), class = "bulkem_error_argument", regexp = "Surv")
   f <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 1)

@@ -9,6 +9,7 @@ use crate::mstep::{check_component, m_step, weight_ok};
 use crate::outcome::{Degenerate, Outcome, StartFit};
 use crate::params::{Family, Params, Stats};
 use crate::truncation::{CensoredStats, Masses, Renormalised};
+use crate::truncation_constrained;
 
 /// How far the log-likelihood may fall before it is more than rounding.
 pub(crate) fn fall_tolerance(loglik: f64, n: f64) -> f64 {
@@ -211,6 +212,19 @@ fn m_step_on(
         return Ok((free, None));
     }
     let renormalised = Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored };
+    if ds.equal_scale || ds.fixed.is_some() {
+        let fixed = ds.fixed.as_ref();
+        return truncation_constrained::m_step(
+            &renormalised,
+            family,
+            stats,
+            &free,
+            from,
+            ds.spread,
+            ds.equal_scale,
+            fixed,
+        );
+    }
     renormalised.m_step(family, stats, &free, from, ds.spread, known)
 }
 

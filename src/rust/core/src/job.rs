@@ -260,6 +260,17 @@ impl Job<'_> {
             if let Some(message) = self.truncation_problem("truncated data") {
                 return Err(Error::Argument { arg: "truncation", message });
             }
+            // a held weight ties the components' steps together through
+            // the window's mass (truncation_constrained.rs): not yet
+            let held = |d: usize| self.fixed.get(d).copied().flatten().is_some_and(|f| f.any_weight());
+            if (0..self.datasets.len()).any(|d| self.truncation.get(d).copied().flatten().is_some() && held(d)) {
+                return Err(Error::Argument {
+                    arg: "truncation",
+                    message: "truncated data cannot be fitted with weights held fixed (fixed alpha) yet; \
+                              means and shapes held fixed can"
+                        .to_string(),
+                });
+            }
         }
         if !self.censored.is_empty() && self.censored.len() != self.datasets.len() {
             return Err(Error::Argument {
@@ -299,8 +310,8 @@ impl Job<'_> {
     /// What is wrong with the job's truncation windows, if anything: each
     /// window lo < hi, not both open, the upper above 0 for a family of
     /// positive data; not yet with what the renormalised M-step does not
-    /// handle (Student's t, a noise component, one shape shared, values
-    /// held fixed), for `data` (what the message calls the data).
+    /// handle (Student's t, the ex-Gaussian, a noise component), for
+    /// `data` (what the message calls the data).
     fn truncation_problem(&self, data: &str) -> Option<String> {
         let s = &self.settings;
         let unsupported = if s.family.has_df() {
@@ -309,10 +320,6 @@ impl Job<'_> {
             Some("ex-Gaussian components (family = \"exgauss\")")
         } else if s.noise {
             Some("a noise component (noise = TRUE)")
-        } else if s.equal_scale {
-            Some("one shape shared (equal.scale = TRUE)")
-        } else if self.fixed.iter().any(Option::is_some) {
-            Some("values held fixed (fixed =)")
         } else {
             None
         };

@@ -70,6 +70,7 @@ pub mod special;
 mod starts;
 pub mod student;
 pub mod truncation;
+mod truncation_constrained;
 pub mod tuning;
 
 pub use bootstrap::{bootstrap, Bootstrap, Refit, Refits};

@@ -342,13 +342,28 @@ pub struct Masses {
 
 /// log P's gradient and Hessian in (μ, log shape): ((∂μ, ∂s), (∂μμ, ∂μs,
 /// ∂ss)).
-type Derivatives = ([f64; 2], [f64; 3]);
+pub(crate) type Derivatives = ([f64; 2], [f64; 3]);
 
 /// A window's log P at a component, with its `Derivatives` where the
 /// family has them in closed form.
-type WindowTerms = (f64, Option<Derivatives>);
+pub(crate) type WindowTerms = (f64, Option<Derivatives>);
 
 impl Masses {
+    /// No component's yet.
+    pub(crate) fn empty() -> Masses {
+        Masses {
+            mu: [0.0; MAX_COMPONENTS],
+            shape: [0.0; MAX_COMPONENTS],
+            ln_p: [0.0; MAX_COMPONENTS],
+            derivatives: [None; MAX_COMPONENTS],
+        }
+    }
+
+    /// Component m's log P (and its derivatives) at (μ, shape).
+    pub(crate) fn set(&mut self, m: usize, mu: f64, shape: f64, ln_p: f64, derivatives: Option<Derivatives>) {
+        (self.mu[m], self.shape[m], self.ln_p[m], self.derivatives[m]) = (mu, shape, ln_p, derivatives);
+    }
+
     /// log P of `p`'s component m, if these are its masses (the same μ and
     /// shape, bit for bit).
     fn of(&self, p: &Params, m: usize) -> Option<f64> {
@@ -409,12 +424,7 @@ impl Renormalised<'_> {
     ) -> Result<(Params, Option<Masses>), Degenerate> {
         let mut p = *free;
         let mut l = [0.0; MAX_COMPONENTS];
-        let mut masses = Masses {
-            mu: [0.0; MAX_COMPONENTS],
-            shape: [0.0; MAX_COMPONENTS],
-            ln_p: [0.0; MAX_COMPONENTS],
-            derivatives: [None; MAX_COMPONENTS],
-        };
+        let mut masses = Masses::empty();
         for m in 0..p.k {
             let censored = self.stats.map_or(0.0, |c| c.total[m]);
             let s = [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored];
@@ -428,8 +438,7 @@ impl Renormalised<'_> {
                 None => (0.0, None),
                 Some(w) => at_end.unwrap_or_else(|| (w.ln_mass_of::<F>(mu, shape), None)),
             };
-            (masses.mu[m], masses.shape[m], masses.ln_p[m]) = (mu, shape, mass);
-            masses.derivatives[m] = derivatives;
+            masses.set(m, mu, shape, mass, derivatives);
             l[m] = s[3].ln() - mass;
         }
         let total = log_sum_exp(&l[..p.k]);
@@ -448,7 +457,13 @@ impl Renormalised<'_> {
     /// derivatives where the family has them in closed form (the same log
     /// P: `ln_mass_with_derivatives`'s is `ln_mass_of`'s, bit for bit), for
     /// the next M-step's first point.
-    fn objective<F: ComponentFamily>(&self, m: usize, s: [f64; 4], mu: f64, ls: f64) -> (f64, Option<WindowTerms>) {
+    pub(crate) fn objective<F: ComponentFamily>(
+        &self,
+        m: usize,
+        s: [f64; 4],
+        mu: f64,
+        ls: f64,
+    ) -> (f64, Option<WindowTerms>) {
         let mut v = Self::observed::<F>(s, mu, ls);
         if v == f64::NEG_INFINITY {
             return (v, None);
@@ -523,7 +538,7 @@ impl Renormalised<'_> {
     /// log P the same bits as `ln_mass_of`'s, so the same value); else
     /// `objective` alone, without derivatives.
     #[allow(clippy::type_complexity)]
-    fn evaluate<F: ComponentFamily>(
+    pub(crate) fn evaluate<F: ComponentFamily>(
         &self,
         m: usize,
         s: [f64; 4],
@@ -565,6 +580,37 @@ impl Renormalised<'_> {
         (v, truncation, None)
     }
 
+    /// The gradient and Hessian of component m's `objective` in (μ, log
+    /// shape) at `x`, where its value is `here`: the window terms' from
+    /// `window` (computed with the value) or `window_derivatives`, the
+    /// observed part (no cdf) by central differences, a third of the cdfs
+    /// of differencing it all; where the family has no closed forms, all
+    /// by differences. Steps of TRUNCATED_DIFFERENCE of the component's sd
+    /// in μ and of 1 in log shape; one corner for the cross term, which
+    /// only steers the step whose length the central gradient decides.
+    pub(crate) fn slope<F: ComponentFamily>(
+        &self,
+        m: usize,
+        s: [f64; 4],
+        x: [f64; 2],
+        here: f64,
+        window: Option<Derivatives>,
+    ) -> Derivatives {
+        let sd = F::sd(x[0], x[1].exp());
+        let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
+        match window.or_else(|| self.window_derivatives::<F>(m, s, x[0], x[1])) {
+            Some((wg, wh)) => {
+                let at = |d0: f64, d1: f64| Self::observed::<F>(s, x[0] + d0 * h[0], x[1] + d1 * h[1]);
+                let (og, oh) = differences(at, at(0.0, 0.0), h, true);
+                ([og[0] + wg[0], og[1] + wg[1]], [oh[0] + wh[0], oh[1] + wh[1], oh[2] + wh[2]])
+            }
+            None => {
+                let at = |d0: f64, d1: f64| self.objective::<F>(m, s, x[0] + d0 * h[0], x[1] + d1 * h[1]).0;
+                differences(at, here, h, true)
+            }
+        }
+    }
+
     /// (μ, shape) moved from the first of `starts` where `objective` is
     /// finite (where the component was; else the closed-form M-step's
     /// point) toward its maximum: Newton's method in (μ, log shape), the
@@ -600,25 +646,8 @@ impl Renormalised<'_> {
         }
         for _ in 0..TRUNCATED_STEPS {
             let sd = F::sd(x[0], x[1].exp());
-            let h = [TRUNCATED_DIFFERENCE * sd, TRUNCATED_DIFFERENCE];
-            // (one corner: the cross term only steers the step, whose
-            // length the central gradient decides)
-            // (the first point's came with its value)
-            let window = derivatives.take().or_else(|| self.window_derivatives::<F>(m, s, x[0], x[1]));
-            let (g, [h00, h01, h11]) = match window {
-                // the windows' terms in closed form, the observed part (no
-                // cdf) by differences: a third of the cdfs of differencing
-                // it all
-                Some((wg, wh)) => {
-                    let at = |d0: f64, d1: f64| Self::observed::<F>(s, x[0] + d0 * h[0], x[1] + d1 * h[1]);
-                    let (og, oh) = differences(at, at(0.0, 0.0), h, true);
-                    ([og[0] + wg[0], og[1] + wg[1]], [oh[0] + wh[0], oh[1] + wh[1], oh[2] + wh[2]])
-                }
-                None => {
-                    let at = |d0: f64, d1: f64| f([x[0] + d0 * h[0], x[1] + d1 * h[1]]).0;
-                    differences(at, here, h, true)
-                }
-            };
+            // (the first point's window derivatives came with its value)
+            let (g, [h00, h01, h11]) = self.slope::<F>(m, s, x, here, derivatives.take());
             let det = h00 * h11 - h01 * h01;
             let newton = h00 < 0.0 && det > 0.0;
             let mut d = if newton {

@@ -1,0 +1,351 @@
+//! The renormalised M-step of truncation.rs under constraints: one shape
+//! shared by the components (`equal.scale`) and values held fixed
+//! (`fixed =`). Their components' objectives no longer separate: the
+//! shared log shape enters every one, and a held mean or shape is no
+//! coordinate. So one Newton step moves all the free coordinates together,
+//! on the sum of the components' renormalised objectives (each component's
+//! gradient and Hessian as `Renormalised::slope` gives them, summed where
+//! a coordinate is shared), with the same rules as the separate steps: a
+//! step of at most one sd (and a factor e in the shape), halved until the
+//! sum gains, ended by the first full Newton step that gains (a
+//! generalised EM). The weights are mapped back as there; held weights
+//! come without truncation (job.rs refuses both), and take what the
+//! untruncated M-step gives them (`weights_given`).
+
+use crate::family::{with_family, ComponentFamily};
+use crate::fixed::Fixed;
+use crate::limits::{MAX_COMPONENTS, TRUNCATED_SETTLED, TRUNCATED_STEPS};
+use crate::linalg::invert;
+use crate::mathx::log_sum_exp;
+use crate::mstep::check_component;
+use crate::outcome::Degenerate;
+use crate::params::{Family, Params, Stats};
+use crate::truncation::{Derivatives, Masses, Renormalised, WindowTerms};
+
+/// Where component m's mean and log shape are in the free coordinates
+/// (`None`: held fixed).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    mu: Option<usize>,
+    shape: Option<usize>,
+}
+
+/// The free coordinates of a K-component mixture whose shapes are shared
+/// (`equal_scale`) or whose values are `fixed`: each free mean, and each
+/// free shape (one for all with equal_scale).
+fn slots(k: usize, equal_scale: bool, fixed: Option<&Fixed>) -> (Vec<Slot>, usize) {
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        n - 1
+    };
+    let shape_fixed = |m: usize| fixed.and_then(|f| f.shape(m)).is_some();
+    let shared = (equal_scale && !(0..k).any(shape_fixed)).then(&mut next);
+    let mut out = Vec::with_capacity(k);
+    for m in 0..k {
+        let mu = fixed.and_then(|f| f.mu(m)).is_none().then(&mut next);
+        let shape = match equal_scale {
+            true => shared,
+            false => (!shape_fixed(m)).then(&mut next),
+        };
+        out.push(Slot { mu, shape });
+    }
+    (out, n)
+}
+
+/// The constrained M-step: `Renormalised::m_step`'s, with the components'
+/// means and shapes moved together (the module docs), and the weights
+/// mapped back as there, or with fixed weights by `weights_given`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn m_step(
+    r: &Renormalised,
+    family: Family,
+    st: &Stats,
+    free: &Params,
+    from: &Params,
+    spread: f64,
+    equal_scale: bool,
+    fixed: Option<&Fixed>,
+) -> Result<(Params, Option<Masses>), Degenerate> {
+    with_family!(family, F => m_step_of::<F>(r, family, st, free, from, spread, equal_scale, fixed))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn m_step_of<F: ComponentFamily>(
+    r: &Renormalised,
+    family: Family,
+    st: &Stats,
+    free: &Params,
+    from: &Params,
+    spread: f64,
+    equal_scale: bool,
+    fixed: Option<&Fixed>,
+) -> Result<(Params, Option<Masses>), Degenerate> {
+    let k = free.k;
+    let sums: Vec<[f64; 4]> = (0..k)
+        .map(|m| {
+            let censored = r.stats.map_or(0.0, |c| c.total[m]);
+            [st.s0[m], st.s1[m], st.s2[m], st.s0[m] + censored]
+        })
+        .collect();
+    let (slots, n) = slots(k, equal_scale, fixed);
+    // every component at (μ, log shape), from where it was, else from the
+    // closed-form constrained M-step (both obey the constraints)
+    let point = |p: &Params| -> Vec<[f64; 2]> { (0..k).map(|m| [p.mu[m], p.shape[m].ln()]).collect() };
+    let total = |x: &[[f64; 2]]| -> (f64, Vec<Option<WindowTerms>>) {
+        let mut v = 0.0;
+        let mut masses = Vec::with_capacity(k);
+        for (m, xm) in x.iter().enumerate() {
+            let (vm, mass) = r.objective::<F>(m, sums[m], xm[0], xm[1]);
+            v += vm;
+            masses.push(mass);
+        }
+        (v, masses)
+    };
+    let mut x = point(from);
+    let (mut here, mut masses) = total(&x);
+    if !here.is_finite() {
+        x = point(free);
+        (here, masses) = total(&x);
+    }
+    if here.is_finite() && n > 0 {
+        for _ in 0..TRUNCATED_STEPS {
+            let Some((d, newton)) = direction::<F>(r, &sums, &slots, n, &x) else { break };
+            let move_by = |t: f64| -> Vec<[f64; 2]> {
+                x.iter()
+                    .zip(&slots)
+                    .map(|(xm, slot)| {
+                        [xm[0] + slot.mu.map_or(0.0, |i| t * d[i]), xm[1] + slot.shape.map_or(0.0, |i| t * d[i])]
+                    })
+                    .collect()
+            };
+            // the step's reach in sds (μ) and in log shape
+            let reach = x
+                .iter()
+                .zip(&slots)
+                .map(|(xm, slot)| {
+                    let sd = F::sd(xm[0], xm[1].exp());
+                    let mu = slot.mu.map_or(0.0, |i| d[i].abs() / sd);
+                    mu.max(slot.shape.map_or(0.0, |i| d[i].abs()))
+                })
+                .fold(0.0, f64::max);
+            if !reach.is_finite() {
+                break;
+            }
+            if newton && reach < TRUNCATED_SETTLED {
+                x = move_by(1.0);
+                masses = vec![None; k];
+                break;
+            }
+            let mut t = if reach > 1.0 { 1.0 / reach } else { 1.0 };
+            let mut moved = false;
+            while t > 1e-10 {
+                let y = move_by(t);
+                let (v, at_y) = total(&y);
+                if v > here {
+                    (x, here, masses, moved) = (y, v, at_y, true);
+                    break;
+                }
+                t *= 0.5;
+            }
+            // a full Newton step taken (not one cut to the reach): enough
+            // for this pass
+            if !moved || (newton && t == 1.0) {
+                break;
+            }
+        }
+    }
+    let mut p = *free;
+    let mut out = Masses::empty();
+    let mut ln_p = [0.0; MAX_COMPONENTS];
+    for m in 0..k {
+        let (mu, shape) = (x[m][0], x[m][1].exp());
+        check_component(family, mu, shape, spread)?;
+        (p.mu[m], p.shape[m]) = (mu, shape);
+        if let Some(w) = r.truncation {
+            let (mass, derivatives) = masses[m].unwrap_or_else(|| (w.ln_mass_of::<F>(mu, shape), None));
+            out.set(m, mu, shape, mass, derivatives);
+            ln_p[m] = mass;
+        }
+    }
+    // the held values exactly as given (exp of their log may differ in the
+    // last bit)
+    if let Some(f) = fixed {
+        for m in 0..k {
+            p.mu[m] = f.mu(m).unwrap_or(p.mu[m]);
+            p.shape[m] = f.shape(m).unwrap_or(p.shape[m]);
+        }
+    }
+    let counts: Vec<f64> = sums.iter().map(|s| s[3]).collect();
+    match fixed.filter(|f| f.any_weight()) {
+        Some(f) => weights_given(&mut p, f, &counts),
+        None => {
+            let l: Vec<f64> = (0..k).map(|m| counts[m].ln() - ln_p[m]).collect();
+            let total = log_sum_exp(&l);
+            for m in 0..k {
+                p.alpha[m] = (l[m] - total).exp();
+            }
+        }
+    }
+    // (the masses are of the parameters as they end: a held value put back
+    // exactly may differ from its round trip, and is then computed again)
+    Ok((p, r.truncation.map(|_| out)))
+}
+
+/// The Newton direction in the free coordinates from each component's
+/// gradient and Hessian (summed where a coordinate is shared), and whether
+/// it is Newton's (the Hessian negative definite); else a gradient step
+/// scaled by the Hessian's diagonal. `None` where it is not finite.
+fn direction<F: ComponentFamily>(
+    r: &Renormalised,
+    sums: &[[f64; 4]],
+    slots: &[Slot],
+    n: usize,
+    x: &[[f64; 2]],
+) -> Option<(Vec<f64>, bool)> {
+    let mut g = vec![0.0; n];
+    let mut h = vec![0.0; n * n];
+    for (m, slot) in slots.iter().enumerate() {
+        // the value with all its windows' derivatives, in one pass
+        let (here, _, window) = r.evaluate::<F>(m, sums[m], x[m], None);
+        let (gm, hm): Derivatives = r.slope::<F>(m, sums[m], x[m], here, window);
+        let at = [slot.mu, slot.shape];
+        for a in 0..2 {
+            let Some(i) = at[a] else { continue };
+            g[i] += gm[a];
+            for b in 0..2 {
+                let Some(j) = at[b] else { continue };
+                // (μμ, μs, ss)
+                h[i + n * j] += hm[a + b];
+            }
+        }
+    }
+    // Newton's step on −H, where −H is positive definite
+    let neg: Vec<f64> = h.iter().map(|v| -v).collect();
+    let diag: Vec<f64> = (0..n).map(|i| neg[i + n * i]).collect();
+    let newton =
+        invert(&neg, &diag).ok().map(|inv| (0..n).map(|i| (0..n).map(|j| inv[i + n * j] * g[j]).sum()).collect());
+    let (d, is_newton): (Vec<f64>, bool) = match newton {
+        Some(d) => (d, true),
+        None => ((0..n).map(|i| g[i] / h[i + n * i].abs().max(f64::MIN_POSITIVE)).collect(), false),
+    };
+    d.iter().all(|v| v.is_finite()).then_some((d, is_newton))
+}
+
+/// The weights under fixed weights, which come without truncation (a held
+/// weight and a window are refused: job.rs), so that every P_m is 1 and
+/// the weights' objective is Σ_free c_m log α_m: the fixed ones as given,
+/// the free ones sharing what they leave in proportion to their counts
+/// (exact and censored), as `Fixed::weights` does for the exact values.
+fn weights_given(p: &mut Params, f: &Fixed, counts: &[f64]) {
+    let k = counts.len();
+    let left = 1.0 - (0..k).filter_map(|m| f.alpha(m)).sum::<f64>();
+    let free: f64 = (0..k).filter(|&m| f.alpha(m).is_none()).map(|m| counts[m]).sum();
+    for m in 0..k {
+        p.alpha[m] = f.alpha(m).unwrap_or(left * counts[m] / free);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family;
+    use crate::truncation::Window;
+
+    /// Two components' weighted sums over the same values inside `w`.
+    fn two_components(fam: Family) -> (Vec<f64>, [Vec<f64>; 2], Stats) {
+        let xs: Vec<f64> = (0..120).map(|i| 0.55 + 1.6 * ((i as f64 * 0.618_034).fract())).collect();
+        let r0: Vec<f64> = xs.iter().map(|x| 1.0 / (1.0 + (4.0 * (x - 1.1)).exp())).collect();
+        let r1: Vec<f64> = r0.iter().map(|r| 1.0 - r).collect();
+        let mut st = Stats::zero();
+        for (m, r) in [&r0, &r1].into_iter().enumerate() {
+            for (x, r) in xs.iter().zip(r) {
+                st.s0[m] += r;
+                st.s1[m] += r * x;
+                st.s2[m] += r * family::aux(fam, *x);
+            }
+        }
+        (xs, [r0, r1], st)
+    }
+
+    #[test]
+    fn constrained_m_steps_settle_at_the_constrained_maximum() {
+        // the sum of the components' renormalised objectives, Σ_m Σ r_m
+        // log p_m − S0_m log P_m: repeated constrained M-steps (each a
+        // joint Newton step) settle where moving any free coordinate either
+        // way lowers it, a held mean stays put, and the shape stays shared
+        let w = Window { lo: 0.5, hi: 2.2 };
+        for fam in Family::FITTED {
+            let (xs, r, st) = two_components(fam);
+            let q = |p: &Params| -> f64 {
+                (0..2)
+                    .map(|m| {
+                        xs.iter()
+                            .zip(&r[m])
+                            .map(|(x, r)| r * family::log_density(fam, *x, p.mu[m], p.shape[m]))
+                            .sum::<f64>()
+                            - st.s0[m] * w.ln_mass(fam, p.mu[m], p.shape[m])
+                    })
+                    .sum()
+            };
+            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+            let n = st.s0[0] + st.s0[1];
+            // one shape shared
+            let free = crate::mstep::m_step(fam, 2, &st, n, 0.1, true, None).unwrap();
+            let mut p = free;
+            for _ in 0..40 {
+                p = m_step(&renormalised, fam, &st, &free, &p, 0.1, true, None).unwrap().0;
+            }
+            assert_eq!(p.shape[0].to_bits(), p.shape[1].to_bits(), "{fam:?}");
+            let best = q(&p);
+            assert!(best >= q(&free), "{fam:?}");
+            for f in [0.9999, 1.0001] {
+                for m in 0..2 {
+                    let mut moved = p;
+                    moved.mu[m] *= f;
+                    assert!(q(&moved) < best, "{fam:?} mu{m}");
+                }
+                let mut moved = p;
+                moved.shape[0] *= f;
+                moved.shape[1] *= f;
+                assert!(q(&moved) < best, "{fam:?} shared shape");
+            }
+            // the second mean held
+            let mut held = Fixed::none(2);
+            held.0.mu[1] = p.mu[1] * 1.02;
+            let free = crate::mstep::m_step(fam, 2, &st, n, 0.1, false, Some(&held)).unwrap();
+            let mut p = free;
+            for _ in 0..40 {
+                p = m_step(&renormalised, fam, &st, &free, &p, 0.1, false, Some(&held)).unwrap().0;
+            }
+            assert_eq!(p.mu[1].to_bits(), held.0.mu[1].to_bits(), "{fam:?}");
+            let best = q(&p);
+            for f in [0.9999, 1.0001] {
+                for (m, shape) in [(0, false), (0, true), (1, true)] {
+                    let mut moved = p;
+                    if shape {
+                        moved.shape[m] *= f;
+                    } else {
+                        moved.mu[m] *= f;
+                    }
+                    assert!(q(&moved) < best, "{fam:?} held mean: component {m} shape {shape}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn free_coordinates_skip_what_is_held_and_share_one_shape() {
+        let mut f = Fixed::none(3);
+        f.0.mu[1] = 2.0;
+        let (s, n) = slots(3, true, Some(&f));
+        assert_eq!(n, 3);
+        assert_eq!(s.iter().map(|x| x.mu).collect::<Vec<_>>(), vec![Some(1), None, Some(2)]);
+        assert!(s.iter().all(|x| x.shape == Some(0)));
+        f.0.shape[2] = 1.5;
+        let (s, n) = slots(3, false, Some(&f));
+        assert_eq!(n, 4);
+        assert_eq!(s[2].shape, None);
+        assert_eq!(s[1].mu, None);
+    }
+}
