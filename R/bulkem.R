@@ -236,8 +236,12 @@
 #'   but the t and the ex-Gaussian, on the `cpu` and `cuda-streams` engines
 #'   (`cuda-batched` refuses it; a GPU call left to choose runs on
 #'   `cuda-streams`); with `equal.scale`, values held `fixed` (weights too,
-#'   where there is no truncation) and `weights` (in the formula interface;
-#'   a censored row's weight is its count); not yet with `noise`.
+#'   where there is no truncation), `weights` (in the formula interface;
+#'   a censored row's weight is its count) and a `noise` component, which
+#'   takes its uniform's share of each censored window (none of a window
+#'   outside its support: the default support, the observed values' range,
+#'   holds no value censored above it, so give `noise.support` to let the
+#'   noise reach past a deadline).
 #'   `bulkem_bootstrap()` refits censored fits kept with their data
 #'   (`control = list(keep.data = TRUE)`), censoring each replicate as the
 #'   data were. `control$future`'s shards carry each dataset's
@@ -462,8 +466,11 @@
 #'   `bulkem_bootstrap()` refits them truncated. Every family but the t
 #'   and the ex-Gaussian; with `equal.scale` and with means and shapes
 #'   held `fixed` (the components' Newton steps then taken together, in
-#'   the free parameters); not yet with `noise`, weights held `fixed` or
-#'   multivariate data; on the `cpu` and `cuda-streams` engines
+#'   the free parameters), and with a `noise` component (its uniform's
+#'   share of the window renormalises with the components' masses: give
+#'   `noise.support = truncation` for contaminants spread over the window);
+#'   not yet with weights held `fixed` or multivariate data; on the `cpu`
+#'   and `cuda-streams` engines
 #'   (`cuda-batched` refuses it, and a GPU call left to choose runs on
 #'   `cuda-streams`).
 #' @param shift `TRUE` fits components of x - shift: with

@@ -120,7 +120,10 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
   # a noise component: its level over its support, drawn like a component
   noise <- if (has_noise(x)) noise_density(x, grid)
   # truncated: every curve renormalised over the window, 0 outside it
-  if (is_truncated(x)) comp <- truncated_density(x, grid - fit_shift(x), comp)
+  if (is_truncated(x)) {
+    comp <- truncated_density(x, grid - fit_shift(x), comp)
+    if (!is.null(noise)) noise <- truncated_density(x, grid, noise)
+  }
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)
   # censored values have no bar of their own: the observed values' bars

@@ -432,10 +432,8 @@ simulation_seed <- function(seed) {
 
 draw_samples <- function(fit, n, nsim) {
   total <- n * nsim
-  x <- if (!has_fit(fit)) {
-    rep(NA_real_, total)
-  } else if (has_noise(fit)) {
-    # component 0 is the noise
+  # the mixture with its noise component (component 0)
+  with_noise <- function(total) {
     k <- length(fit$alpha)
     comp <- sample.int(k + 1L, total, replace = TRUE, prob = c(fit$alpha, fit$noise)) %% (k + 1L)
     x <- numeric(total)
@@ -446,6 +444,11 @@ draw_samples <- function(fit, n, nsim) {
     }
     x[!on] <- noise_draws(fit, sum(!on))
     x
+  }
+  x <- if (!has_fit(fit)) {
+    rep(NA_real_, total)
+  } else if (has_noise(fit)) {
+    if (total == 0) numeric(0) else if (is_truncated(fit)) truncated_draws(fit, total, with_noise) else with_noise(total)
   } else {
     comp <- if (length(fit$alpha) == 1) {
       rep(1L, total)

@@ -23,7 +23,7 @@ check_truncation <- function(truncation, n_datasets, multivariate) {
 is_truncated <- function(fit) length(fit$truncation) == 2
 
 # The untruncated mixture's cdf at x, the components' alone (without the
-# noise component, which mixture_cdf() adds; a truncated fit has none).
+# noise component, which mixture_cdf() adds).
 untruncated_cdf <- function(fit, x) {
   shape <- fit_shape(fit)
   p <- numeric(length(x))
@@ -33,13 +33,22 @@ untruncated_cdf <- function(fit, x) {
   p
 }
 
+# The untruncated mixture's cdf at x with its noise component, if it has
+# one: what a truncated fit renormalises.
+untruncated_cdf_all <- function(fit, x) {
+  p <- untruncated_cdf(fit, x)
+  if (has_noise(fit)) p <- p + noise_cdf(fit, x)
+  p
+}
+
 # The fit's window on the scale its components are of: the values less a
 # shifted fit's shift (R/shift.R), which predict() and the others compute on.
 fitted_window <- function(fit) fit$truncation - fit_shift(fit)
 
-# Q, the untruncated mixture's mass inside the fit's window.
+# Q, the untruncated mixture's mass inside the fit's window (its noise
+# component's share included).
 window_mass <- function(fit) {
-  diff(untruncated_cdf(fit, fitted_window(fit)))
+  diff(untruncated_cdf_all(fit, fitted_window(fit)))
 }
 
 # Densities `d` of the untruncated mixture at x (a vector, or a matrix
@@ -54,7 +63,7 @@ truncated_density <- function(fit, x, d) {
 truncated_cdf <- function(fit, x) {
   w <- fitted_window(fit)
   at <- pmin(pmax(x, w[1]), w[2])
-  (untruncated_cdf(fit, at) - untruncated_cdf(fit, w[1])) / window_mass(fit)
+  (untruncated_cdf_all(fit, at) - untruncated_cdf_all(fit, w[1])) / window_mass(fit)
 }
 
 # n draws of the truncated mixture: the untruncated mixture's draws inside

@@ -87,9 +87,6 @@ test_that("without censored values a Surv response is the plain fit; bad combina
                          seed = 2)$a
   expect_identical(all_observed[c("mu", "sigma", "alpha", "loglik")], plain[c("mu", "sigma", "alpha", "loglik")])
   y <- list(a = survival::Surv(pmin(x, 5), x <= 5))
-  bad <- function(...) expect_error(bulkem(y, family = "normal", use.gpu = FALSE, ...),
-                                    class = "bulkem_error_argument", regexp = "censored")
-  bad(noise = TRUE)
   expect_error(bulkem(y, family = "t", use.gpu = FALSE), class = "bulkem_error_argument", regexp = "censored")
   expect_error(bulkem(list(a = y$a, b = x), use.gpu = FALSE), class = "bulkem_error_argument", regexp = "Surv")
   f <- bulkem(y, family = "normal", use.gpu = FALSE, seed = 1)

@@ -301,14 +301,38 @@ impl Prepared {
     /// The E-step of the censored observations under `p` (fitted units),
     /// `None` without any.
     pub fn censored_stats(&self, p: &Params) -> Option<CensoredStats> {
-        (!self.censored.is_empty()).then(|| censored_e_step(self.family, &self.censored, p))
+        (!self.censored.is_empty()).then(|| {
+            let noise: Option<Vec<f64>> = self
+                .noise
+                .as_ref()
+                .map(|_| self.censored.iter().filter_map(|g| self.noise_ln_mass(&g.window)).collect());
+            censored_e_step(self.family, &self.censored, p, noise.as_deref())
+        })
     }
 
     /// What truncation adds to the log-likelihood of `p` (fitted units):
     /// −N log Q (truncation.rs), 0 without it; `known`: masses computed
     /// before (em.rs's, of the M-step that made `p`).
     pub fn truncation_term(&self, p: &Params, known: Option<&Masses>) -> f64 {
-        self.truncation.as_ref().map_or(0.0, |w| w.term(self.family, p, self.total, known))
+        self.truncation.as_ref().map_or(0.0, |w| w.term(self.family, p, self.total, known, self.noise_ln_mass(w)))
+    }
+
+    /// With a noise component, log U: the share of its support (a uniform
+    /// in the data's units) inside the window `w` (fitted units, mapped
+    /// back); −∞ where they do not overlap. `None` without noise.
+    pub fn noise_ln_mass(&self, w: &Window) -> Option<f64> {
+        let support = self.noise.as_ref()?.support;
+        let logs = self.family.on_log_scale();
+        let data = |z: f64| {
+            let v = self.shift + self.scale * z;
+            if logs {
+                v.exp()
+            } else {
+                v
+            }
+        };
+        let (lo, hi) = (data(w.lo).max(support.lower), data(w.hi).min(support.upper));
+        Some(if hi > lo { ((hi - lo) / (support.upper - support.lower)).min(1.0).ln() } else { f64::NEG_INFINITY })
     }
 
     /// The noise component's t(x) per observation, if the dataset has one.

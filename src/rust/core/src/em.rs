@@ -205,13 +205,20 @@ fn m_step_on(
                 weight_ok(stats.s0[m] + c.total[m])?;
                 p.alpha[m] = (stats.s0[m] + c.total[m]) / ds.total;
             }
+            if ds.noise.is_some() {
+                p.noise = (stats.s0_noise + c.total_noise) / ds.total;
+            }
             p
         }
     };
     if ds.truncation.is_none() && censored.is_none() {
         return Ok((free, None));
     }
-    let renormalised = Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored };
+    // the noise's share of the truncation window (all of its support
+    // without one)
+    let noise = ds.noise.as_ref().map(|_| ds.truncation.as_ref().and_then(|w| ds.noise_ln_mass(w)).unwrap_or(0.0));
+    let renormalised =
+        Renormalised { truncation: ds.truncation.as_ref(), censored: &ds.censored, stats: censored, noise };
     if ds.equal_scale || ds.fixed.is_some() {
         let fixed = ds.fixed.as_ref();
         return truncation_constrained::m_step(

@@ -140,9 +140,10 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
     let mut info = information(family, &ds.x, ds.noise_terms(), ds.w.as_deref(), p);
     info.loglik += ds.h_sum;
     if let Some(w) = &ds.truncation {
-        let QDerivatives { grad, hess, .. } = w.ln_q_derivatives(family, p, info.layout);
+        let noise = ds.noise_ln_mass(w);
+        let QDerivatives { grad, hess, .. } = w.ln_q_derivatives(family, p, info.layout, noise);
         let n = ds.total;
-        info.loglik -= n * w.ln_mixture_mass(family, p);
+        info.loglik -= n * w.ln_mixture_mass(family, p, noise);
         for (s, g) in info.score.iter_mut().zip(&grad) {
             *s -= n * g;
         }
@@ -153,8 +154,9 @@ pub(crate) fn on_dataset(family: Family, ds: &Prepared, p: &Params) -> Informati
     // each censored group: count·log Q_j, a term of the data's (and its
     // complete-data information, the yardstick of "no information left")
     for g in &ds.censored {
-        let QDerivatives { grad, hess, complete } = g.window.ln_q_derivatives(family, p, info.layout);
-        info.loglik += g.count * g.window.ln_mixture_mass(family, p);
+        let noise = ds.noise_ln_mass(&g.window);
+        let QDerivatives { grad, hess, complete } = g.window.ln_q_derivatives(family, p, info.layout, noise);
+        info.loglik += g.count * g.window.ln_mixture_mass(family, p, noise);
         for (s, v) in info.score.iter_mut().zip(&grad) {
             *s += g.count * v;
         }

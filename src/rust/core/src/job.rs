@@ -310,7 +310,7 @@ impl Job<'_> {
     /// What is wrong with the job's truncation windows, if anything: each
     /// window lo < hi, not both open, the upper above 0 for a family of
     /// positive data; not yet with what the renormalised M-step does not
-    /// handle (Student's t, the ex-Gaussian, a noise component), for
+    /// handle (Student's t, the ex-Gaussian), for
     /// `data` (what the message calls the data).
     fn truncation_problem(&self, data: &str) -> Option<String> {
         let s = &self.settings;
@@ -318,8 +318,6 @@ impl Job<'_> {
             Some("Student's t components (family = \"t\")")
         } else if s.family == Family::ExGauss {
             Some("ex-Gaussian components (family = \"exgauss\")")
-        } else if s.noise {
-            Some("a noise component (noise = TRUE)")
         } else {
             None
         };

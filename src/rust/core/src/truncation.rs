@@ -31,6 +31,12 @@
 //! pass over the exact values; the M-step's objective for component m takes
 //! Σ_j count·τ_jm log P_jm, and its weight π_m counts them too.
 //!
+//! A noise component (noise.rs), a uniform over its support in the data's
+//! units, has the constant mass U (its support's share inside a window,
+//! `Prepared::noise_ln_mass`) in every window: Q = Σ_m α_m P_m + π_0 U, its
+//! censored groups' expected count beside the components', and its weight
+//! mapped back as theirs, α_0 ∝ π_0 / U (`map_weights`).
+//!
 //! The information (information.rs) takes the Hessian of −N log Q, and the
 //! standard errors follow. Everything is in the fitted units: the rescaled
 //! data (the logarithms for the lognormal), where the window is rescaled
@@ -140,27 +146,44 @@ impl Window {
         (g.iter().chain(&h).all(|v| v.is_finite()) && ln_p.is_finite()).then_some((ln_p, g, h))
     }
 
-    /// log Q = log Σ_m α_m P_m of the mixture `p`.
-    pub fn ln_mixture_mass(&self, family: Family, p: &Params) -> f64 {
-        self.ln_mixture_mass_known(family, p, None)
+    /// log Q = log Σ_m α_m P_m of the mixture `p`, with its noise
+    /// component's π_0 U where `noise` is log U, the share of the noise's
+    /// support inside the window (Prepared::noise_ln_mass).
+    pub fn ln_mixture_mass(&self, family: Family, p: &Params, noise: Option<f64>) -> f64 {
+        self.ln_mixture_mass_known(family, p, None, noise)
     }
 
     /// `ln_mixture_mass`, each P_m taken from `known` where it holds p's
     /// component m (the same computation, done before: the same bits).
-    fn ln_mixture_mass_known(&self, family: Family, p: &Params, known: Option<&Masses>) -> f64 {
-        let mut l = [0.0; MAX_COMPONENTS];
+    fn ln_mixture_mass_known(&self, family: Family, p: &Params, known: Option<&Masses>, noise: Option<f64>) -> f64 {
+        let mut l = [0.0; MAX_COMPONENTS + 1];
         for m in 0..p.k {
             let ln_p = known.and_then(|k| k.of(p, m)).unwrap_or_else(|| self.ln_mass(family, p.mu[m], p.shape[m]));
             l[m] = p.alpha[m].ln() + ln_p;
         }
-        log_sum_exp(&l[..p.k])
+        match noise {
+            Some(ln_u) => {
+                l[p.k] = p.noise.ln() + ln_u;
+                log_sum_exp(&l[..=p.k])
+            }
+            None => log_sum_exp(&l[..p.k]),
+        }
+    }
+
+    /// log Q from the components' log P (`ln_p`) and the noise's log U.
+    fn ln_mixture_mass_with(&self, p: &Params, ln_p: &[f64], noise: Option<f64>) -> f64 {
+        let mut l: Vec<f64> = (0..p.k).map(|m| p.alpha[m].ln() + ln_p[m]).collect();
+        if let Some(ln_u) = noise {
+            l.push(p.noise.ln() + ln_u);
+        }
+        log_sum_exp(&l)
     }
 
     /// What truncation adds to the log-likelihood of `p` on `total`
     /// observations (Σ w with weights): −N log Q, with the masses `known`
-    /// already (the M-step's that made `p`: em.rs).
-    pub fn term(&self, family: Family, p: &Params, total: f64, known: Option<&Masses>) -> f64 {
-        -total * self.ln_mixture_mass_known(family, p, known)
+    /// already (the M-step's that made `p`: em.rs) and the noise's log U.
+    pub fn term(&self, family: Family, p: &Params, total: f64, known: Option<&Masses>, noise: Option<f64>) -> f64 {
+        -total * self.ln_mixture_mass_known(family, p, known, noise)
     }
 
     /// The gradient and Hessian of log Q in the free parameters of the
@@ -175,11 +198,14 @@ impl Window {
     /// less the gradient's outer product. The complete-data diagonal is
     /// Σ_m r_m times the square of log(α_m P_m)'s gradient
     /// ((δ_jm − δ_Km)/α_m in α_j).
-    pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout) -> QDerivatives {
+    pub(crate) fn ln_q_derivatives(&self, family: Family, p: &Params, at: Layout, noise: Option<f64>) -> QDerivatives {
         let (k, np) = (p.k, at.len());
         let masses: Vec<_> = (0..k).map(|m| self.ln_mass_derivatives(family, p.mu[m], p.shape[m])).collect();
-        let ln_q = log_sum_exp(&(0..k).map(|m| p.alpha[m].ln() + masses[m].0).collect::<Vec<f64>>());
+        let ln_q = self.ln_mixture_mass_with(p, &masses.iter().map(|m| m.0).collect::<Vec<f64>>(), noise);
         let rho: Vec<f64> = masses.iter().map(|(l, _, _)| (l - ln_q).exp()).collect();
+        // with a noise component (the weight the others determine), its
+        // share of the window ρ_0 = U/Q
+        let rho_noise = noise.map(|ln_u| (ln_u - ln_q).exp());
         let mut grad = vec![0.0; np];
         let mut hess = vec![0.0; np * np];
         let mut complete = vec![0.0; np];
@@ -201,7 +227,7 @@ impl Window {
             complete[own[0]] += r * g[0] * g[0];
             complete[own[1]] += r * g[1] * g[1];
             for j in 0..at.weights() {
-                let sign = weight_sign(m, j, k);
+                let sign = weight_sign(m, j, k, rho_noise.is_some());
                 for (c, gc) in own.iter().zip(g) {
                     add(at.alpha(j), *c, sign * rho[m] * gc);
                 }
@@ -209,7 +235,14 @@ impl Window {
             }
         }
         for j in 0..at.weights() {
-            grad[at.alpha(j)] = rho[j] - rho[k - 1];
+            grad[at.alpha(j)] = rho[j] - rho_noise.unwrap_or(rho[k - 1]);
+        }
+        // the noise's complete-data term: its share π_0 ρ_0 times the
+        // square of ∂ log π_0/∂α_j = −1/π_0
+        if let Some(rho0) = rho_noise {
+            for j in 0..at.weights() {
+                complete[at.alpha(j)] += rho0 / p.noise;
+            }
         }
         for i in 0..np {
             for j in 0..np {
@@ -276,11 +309,12 @@ fn differences(f: impl Fn(f64, f64) -> f64, here: f64, h: [f64; 2], one_corner: 
 }
 
 /// ∂α_m/∂α_j of the weights' layout (α_K = 1 − Σ_j α_j): 1 for m = j, −1
-/// for m = K, else 0.
-fn weight_sign(m: usize, j: usize, k: usize) -> f64 {
+/// for m = K, else 0; with a noise component every α is free (π_0 the
+/// determined one): 1 for m = j, else 0.
+fn weight_sign(m: usize, j: usize, k: usize, noise: bool) -> f64 {
     if m == j {
         1.0
-    } else if m == k - 1 {
+    } else if m == k - 1 && !noise {
         -1.0
     } else {
         0.0
@@ -303,22 +337,34 @@ pub struct CensoredStats {
     pub ll: f64,
     pub w: Vec<[f64; MAX_COMPONENTS]>,
     pub total: [f64; MAX_COMPONENTS],
+    /// The noise component's expected count over the groups (0 without).
+    pub total_noise: f64,
 }
 
-/// The E-step of the censored groups `groups` under the mixture `p`.
-pub fn censored_e_step(family: Family, groups: &[Censored], p: &Params) -> CensoredStats {
-    let mut out = CensoredStats { ll: 0.0, w: Vec::with_capacity(groups.len()), total: [0.0; MAX_COMPONENTS] };
-    let mut l = [0.0; MAX_COMPONENTS];
-    for g in groups {
+/// The E-step of the censored groups `groups` under the mixture `p`, with
+/// its noise component where `noise` gives each group's log U (the share of
+/// the noise's support inside its window).
+pub fn censored_e_step(family: Family, groups: &[Censored], p: &Params, noise: Option<&[f64]>) -> CensoredStats {
+    let mut out =
+        CensoredStats { ll: 0.0, w: Vec::with_capacity(groups.len()), total: [0.0; MAX_COMPONENTS], total_noise: 0.0 };
+    let mut l = [0.0; MAX_COMPONENTS + 1];
+    let k = p.k + noise.is_some() as usize;
+    for (j, g) in groups.iter().enumerate() {
         for m in 0..p.k {
             l[m] = p.alpha[m].ln() + g.window.ln_mass(family, p.mu[m], p.shape[m]);
         }
-        let lq = log_sum_exp(&l[..p.k]);
+        if let Some(u) = noise {
+            l[p.k] = p.noise.ln() + u.get(j).copied().unwrap_or(f64::NEG_INFINITY);
+        }
+        let lq = log_sum_exp(&l[..k]);
         out.ll += g.count * lq;
         let mut w = [0.0; MAX_COMPONENTS];
         for m in 0..p.k {
             w[m] = g.count * (l[m] - lq).exp();
             out.total[m] += w[m];
+        }
+        if noise.is_some() {
+            out.total_noise += g.count * (l[p.k] - lq).exp();
         }
         out.w.push(w);
     }
@@ -386,6 +432,9 @@ pub(crate) struct Renormalised<'a> {
     pub censored: &'a [Censored],
     /// `censored_e_step` of `censored` (`None`: there are none).
     pub stats: Option<&'a CensoredStats>,
+    /// With a noise component, its log U in the truncation window (0
+    /// without one: the whole support).
+    pub noise: Option<f64>,
 }
 
 impl Renormalised<'_> {
@@ -441,11 +490,30 @@ impl Renormalised<'_> {
             masses.set(m, mu, shape, mass, derivatives);
             l[m] = s[3].ln() - mass;
         }
-        let total = log_sum_exp(&l[..p.k]);
-        for m in 0..p.k {
-            p.alpha[m] = (l[m] - total).exp();
-        }
+        self.map_weights(&mut p, st, &l);
         Ok((p, self.truncation.map(|_| masses)))
+    }
+
+    /// The weights of the untruncated mixture from `l`, each component's
+    /// log(S0_m + W_m) − log P_m: α_m ∝ π_m / P_m, and with a noise
+    /// component π_0 / U, its count the exact values' and the censored
+    /// groups' together.
+    pub(crate) fn map_weights(&self, p: &mut Params, st: &Stats, l: &[f64]) {
+        let k = p.k;
+        let mut all = [0.0; MAX_COMPONENTS + 1];
+        all[..k].copy_from_slice(&l[..k]);
+        let n = k + self.noise.is_some() as usize;
+        if let Some(ln_u) = self.noise {
+            let count = st.s0_noise + self.stats.map_or(0.0, |c| c.total_noise);
+            all[k] = count.ln() - ln_u;
+        }
+        let total = log_sum_exp(&all[..n]);
+        for m in 0..k {
+            p.alpha[m] = (all[m] - total).exp();
+        }
+        if self.noise.is_some() {
+            p.noise = (all[k] - total).exp();
+        }
     }
 
     /// Component m's expected complete-data log-likelihood, renormalised,
@@ -764,7 +832,7 @@ mod tests {
                 st.s2[0] += r * family::aux(fam, *x);
             }
             let free = crate::mstep::m_step(fam, 1, &st, st.s0[0], 0.1, false, None).unwrap();
-            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None, noise: None };
             let mut p = renormalised.m_step(fam, &st, &free, &free, 0.1, None).unwrap().0;
             for _ in 0..20 {
                 p = renormalised.m_step(fam, &st, &free, &p, 0.1, None).unwrap().0;
@@ -792,13 +860,63 @@ mod tests {
         (st.s0[0], st.s1[0], st.s2[0]) = (n0, 0.0, n0 * 1.0);
         (st.s0[1], st.s1[1], st.s2[1]) = (n1, n1 * 2.2, n1 * (2.2 * 2.2 + 0.4));
         let free = crate::mstep::m_step(Family::Normal, 2, &st, 100.0, 1.0, false, None).unwrap();
-        let r = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+        let r = Renormalised { truncation: Some(&w), censored: &[], stats: None, noise: None };
         let p = r.m_step(Family::Normal, &st, &free, &free, 1.0, None).unwrap().0;
         let pm: Vec<f64> = (0..2).map(|m| w.ln_mass(Family::Normal, p.mu[m], p.shape[m]).exp()).collect();
         let q = p.alpha[0] * pm[0] + p.alpha[1] * pm[1];
         // π_m = α_m P_m / Q is the observed share S0_m/N
         assert!((p.alpha[0] * pm[0] / q - 0.6).abs() < 1e-12 && (p.alpha[1] * pm[1] / q - 0.4).abs() < 1e-12);
         assert!((p.alpha[0] + p.alpha[1] - 1.0).abs() < 1e-15 && p.alpha[1] > 0.4);
+    }
+
+    #[test]
+    fn a_noise_component_takes_its_share_of_each_window() {
+        // π_0 U_j beside the components' α_m P_jm: the counts, the
+        // log-likelihood, and log Q's gradient in the noise layout (every α
+        // free, π_0 = 1 − Σα) against central differences
+        let mut p = Params::zeroed(2);
+        p.alpha[..2].copy_from_slice(&[0.3, 0.6]);
+        p.noise = 0.1;
+        p.mu[..2].copy_from_slice(&[1.0, 2.5]);
+        p.shape[..2].copy_from_slice(&[4.0, 20.0]);
+        let groups = [
+            Censored { window: Window { lo: 3.0, hi: f64::INFINITY }, count: 5.0 },
+            Censored { window: Window { lo: 0.0, hi: 0.4 }, count: 2.0 },
+        ];
+        let u = [(0.25f64).ln(), (0.1f64).ln()];
+        let st = censored_e_step(Family::InvGauss, &groups, &p, Some(&u));
+        let mut ll = 0.0;
+        let mut noise = 0.0;
+        for (j, g) in groups.iter().enumerate() {
+            let q: Vec<f64> =
+                (0..2).map(|m| p.alpha[m] * g.window.ln_mass(Family::InvGauss, p.mu[m], p.shape[m]).exp()).collect();
+            let q0 = p.noise * u[j].exp();
+            ll += g.count * (q[0] + q[1] + q0).ln();
+            noise += g.count * q0 / (q[0] + q[1] + q0);
+        }
+        assert!((st.ll - ll).abs() < 1e-12 * ll.abs());
+        assert!((st.total_noise - noise).abs() < 1e-12);
+        assert!((st.total[0] + st.total[1] + st.total_noise - 7.0).abs() < 1e-12);
+        let at = Layout { k: 2, noise: true, df: false };
+        let w = Window { lo: 0.3, hi: 2.8 };
+        let d = w.ln_q_derivatives(Family::InvGauss, &p, at, Some(u[0]));
+        let lq = |q: &Params| w.ln_mixture_mass(Family::InvGauss, q, Some(u[0]));
+        let set = |q: &mut Params, i: usize, v: f64| match i {
+            0 | 1 => {
+                q.alpha[i] += v;
+                q.noise -= v;
+            }
+            2 | 3 => q.mu[i - 2] += v,
+            _ => q.shape[i - 4] += v,
+        };
+        for i in 0..6 {
+            let h = 1e-6;
+            let (mut a, mut b) = (p, p);
+            set(&mut a, i, h);
+            set(&mut b, i, -h);
+            let numeric = (lq(&a) - lq(&b)) / (2.0 * h);
+            assert!((d.grad[i] - numeric).abs() < 1e-6 * numeric.abs().max(1.0), "{i}: {} vs {numeric}", d.grad[i]);
+        }
     }
 
     #[test]
@@ -811,7 +929,7 @@ mod tests {
             Censored { window: Window { lo: 3.0, hi: f64::INFINITY }, count: 5.0 },
             Censored { window: Window { lo: 0.0, hi: 0.4 }, count: 2.0 },
         ];
-        let st = censored_e_step(Family::InvGauss, &groups, &p);
+        let st = censored_e_step(Family::InvGauss, &groups, &p, None);
         let mut ll = 0.0;
         for (j, g) in groups.iter().enumerate() {
             // Q_j by Simpson's rule over the window (the upper tail to 40,

@@ -16,7 +16,6 @@ use crate::family::{with_family, ComponentFamily};
 use crate::fixed::Fixed;
 use crate::limits::{MAX_COMPONENTS, TRUNCATED_SETTLED, TRUNCATED_STEPS};
 use crate::linalg::invert;
-use crate::mathx::log_sum_exp;
 use crate::mstep::check_component;
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
@@ -178,13 +177,13 @@ fn m_step_of<F: ComponentFamily>(
     }
     let counts: Vec<f64> = sums.iter().map(|s| s[3]).collect();
     match fixed.filter(|f| f.any_weight()) {
-        Some(f) => weights_given(&mut p, f, &counts),
+        Some(f) => {
+            let noise = r.noise.map(|_| st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise));
+            weights_given(&mut p, f, &counts, noise)
+        }
         None => {
             let l: Vec<f64> = (0..k).map(|m| counts[m].ln() - ln_p[m]).collect();
-            let total = log_sum_exp(&l);
-            for m in 0..k {
-                p.alpha[m] = (l[m] - total).exp();
-            }
+            r.map_weights(&mut p, st, &l);
         }
     }
     // (the masses are of the parameters as they end: a held value put back
@@ -235,14 +234,18 @@ fn direction<F: ComponentFamily>(
 /// The weights under fixed weights, which come without truncation (a held
 /// weight and a window are refused: job.rs), so that every P_m is 1 and
 /// the weights' objective is Σ_free c_m log α_m: the fixed ones as given,
-/// the free ones sharing what they leave in proportion to their counts
-/// (exact and censored), as `Fixed::weights` does for the exact values.
-fn weights_given(p: &mut Params, f: &Fixed, counts: &[f64]) {
+/// the free ones (and the noise's, its count `noise`) sharing what they
+/// leave in proportion to their counts (exact and censored), as
+/// `Fixed::weights` does for the exact values.
+fn weights_given(p: &mut Params, f: &Fixed, counts: &[f64], noise: Option<f64>) {
     let k = counts.len();
     let left = 1.0 - (0..k).filter_map(|m| f.alpha(m)).sum::<f64>();
-    let free: f64 = (0..k).filter(|&m| f.alpha(m).is_none()).map(|m| counts[m]).sum();
+    let free: f64 = (0..k).filter(|&m| f.alpha(m).is_none()).map(|m| counts[m]).sum::<f64>() + noise.unwrap_or(0.0);
     for m in 0..k {
         p.alpha[m] = f.alpha(m).unwrap_or(left * counts[m] / free);
+    }
+    if let Some(c0) = noise {
+        p.noise = left * c0 / free;
     }
 }
 
@@ -288,7 +291,7 @@ mod tests {
                     })
                     .sum()
             };
-            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None };
+            let renormalised = Renormalised { truncation: Some(&w), censored: &[], stats: None, noise: None };
             let n = st.s0[0] + st.s0[1];
             // one shape shared
             let free = crate::mstep::m_step(fam, 2, &st, n, 0.1, true, None).unwrap();
