@@ -301,3 +301,24 @@ test_that("fits without fixed values are unchanged by the option's existence, an
                      local[[d]][c("mu", "sigma", "alpha", "loglik", "fixed")])
   }
 })
+
+test_that("a value held on a component that the ascending means reorder stays with it, in the polish and the SEs", {
+  # the held mean is given for component 1 and ends as component 2 (the
+  # larger mean): the fit, its polish to the maximum and its standard
+  # errors are those of the same constraint given in the fit's order
+  set.seed(3)
+  x <- c(stats::rnorm(300, 0, 1), stats::rnorm(200, 3, 0.7))
+  first <- bulkem(list(a = x), family = "normal", fixed = list(mu = c(3, NA)), seed = 1, use.gpu = FALSE)$a
+  second <- bulkem(list(a = x), family = "normal", fixed = list(mu = c(NA, 3)), seed = 1, use.gpu = FALSE)$a
+  expect_equal(first$mu[2], 3)
+  expect_equal(first[c("alpha", "mu", "sigma", "loglik")], second[c("alpha", "mu", "sigma", "loglik")],
+               tolerance = 1e-10)
+  expect_true(is.na(first$se[["mu2"]]))
+  expect_false(is.na(first$se[["mu1"]]))
+  expect_equal(first$se, second$se, tolerance = 1e-8)
+  # against the numerical Hessian of the constrained likelihood
+  ll <- function(t) sum(log(t[1] * stats::dnorm(x, t[2], t[3]) + (1 - t[1]) * stats::dnorm(x, 3, t[4])))
+  th <- c(first$alpha[1], first$mu[1], first$sigma)
+  h <- stats::optimHess(th, function(t) -ll(t))
+  expect_equal(unname(first$se[c("alpha1", "mu1", "sigma1", "sigma2")]), sqrt(diag(solve(h))), tolerance = 1e-3)
+})

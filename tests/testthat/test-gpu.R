@@ -309,6 +309,31 @@ test_that("censored values (a Surv response) are fitted alike on cuda-streams, a
                class = "bulkem_error_argument", regexp = "censored")
 })
 
+test_that("truncated and censored data with equal.scale, fixed values and noise are fitted alike on cuda-streams", {
+  skip_if_no_gpu()
+  skip_if_not_installed("survival")
+  # (contaminants spread wider than the components, so that every noise
+  # weight is inside (0, 1): at its bound 0 EM crawls and each engine stops
+  # elsewhere on the way)
+  set.seed(73)
+  cut <- function(x, w) x[x > w[1] & x < w[2]]
+  normal <- replicate(5, cut(c(rnorm(300, 0, 0.5), rnorm(200, 2.5, 0.5), runif(40, -3, 6)), c(-3, 6)),
+                      simplify = FALSE)
+  expect_same_optimum(normal, family = "normal", random.inits = 6, truncation = c(-3, 6), equal.scale = TRUE,
+                      tolerance = 1e-8, engines = "cuda-streams")
+  expect_same_optimum(normal, family = "normal", random.inits = 6, truncation = c(-3, 6),
+                      fixed = list(mu = c(NA, 2.5)), tolerance = 1e-8, engines = "cuda-streams")
+  expect_same_optimum(normal, family = "normal", random.inits = 6, truncation = c(-3, 6), noise = TRUE,
+                      noise.support = c(-3, 6), tolerance = 1e-8, engines = "cuda-streams")
+  ig <- replicate(5, c(statmod::rinvgauss(300, 1, 20), statmod::rinvgauss(200, 3, 20), runif(40, 0.2, 8)),
+                  simplify = FALSE)
+  deadline <- lapply(ig, function(x) survival::Surv(pmin(x, 3.6), x <= 3.6))
+  expect_same_optimum(deadline, family = "invgauss", random.inits = 6, equal.scale = TRUE, noise = TRUE,
+                      noise.support = c(0.1, 8), tolerance = 1e-8, engines = "cuda-streams")
+  expect_same_optimum(deadline, family = "gamma", random.inits = 6, fixed = list(alpha = c(0.6, NA)),
+                      tolerance = 1e-8, engines = "cuda-streams")
+})
+
 test_that("the shifted Wald (shift = TRUE) finds the same shift on every engine", {
   skip_if_no_gpu()
   set.seed(71)

@@ -61,9 +61,13 @@ pub(crate) fn finish(
     // at the maximum itself, not where the stop rule left it (polish.rs);
     // with the order applied and the information at the point, if the
     // polish computed it there
+    // (values held fixed are the dataset's in its components' order: in
+    // the order `order` of the fit, permuted with them)
+    let fixed_in = |order: &[usize]| ds.fixed.map(|f| Fixed(f.0.permuted(order)));
     let polished = |f: &StartFit| -> (StartFit, Option<Information>, Vec<usize>) {
         let first = f.params.order_by_mu();
-        let Polished { fit, information } = polish(family, ds, &StartFit { params: f.params.permuted(&first), ..*f });
+        let start = StartFit { params: f.params.permuted(&first), ..*f };
+        let Polished { fit, information } = polish(family, ds, &start, fixed_in(&first).as_ref());
         let again = fit.params.order_by_mu();
         if again.iter().enumerate().all(|(to, &from)| to == from) {
             return (fit, information, first);
@@ -73,15 +77,16 @@ pub(crate) fn finish(
         let order = again.iter().map(|&j| first[j]).collect();
         (StartFit { params: fit.params.permuted(&again), ..fit }, None, order)
     };
-    let errors = |params: &Params, info: Option<Information>| {
+    let errors = |params: &Params, info: Option<Information>, order: &[usize]| {
+        let fixed = fixed_in(order);
         job.settings.standard_errors.then(|| match info {
-            Some(info) => information::covariance_from(ds, &info),
-            None => information::covariance(family, ds, params),
+            Some(info) => information::covariance_from(ds, &info, fixed.as_ref()),
+            None => information::covariance(family, ds, params, fixed.as_ref()),
         })
     };
     let (mut fit, info, mut order) = polished(&w.fit);
     let mut params = ds.unscale(&fit.params);
-    let mut covariance = errors(&params, info);
+    let mut covariance = errors(&params, info, &order);
     // an admissible winner that converged to a saddle point goes on from
     // there (saddle.rs); found only where the information is computed
     let at_saddle = matches!(covariance, Some(Err(Singular::Indefinite { .. })));
@@ -105,7 +110,7 @@ pub(crate) fn finish(
         order = again.iter().map(|&j| order[j]).collect();
         fit = f;
         params = ds.unscale(&fit.params);
-        covariance = errors(&params, info);
+        covariance = errors(&params, info, &order);
     }
     // a rejected start that beat the returned one, in the data's units
     let loglik_spurious =

@@ -40,6 +40,7 @@ use crate::constrained::Constraint;
 pub(crate) use crate::constrained::Layout;
 use crate::dataset::Prepared;
 use crate::family::{with_family, ComponentFamily};
+use crate::fixed::Fixed;
 use crate::limits::MAX_COMPONENTS;
 use crate::linalg::{dot, invert, sum};
 use crate::mathx::exp_nonpos;
@@ -507,17 +508,26 @@ fn information_third(family: Family, xs: &[f64], noise: Option<&[f64]>, w: Optio
 /// and their standard errors, from the observed information on the prepared
 /// dataset `ds` (with its noise component, if it has one); or why there
 /// are none.
-pub fn covariance(family: Family, ds: &Prepared, params: &Params) -> Result<Covariance, Singular> {
-    covariance_from(ds, &on_dataset(family, ds, &ds.rescale(params)))
+pub fn covariance(
+    family: Family,
+    ds: &Prepared,
+    params: &Params,
+    fixed: Option<&Fixed>,
+) -> Result<Covariance, Singular> {
+    covariance_from(ds, &on_dataset(family, ds, &ds.rescale(params)), fixed)
 }
 
 /// The covariance and standard errors, in the data's own units, from the
 /// information `info` computed on the rescaled data of `ds`.
-pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covariance, Singular> {
+pub(crate) fn covariance_from(
+    ds: &Prepared,
+    info: &Information,
+    fixed: Option<&Fixed>,
+) -> Result<Covariance, Singular> {
     let np = info.complete.len();
     let at = info.layout;
     let (k, noise) = (at.k, at.noise);
-    let v = match Constraint::of(at, ds.equal_scale, ds.fixed.as_ref()) {
+    let v = match Constraint::of(at, ds.equal_scale, fixed) {
         Some(c) => c.invert(&info.observed, &info.complete)?,
         None => invert(&info.observed, &info.complete)?,
     };
@@ -564,7 +574,7 @@ pub(crate) fn covariance_from(ds: &Prepared, info: &Information) -> Result<Covar
         }
     }
     // a fixed value has no standard error
-    if let Some(f) = &ds.fixed {
+    if let Some(f) = fixed {
         for m in 0..k {
             for (at, fixed) in [(m, f.alpha(m)), (k + m, f.mu(m)), (2 * k + m, f.shape(m))] {
                 if fixed.is_some() {
@@ -873,7 +883,7 @@ pub(crate) mod tests {
                 let k = p.k;
                 let np = free_parameters(k, false, false);
                 let ds = prepare(&xs, family).unwrap();
-                let cov = covariance(family, &ds, &p).unwrap();
+                let cov = covariance(family, &ds, &p, None).unwrap();
                 let info = observed_information(family, &xs, None, &p);
                 // V I = identity
                 for a in 0..np {
@@ -908,7 +918,7 @@ pub(crate) mod tests {
         for family in Family::FITTED {
             for (xs, p) in mle_cases(family) {
                 let k = p.k;
-                let base = covariance(family, &prepare(&xs, family).unwrap(), &p).unwrap();
+                let base = covariance(family, &prepare(&xs, family).unwrap(), &p, None).unwrap();
                 for c in [1e-300, 3e-200, 1e-3, 7e3, 7e153, 1e300] {
                     let scaled: Vec<f64> = xs.iter().map(|v| v * c).collect();
                     let mut pc = p;
@@ -920,7 +930,7 @@ pub(crate) mod tests {
                             pc.shape[m] *= c;
                         }
                     }
-                    let cov = covariance(family, &prepare(&scaled, family).unwrap(), &pc).unwrap();
+                    let cov = covariance(family, &prepare(&scaled, family).unwrap(), &pc, None).unwrap();
                     for (i, (a, b)) in cov.se.iter().zip(&base.se).enumerate() {
                         let want = if i < k || (i >= 2 * k && !shape_scales) { *b } else { b * c };
                         assert!((a - want).abs() <= 1e-9 * want, "{family:?} K={k} c={c} se[{i}]: {a} vs {want}");
@@ -938,7 +948,7 @@ pub(crate) mod tests {
             let ds = prepare(&xs, family).unwrap();
             for alpha in [[0.5, 0.5], [0.3, 0.7]] {
                 let p = params(&alpha, &[2.0, 2.0], &[truth.shape[0]; 2]);
-                let why = covariance(family, &ds, &p).unwrap_err();
+                let why = covariance(family, &ds, &p, None).unwrap_err();
                 assert_eq!(why, Singular::Collinear { at: 0 }, "{family:?} {alpha:?}");
                 assert_eq!(
                     why.describe(family, 2, false, false),
@@ -948,7 +958,7 @@ pub(crate) mod tests {
             // the same data fitted by one component is fine
             let mut one = truth;
             one.mu[0] = xs.iter().sum::<f64>() / xs.len() as f64;
-            assert!(covariance(family, &ds, &one).is_ok());
+            assert!(covariance(family, &ds, &one, None).is_ok());
         }
     }
 
@@ -959,12 +969,12 @@ pub(crate) mod tests {
         let xs = draw(Family::Normal, &truth, 300, 5);
         let ds = prepare(&xs, Family::Normal).unwrap();
         let wide = params(&[1.0], &[0.0], &[10.0]);
-        let why = covariance(Family::Normal, &ds, &wide).unwrap_err();
+        let why = covariance(Family::Normal, &ds, &wide, None).unwrap_err();
         assert_eq!(why, Singular::Indefinite { at: 1 });
         assert!(why.describe(Family::Normal, 1, false, false).contains("(first at sigma1)"));
         // and non-finite parameters give a non-finite information
         let nan = params(&[1.0], &[f64::NAN], &[1.0]);
-        assert_eq!(covariance(Family::Normal, &ds, &nan).unwrap_err(), Singular::NotFinite);
+        assert_eq!(covariance(Family::Normal, &ds, &nan, None).unwrap_err(), Singular::NotFinite);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use crate::constrained::Constraint;
 use crate::dataset::Prepared;
 use crate::em::fall_tolerance;
+use crate::fixed::Fixed;
 use crate::information::{moved, on_dataset, Information, Layout};
 use crate::limits::{DF_MAX, DF_MIN, POLISH_SETTLED, POLISH_STEPS, POLISH_STEPS_DF};
 use crate::linalg::invert;
@@ -39,7 +40,7 @@ pub struct Polished {
 /// but gone: a ν whose step leaves the range, or whose information is
 /// lost, goes to the bound its score points to and stays there while the
 /// other parameters take their Newton step given it (`bounded_step`).
-pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
+pub fn polish(family: Family, ds: &Prepared, at: &StartFit, fixed: Option<&Fixed>) -> Polished {
     if at.outcome != Outcome::Converged {
         return Polished { fit: *at, information: None };
     }
@@ -58,7 +59,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             }
         }
         fit.loglik = here.loglik;
-        let step = match Constraint::of(here.layout, ds.equal_scale, ds.fixed.as_ref()) {
+        let step = match Constraint::of(here.layout, ds.equal_scale, fixed) {
             // one shape shared or values fixed: the step in the free
             // parameters, every shape then moved alike, the fixed not at all
             // (ν is never constrained: each its own free parameter)
@@ -72,7 +73,7 @@ pub fn polish(family: Family, ds: &Prepared, at: &StartFit) -> Polished {
             break;
         }
         let Some(mut q) = moved(family, &fit.params, ds.noise.is_some(), &delta, 1.0, ds.spread) else { break };
-        if let Some(f) = &ds.fixed {
+        if let Some(f) = fixed {
             // (a weight 1 − Σ of the others moves by rounding only)
             q = f.impose(&q);
         }
@@ -218,7 +219,7 @@ mod tests {
             for accelerate in [true, false] {
                 let loose = run_em(family, &ds, init, 10_000, 1e-6, accelerate, &cancel);
                 assert_eq!(loose.outcome, Outcome::Converged);
-                let polished = polish(family, &ds, &loose).fit;
+                let polished = polish(family, &ds, &loose, ds.fixed.as_ref()).fit;
                 assert!(polished.loglik >= loose.loglik - 1e-9 * loose.loglik.abs());
                 assert!(farthest(&loose.params, &exact.params) > 1e-4, "the stop rule left it close");
                 assert!(farthest(&polished.params, &exact.params) < 1e-4);
@@ -272,7 +273,7 @@ mod tests {
             for (accelerate, epsilon) in [(true, 1e-6), (false, 1e-6), (false, 1e-4), (true, 1e-3)] {
                 let fit = run_em(Family::StudentT, &ds, init, 100_000, epsilon, accelerate, &cancel);
                 assert_eq!(fit.outcome, Outcome::Converged);
-                let polished = polish(Family::StudentT, &ds, &fit).fit;
+                let polished = polish(Family::StudentT, &ds, &fit, ds.fixed.as_ref()).fit;
                 assert!(polished.loglik >= fit.loglik - 1e-9 * fit.loglik.abs());
                 let p = polished.params;
                 match &ds.fixed {
@@ -311,7 +312,7 @@ mod tests {
         for (accelerate, epsilon) in [(true, 1e-6), (false, 1e-6), (false, 1e-4), (true, 1e-3)] {
             let fit = run_em(Family::StudentT, &ds, init, 100_000, epsilon, accelerate, &cancel);
             assert_eq!(fit.outcome, Outcome::Converged);
-            let polished = polish(Family::StudentT, &ds, &fit).fit;
+            let polished = polish(Family::StudentT, &ds, &fit, ds.fixed.as_ref()).fit;
             assert!(polished.loglik >= fit.loglik - 1e-9 * fit.loglik.abs());
             // on this sample the first component's ν heads for the bound,
             // the second's maximum is inside (about 31.5)
@@ -374,7 +375,7 @@ mod tests {
         // both components at the K = 1 fit: a saddle point, where EM stays
         let merged = params(&[0.5, 0.5], &[mean, mean], &[sd, sd]);
         let at = run_em(Family::Normal, &ds, merged, 100, 1e-8, false, &cancel);
-        assert_eq!(polish(Family::Normal, &ds, &at).fit.params, at.params);
+        assert_eq!(polish(Family::Normal, &ds, &at, None).fit.params, at.params);
         let short = run_em(
             Family::Normal,
             &ds,
@@ -385,7 +386,7 @@ mod tests {
             &cancel,
         );
         assert_eq!(short.outcome, Outcome::MaxIters);
-        let left = polish(Family::Normal, &ds, &short);
+        let left = polish(Family::Normal, &ds, &short, None);
         assert_eq!(left.fit, short);
         assert!(left.information.is_none());
     }
