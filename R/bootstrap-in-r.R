@@ -29,7 +29,7 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
   observed <- lapply(seq_len(nd), function(d) list(values = data[[d]], windows = nulls[[d]]$windows))
   args <- list(max.iters = s$max.iters, random.inits = s$random.inits, use.gpu = s$use.gpu,
                epsilon = s$epsilon, family = s$family, seed = s$seed, criterion = "bic",
-               control = s$given_control)
+               noise = isTRUE(s$noise), equal.scale = isTRUE(s$equal.scale), control = s$given_control)
   engines <- character()
   out <- lapply(seq_along(extra), function(j) {
     e <- extra[j]
@@ -43,7 +43,11 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
         w <- nulls[[d]]$truncation
         rep(if (length(w) == 2) w else c(NA_real_, NA_real_), B + 1)
       }))
-      fitted <- refit_drawn(sets, windows, c(args, list(num.components = kk)), isTRUE(s$shift))
+      # a noise support given (NA: each set's own range)
+      supports <- if (args$noise) {
+        unlist(lapply(ds, function(d) rep(if (length(nulls[[d]]$support) == 2) nulls[[d]]$support else c(NA, NA), B + 1)))
+      }
+      fitted <- refit_drawn(sets, windows, c(args, list(num.components = kk)), isTRUE(s$shift), as.double(supports))
       engines <<- c(engines, attr(fitted$result, "engine"))
       for (i in seq_along(ds)) refits[[ds[i]]] <- fitted$fits[(i - 1) * (B + 1) + seq_len(B + 1)]
     }
@@ -54,11 +58,16 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
   lapply(out, function(r) c(r, list(engine = engine, costs = NULL)))
 }
 
-# A null as the fit draw_samples() draws from.
+# A null as the fit draw_samples() draws from (with its noise component
+# over the fit's support, in the data's units).
 null_fit <- function(p, family) {
   f <- list(family = family, fit_success = TRUE, alpha = p$alpha, mu = p$mu, shift = p$shift,
             truncation = p$truncation)
   f[[shape_name(family)]] <- p$shape
+  if (isTRUE(p$noise > 0) && length(p$noise_support) == 2) {
+    f$noise <- p$noise
+    f$noise_support <- p$noise_support
+  }
   f
 }
 
@@ -79,17 +88,26 @@ censor_into <- function(x, windows) {
 }
 
 # The fits of drawn datasets (`sets`: lists of exact values and censored
-# windows; `truncation`: flat window pairs, NA where none): shifted by
+# windows; `truncation`: flat window pairs, NA where none; `supports`: with
+# a noise component, flat support pairs, NA where each set's range):
+# shifted by
 # fit_shifted() (to the estimate), else by one bulkem() call (Surv objects
 # where any set has censored values). Returns the fits and the last bulk
 # call's result (its engine).
-refit_drawn <- function(sets, truncation, args, shift) {
+refit_drawn <- function(sets, truncation, args, shift, supports = numeric(0)) {
   values <- lapply(sets, `[[`, "values")
   names(values) <- paste0("s", seq_along(sets))
   censored <- lapply(sets, `[[`, "windows")
   any_censored <- any(lengths(censored) > 0)
   if (shift) {
-    return(fit_shifted(values, NULL, truncation, if (any_censored) censored, args, finish = FALSE))
+    return(fit_shifted(values, NULL, truncation, if (any_censored) censored, args, finish = FALSE,
+                       supports = if (!all(is.na(supports))) supports else numeric(0)))
+  }
+  if (args$noise && !all(is.na(supports))) {
+    args$noise.support <- lapply(seq_along(sets), function(i) {
+      p <- supports[2 * i - c(1, 0)]
+      if (!anyNA(p)) p
+    })
   }
   if (any_censored) values <- Map(as_surv, values, lapply(censored, as.double))
   tr <- lapply(seq_along(sets), function(i) {

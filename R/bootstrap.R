@@ -464,6 +464,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
     if (!has_fit(f)) return(NULL)
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
          support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
+         noise_support = if (has_noise(f)) f$noise_support,
          fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift,
          windows = if (!is.null(f$censored_windows)) merge_windows(f$censored_windows))
   })

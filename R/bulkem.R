@@ -495,8 +495,11 @@
 #'   at the leading edge; for a gamma component of shape < 1 without
 #'   bound, where the shifted gamma's maximum does not exist), the shift
 #'   found is the search's edge, and the fit's `message` says so. Costs about 80
-#'   plain fits. One K only; not yet with noise,
-#'   `equal.scale`, `fixed` or `init`, nor per component.
+#'   plain fits. One K only; with a `noise` component (its
+#'   `noise.support`, given in the data's units, stays there while the
+#'   components move with the shift; the default, the data's range, too)
+#'   and `equal.scale`; not yet with `fixed` or `init`, nor one shift per
+#'   component.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -804,8 +807,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     inner <- list(num.components = num.components, max.iters = max.iters, random.inits = random.inits,
                   use.gpu = use.gpu,
                   epsilon = epsilon, family = family, seed = seed, criterion = criterion,
+                  noise = noise, equal.scale = equal.scale,
                   control = given_control(control, drop = c("keep.data", "keep.starts")))
-    sh <- fit_shifted(datasets, weights, truncation, censored, inner)
+    sh <- fit_shifted(datasets, weights, truncation, censored, inner, supports = noise.support)
     fits <- attach_inputs(sh$fits, datasets, input, control$keep.data, weights)
     r <- sh$result
     return(new_bulkem(fits, engine = attr(r, "engine"), threads = attr(r, "threads"),

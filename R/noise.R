@@ -8,18 +8,29 @@ has_noise <- function(fit) {
   length(s) == 2 && !anyNA(s) && length(fit$noise) == 1 && !is.na(fit$noise)
 }
 
-# The noise's share of the mixture density at x: weight / width inside the
-# support, 0 outside, NA at NA.
+# The noise's support on the scale the components are of: the values less
+# a shifted fit's shift (R/shift.R), as predict() and the others compute;
+# `noise_support` itself is in the data's units.
+noise_support_fitted <- function(fit) fit$noise_support - fit_shift(fit)
+
+# The noise's share of the mixture density at x (on that scale): weight /
+# width inside the support, 0 outside, NA at NA.
 noise_density <- function(fit, x) {
-  s <- fit$noise_support
+  s <- noise_support_fitted(fit)
   ifelse(x >= s[1] & x <= s[2], fit$noise / (s[2] - s[1]), 0)
 }
 
-# The noise's share of the mixture cdf at x.
-noise_cdf <- function(fit, x) fit$noise * stats::punif(x, fit$noise_support[1], fit$noise_support[2])
+# The noise's share of the mixture cdf at x (on that scale).
+noise_cdf <- function(fit, x) {
+  s <- noise_support_fitted(fit)
+  fit$noise * stats::punif(x, s[1], s[2])
+}
 
-# `n` draws from the uniform over the fit's noise support.
-noise_draws <- function(fit, n) stats::runif(n, fit$noise_support[1], fit$noise_support[2])
+# `n` draws from the uniform over the fit's noise support (on that scale).
+noise_draws <- function(fit, n) {
+  s <- noise_support_fitted(fit)
+  stats::runif(n, s[1], s[2])
+}
 
 # bulkem()'s `noise.support`, checked, as the flat (lower, upper) pairs the
 # core takes: NULL (each dataset's range: no pairs), one support for every

@@ -118,11 +118,11 @@ plot.bulkem_fit <- function(x, data = x$data, breaks = "FD", main = NULL,
   comp <- matrix(core_value(weighted_densities_(grid - fit_shift(x), x$family, x$alpha, x$mu, shape, fit_third(x))),
                  nrow = length(grid))
   # a noise component: its level over its support, drawn like a component
-  noise <- if (has_noise(x)) noise_density(x, grid)
+  noise <- if (has_noise(x)) noise_density(x, grid - fit_shift(x))
   # truncated: every curve renormalised over the window, 0 outside it
   if (is_truncated(x)) {
     comp <- truncated_density(x, grid - fit_shift(x), comp)
-    if (!is.null(noise)) noise <- truncated_density(x, grid, noise)
+    if (!is.null(noise)) noise <- truncated_density(x, grid - fit_shift(x), noise)
   }
   total <- rowSums(comp) + if (is.null(noise)) 0 else noise
   bars <- if (!is.null(data)) plot_histogram(data, breaks, logx)

@@ -57,7 +57,7 @@ mixture_posterior <- function(fit, x) {
   k <- NROW(fit$mu) + noise
   post <- if (has_fit(fit)) {
     core_value(posterior_(x, fit$family, fit$alpha, fit$mu, fit_shape(fit), fit_third(fit),
-                          if (noise) c(fit$noise, fit$noise_support) else numeric(0)))
+                          if (noise) c(fit$noise, noise_support_fitted(fit)) else numeric(0)))
   } else {
     rep(NA_real_, length(x) * k)
   }

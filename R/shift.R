@@ -44,8 +44,6 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
        "\"gamma\": a Normal, t or ex-Gaussian component's mu already is its location")
   }
   if (length(num.components) != 1) no("fits one K per call: give `num.components` one value")
-  if (noise) no("does not go with a noise component (noise = TRUE) yet")
-  if (equal.scale) no("does not go with `equal.scale = TRUE` yet")
   if (!is.null(fixed)) no("does not go with `fixed` yet")
   if (!is.null(init)) no("does not go with `init` yet")
   TRUE
@@ -56,8 +54,11 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
 # them), `censored` (NULL or the windows by dataset, flat triples) and `args`
 # the other arguments every bulkem() call takes. `finish = FALSE` (the
 # bootstrap's refits) stops at the estimate: each fit of x - shift with its
-# `shift`, without the interval and the standard errors.
-fit_shifted <- function(values, weights, truncation, censored, args, finish = TRUE) {
+# `shift`, without the interval and the standard errors. `supports`: with
+# `args$noise`, the noise's supports in the data's units, flat pairs as
+# check_noise_support() makes them (none: each dataset's range, which
+# moves with the data), shifted with the data at every step.
+fit_shifted <- function(values, weights, truncation, censored, args, finish = TRUE, supports = numeric(0)) {
   n <- length(values)
   nm <- dataset_names(values)
   lowest <- vapply(values, function(v) if (length(v) > 0 && all(is.finite(v))) min(v) else NA_real_, 0)
@@ -91,6 +92,12 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
       weights
     }
     tr <- if (length(truncation) > 0) lapply(seq_len(n), function(d) if (!is.null(w <- window(d))) w - shift[d])
+    if (isTRUE(args$noise) && length(supports) > 0) {
+      args$noise.support <- lapply(seq_len(n), function(d) {
+        s <- if (length(supports) == 2) supports else supports[2 * d - c(1, 0)]
+        if (!anyNA(s)) s - shift[d]
+      })
+    }
     args$random.inits <- starts
     call <- c(list(datasets = data, truncation = tr, weights = w, init = from), args)
     suppressWarnings(do.call(bulkem, call))
@@ -143,7 +150,10 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
   final <- fit_at(best_shift, from = starts_from(best_fits, best_shift, best_shift))
   fits <- unclass(final)
   if (!finish) {
-    for (d in which(usable)) fits[[d]]$shift <- best_shift[d]
+    for (d in which(usable)) {
+      fits[[d]]$shift <- best_shift[d]
+      if (has_noise(fits[[d]])) fits[[d]]$noise_support <- fits[[d]]$noise_support + best_shift[d]
+    }
     return(list(fits = fits, result = final))
   }
   top <- loglik(final)
@@ -220,13 +230,16 @@ moved_start <- function(f, delta) {
       (f$family != "lognormal" && any(mu <= 0))) {
     return(NULL)
   }
-  stats::setNames(list(f$alpha, mu, shape), c("alpha", "mu", shape_name(f$family)))
+  start <- stats::setNames(list(f$alpha, mu, shape), c("alpha", "mu", shape_name(f$family)))
+  # (a noise component's weight too; its support moves with the data)
+  if (has_noise(f)) start$noise <- f$noise
+  start
 }
 
 # A fit of x - shift made a fit of x with its shift: `shift`, its window
 # in the data's units, one more parameter in AIC, BIC and ICL, and standard
 # errors from the numerical Hessian of shifted_loglik() in every free
-# parameter.
+# parameter (shifted_theta()'s).
 shifted_fit <- function(f, shift, x, w, window, censored) {
   f$shift <- shift
   if (!is.null(window)) f$truncation <- window
@@ -235,10 +248,14 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   f$bic <- f$bic + log(nobs)
   f$icl <- f$icl + log(nobs)
   k <- length(f$mu)
-  theta <- c(f$alpha[-k], f$mu, fit_shape(f), shift)
-  names(theta) <- c(if (k > 1) paste0("alpha", seq_len(k - 1)), paste0("mu", seq_len(k)),
-                    paste0(shape_name(f$family), seq_len(k)), "shift")
-  ll <- function(th) shifted_loglik(th, k, x, w, window, censored, f$family)
+  noise <- has_noise(f)
+  equal <- isTRUE(f$equal_scale) && k > 1
+  # the noise's support in the data's units (it was fitted on x - shift):
+  # fixed there, whatever the shift
+  if (noise) f$noise_support <- f$noise_support + shift
+  model <- list(k = k, family = f$family, equal = equal, support = if (noise) f$noise_support)
+  theta <- shifted_theta(f, shift, equal)
+  ll <- function(th) shifted_loglik(th, model, x, w, window, censored)
   h <- tryCatch(stats::optimHess(theta, function(th) -ll(th),
                                  control = list(ndeps = 1e-4 * pmax(abs(theta), 1e-3))),
                 error = function(e) NULL)
@@ -252,32 +269,68 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   }
   dimnames(v) <- list(names(theta), names(theta))
   se <- sqrt(diag(v))
-  alpha_k <- if (k > 1) sqrt(sum(v[seq_len(k - 1), seq_len(k - 1)])) else 0
-  f$se <- c(if (k > 1) se[seq_len(k - 1)], stats::setNames(alpha_k, paste0("alpha", k)),
-            se[-seq_len(k - 1)])
+  # the weight the free ones determine (alpha_K, or the noise's): the sum's
+  nw <- k - 1 + noise
+  determined <- if (nw > 0) sqrt(sum(v[seq_len(nw), seq_len(nw)])) else 0
+  ns <- if (equal) 1 else k
+  sname <- shape_name(f$family)
+  f$se <- c(stats::setNames(c(se[seq_len(nw)], if (!noise) determined), paste0("alpha", seq_len(k))),
+            stats::setNames(se[nw + seq_len(k)], paste0("mu", seq_len(k))),
+            stats::setNames(rep_len(se[nw + k + seq_len(ns)], k), paste0(sname, seq_len(k))),
+            if (noise) c(noise = determined), shift = se[[length(se)]])
   f$vcov <- v
   f
 }
 
-# The log-likelihood of the shifted mixture of `family` at theta =
-# (alpha_1..alpha_{K-1}, mu, shape, shift) on the exact values x (weights
-# w), with the censored windows (flat lower, upper, count triples) and the
-# truncation window, written with R's densities and cdfs (statmod's for the
-# inverse Gaussian): -Inf outside the parameter space.
-shifted_loglik <- function(theta, k, x, w, window, censored, family = "invgauss") {
-  alpha <- if (k > 1) c(theta[seq_len(k - 1)], 1 - sum(theta[seq_len(k - 1)])) else 1
-  mu <- theta[k - 1 + seq_len(k)]
-  shape <- theta[2 * k - 1 + seq_len(k)]
-  shift <- theta[3 * k]
-  if (any(alpha <= 0) || (family != "lognormal" && any(mu <= 0)) || any(shape <= 0) || any(x <= shift)) {
+# A shifted fit's free parameters in shifted_loglik()'s order: the free
+# weights (alpha_1..alpha_{K-1}; with a noise component alpha_1..alpha_K,
+# the noise's weight the one they determine), the means, the shapes (one
+# with `equal` shapes), the shift.
+shifted_theta <- function(f, shift, equal) {
+  k <- length(f$mu)
+  free <- if (has_noise(f)) f$alpha else f$alpha[-k]
+  shape <- if (equal) fit_shape(f)[1] else fit_shape(f)
+  sname <- shape_name(f$family)
+  theta <- c(free, f$mu, shape, shift)
+  names(theta) <- c(if (length(free) > 0) paste0("alpha", seq_along(free)), paste0("mu", seq_len(k)),
+                    paste0(sname, seq_along(shape)), "shift")
+  theta
+}
+
+# The log-likelihood of the shifted mixture of `model` (k components of
+# `family`, `equal` shapes, a noise component uniform over `support` in the
+# data's units where given) at theta = shifted_theta()'s parameters, on the
+# exact values x (weights w), with the censored windows (flat lower, upper,
+# count triples) and the truncation window, written with R's densities and
+# cdfs (statmod's for the inverse Gaussian) and the uniform's: -Inf outside
+# the parameter space.
+shifted_loglik <- function(theta, model, x, w, window, censored) {
+  k <- model$k
+  noise <- !is.null(model$support)
+  nw <- k - 1 + noise
+  free <- theta[seq_len(nw)]
+  alpha <- if (noise) free else c(free, 1 - sum(free))
+  pi0 <- if (noise) 1 - sum(free) else 0
+  mu <- theta[nw + seq_len(k)]
+  ns <- if (isTRUE(model$equal)) 1 else k
+  shape <- rep_len(theta[nw + k + seq_len(ns)], k)
+  shift <- theta[[nw + k + ns + 1]]
+  family <- model$family
+  if (any(alpha <= 0) || pi0 < 0 || (family != "lognormal" && any(mu <= 0)) || any(shape <= 0) ||
+      any(x <= shift)) {
     return(-Inf)
   }
   y <- x - shift
+  s <- model$support
   cdf <- function(v, m) {
     ifelse(v <= 0, 0, ifelse(is.infinite(v), 1, component_cdf(family, pmax(v, 1e-300), mu[m], shape[m])))
   }
-  mass <- function(lo, hi) Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * (cdf(hi - shift, m) - cdf(lo - shift, m))))
+  uniform <- function(lo, hi) if (noise) pi0 * (stats::punif(hi, s[1], s[2]) - stats::punif(lo, s[1], s[2])) else 0
+  mass <- function(lo, hi) {
+    Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * (cdf(hi - shift, m) - cdf(lo - shift, m)))) + uniform(lo, hi)
+  }
   dens <- Reduce(`+`, lapply(seq_len(k), function(m) alpha[m] * component_density(family, y, mu[m], shape[m])))
+  if (noise) dens <- dens + pi0 * stats::dunif(x, s[1], s[2])
   ww <- if (is.null(w)) rep(1, length(y)) else w
   ll <- sum(ww * log(dens))
   m <- matrix(as.double(censored), nrow = 3)

@@ -322,6 +322,72 @@ test_that("shifted starts move each component's mean and keep its variance (logn
   expect_null(bulkem:::moved_start(gm, -0.6))
 })
 
+test_that("a shift with a noise component over a support in the data's units, and with one shape shared", {
+  set.seed(3)
+  x <- c(0.3 + c(statmod::rinvgauss(200, 0.6, 6), statmod::rinvgauss(100, 1.5, 15)), stats::runif(15, 0.3, 5))
+  S <- c(0.2, 5)
+  f <- bulkem(list(a = x), shift = TRUE, noise = TRUE, noise.support = S, seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  a <- f$a
+  expect_equal(a$status, "converged")
+  expect_equal(a$noise_support, S)
+  expect_gt(a$noise, 0.01)
+  ll <- function(alpha, mu, lam, pi0, sh) {
+    if (any(x <= sh) || pi0 < 0 || any(alpha <= 0)) return(-Inf)
+    y <- x - sh
+    sum(log(alpha[1] * statmod::dinvgauss(y, mu[1], lam[1]) + alpha[2] * statmod::dinvgauss(y, mu[2], lam[2]) +
+              pi0 * stats::dunif(x, S[1], S[2])))
+  }
+  expect_equal(a$loglik, ll(a$alpha, a$mu, a$lambda, a$noise, a$shift), tolerance = 1e-10)
+  nll <- function(p) {
+    w <- exp(c(p[1:2], 0))
+    w <- w / sum(w)
+    v <- -ll(w[1:2], exp(p[3:4]), exp(p[5:6]), w[3], min(x) - exp(p[7]))
+    if (is.finite(v)) v else 1e10
+  }
+  set.seed(3)
+  best <- Inf
+  for (i in 1:12) {
+    p <- c(stats::rnorm(2, 2), log(sort(stats::runif(2, 0.2, 1.5))), log(stats::runif(2, 1, 10)),
+           log(stats::runif(1, 0.01, 0.3)))
+    o <- stats::optim(p, nll, control = list(maxit = 8000, reltol = 1e-13))
+    o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 2000, reltol = 1e-14))
+    best <- min(best, o$value)
+  }
+  expect_gte(a$loglik, -best - 1e-7 * best)
+  th <- c(a$alpha, a$mu, a$lambda, a$shift)
+  h <- stats::optimHess(th, function(t) -ll(t[1:2], t[3:4], t[5:6], 1 - t[1] - t[2], t[7]))
+  v <- solve(h)
+  expect_equal(unname(a$se[c("alpha1", "alpha2", "mu1", "mu2", "lambda1", "lambda2", "shift")]), sqrt(diag(v)),
+               tolerance = 1e-3)
+  expect_equal(a$se[["noise"]], sqrt(sum(v[1:2, 1:2])), tolerance = 1e-3)
+  # the noise below the shift counts: the density integrates to 1 over the
+  # support and the components' range together
+  expect_equal(predict(a, newdata = 0.25, type = "density"), a$noise / diff(S))
+  total <- stats::integrate(function(z) predict(a, newdata = z, type = "density"), 0.2, 60, subdivisions = 2000)$value
+  expect_equal(total, 1, tolerance = 1e-5)
+  s <- simulate(a, n = 3000, seed = 1)$sim_1
+  expect_gt(stats::ks.test(s, function(z) predict(a, newdata = z, type = "cdf"))$p.value, 1e-3)
+  # the bootstrap refits each replicate with its shift and the noise over S
+  bs <- bulkem_bootstrap(f, B = 19, seed = 2, use.gpu = FALSE)
+  expect_equal(bs$term, c("alpha", "alpha", "mu", "lambda", "alpha", "mu", "lambda", "shift"))
+  expect_gt(bs$B_used[1], 15)
+  expect_true(all(is.finite(bs$std.error)))
+  # one lambda shared
+  g <- bulkem(list(a = x), shift = TRUE, equal.scale = TRUE, seed = 1, use.gpu = FALSE)$a
+  expect_equal(g$lambda[1], g$lambda[2])
+  ll_eq <- function(alpha1, mu, lam, sh) {
+    if (any(x <= sh)) return(-Inf)
+    sum(log(alpha1 * statmod::dinvgauss(x - sh, mu[1], lam) + (1 - alpha1) * statmod::dinvgauss(x - sh, mu[2], lam)))
+  }
+  expect_equal(g$loglik, ll_eq(g$alpha[1], g$mu, g$lambda[1], g$shift), tolerance = 1e-10)
+  expect_equal(g$bic, -2 * g$loglik + 5 * log(length(x)), tolerance = 1e-10)
+  th <- c(g$alpha[1], g$mu, g$lambda[1], g$shift)
+  h <- stats::optimHess(th, function(t) -ll_eq(t[1], t[2:3], t[4], t[5]))
+  expect_equal(unname(g$se[c("alpha1", "mu1", "mu2", "lambda1", "shift")]), sqrt(diag(solve(h))), tolerance = 1e-3)
+  expect_equal(g$se[["lambda1"]], g$se[["lambda2"]])
+})
+
 test_that("shift = TRUE is refused where it does not apply", {
   x <- sh_data(100, 6)
   bad <- function(...) expect_error(bulkem(list(a = x), shift = TRUE, use.gpu = FALSE, ...),
@@ -330,8 +396,6 @@ test_that("shift = TRUE is refused where it does not apply", {
   bad(family = "t")
   bad(family = "exgauss")
   bad(num.components = 1:2)
-  bad(noise = TRUE)
-  bad(equal.scale = TRUE)
   bad(fixed = list(mu = c(NA, 1)))
   bad(init = list(mu = c(0.5, 1), lambda = c(1, 1)))
   expect_error(bulkem(list(a = x), shift = NA, use.gpu = FALSE), class = "bulkem_error_argument", regexp = "shift")
