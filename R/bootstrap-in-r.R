@@ -150,7 +150,12 @@ drawn_refits <- function(refits, k, B, e, shift) {
        observed_status = vapply(obs, status_of, 0L),
        observed_spurious = vapply(obs, function(f) isTRUE(f$spurious), NA),
        alpha = params(function(f) f$alpha), mu = params(function(f) f$mu), shape = params(fit_shape),
-       df = NULL, noise = rep(0, sum(k > 0) * B))
+       df = NULL,
+       # the noise weight of each replicate of a dataset with a null (0
+       # without a noise component)
+       noise = unlist(lapply(seq_len(nd), function(d) {
+         if (k[d] > 0) vapply(reps[[d]], function(f) if (!ok(f)) NA_real_ else if (has_noise(f)) f$noise else 0, 0)
+       })))
 }
 
 # Censored windows (flat lower, upper, count triples) with the counts of

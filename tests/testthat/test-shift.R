@@ -373,6 +373,7 @@ test_that("a shift with a noise component over a support in the data's units, an
   expect_equal(bs$term, c("alpha", "alpha", "mu", "lambda", "alpha", "mu", "lambda", "shift"))
   expect_gt(bs$B_used[1], 15)
   expect_true(all(is.finite(bs$std.error)))
+  expect_gt(bs$std.error[1], 0)
   # one lambda shared
   g <- bulkem(list(a = x), shift = TRUE, equal.scale = TRUE, seed = 1, use.gpu = FALSE)$a
   expect_equal(g$lambda[1], g$lambda[2])

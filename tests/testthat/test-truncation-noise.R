@@ -131,3 +131,18 @@ test_that("truncated noise fits with one shape shared, and their bootstrap", {
   ratio <- bs$std.error / tidy(f)$std.error
   expect_true(all(ratio > 0.5 & ratio < 2))
 })
+
+test_that("the bootstrap of censored fits with a noise component refits the noise", {
+  set.seed(5)
+  x <- c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40), stats::runif(30, 0.2, 6))
+  late <- x > 3.5
+  f <- bulkem(list(a = survival::Surv(pmin(x, 3.5), !late)), noise = TRUE, noise.support = c(0.1, 6), seed = 1,
+              use.gpu = FALSE, control = list(keep.data = TRUE))
+  bs <- bulkem_bootstrap(f, B = 49, seed = 2, use.gpu = FALSE)
+  expect_equal(bs$component[1], 0L)
+  expect_equal(attr(bs, "replicates")$used, 49L)
+  # each replicate's noise weight, refitted: a spread of them
+  ratio <- bs$std.error / tidy(f)$std.error
+  expect_gt(bs$std.error[1], 0)
+  expect_true(all(ratio > 0.5 & ratio < 2))
+})
