@@ -47,7 +47,13 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
       supports <- if (args$noise) {
         unlist(lapply(ds, function(d) rep(if (length(nulls[[d]]$support) == 2) nulls[[d]]$support else c(NA, NA), B + 1)))
       }
-      fitted <- refit_drawn(sets, windows, c(args, list(num.components = kk)), isTRUE(s$shift), as.double(supports))
+      # values held fixed (test = "none" only: no fit of K + 1 has them)
+      held <- if (any(vapply(ds, function(d) !is.null(nulls[[d]]$fixed), NA))) {
+        structure(unlist(lapply(ds, function(d) rep(list(nulls[[d]]$fixed), B + 1)), recursive = FALSE),
+                  class = "bulkem_fixed")
+      }
+      fitted <- refit_drawn(sets, windows, c(args, list(num.components = kk, fixed = held)), isTRUE(s$shift),
+                            as.double(supports))
       engines <<- c(engines, attr(fitted$result, "engine"))
       for (i in seq_along(ds)) refits[[ds[i]]] <- fitted$fits[(i - 1) * (B + 1) + seq_len(B + 1)]
     }

@@ -498,8 +498,9 @@
 #'   plain fits. One K only; with a `noise` component (its
 #'   `noise.support`, given in the data's units, stays there while the
 #'   components move with the shift; the default, the data's range, too)
-#'   and `equal.scale`; not yet with `fixed` or `init`, nor one shift per
-#'   component.
+#'   and `equal.scale`; values held `fixed` and `init`'s starts are of the
+#'   components of x - shift (the starts join the grid's fits); not yet one
+#'   shift per component.
 #' @param data A data frame holding the variables of a formula `datasets`
 #'   (or `formula`), as for [lm()]; variables not in it are looked up where
 #'   the formula was written.
@@ -807,9 +808,9 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     inner <- list(num.components = num.components, max.iters = max.iters, random.inits = random.inits,
                   use.gpu = use.gpu,
                   epsilon = epsilon, family = family, seed = seed, criterion = criterion,
-                  noise = noise, equal.scale = equal.scale,
+                  noise = noise, equal.scale = equal.scale, fixed = fixed,
                   control = given_control(control, drop = c("keep.data", "keep.starts")))
-    sh <- fit_shifted(datasets, weights, truncation, censored, inner, supports = noise.support)
+    sh <- fit_shifted(datasets, weights, truncation, censored, inner, supports = noise.support, init = init)
     fits <- attach_inputs(sh$fits, datasets, input, control$keep.data, weights)
     r <- sh$result
     return(new_bulkem(fits, engine = attr(r, "engine"), threads = attr(r, "threads"),

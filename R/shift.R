@@ -44,21 +44,22 @@ check_shift <- function(shift, family, num.components, noise, equal.scale, fixed
        "\"gamma\": a Normal, t or ex-Gaussian component's mu already is its location")
   }
   if (length(num.components) != 1) no("fits one K per call: give `num.components` one value")
-  if (!is.null(fixed)) no("does not go with `fixed` yet")
-  if (!is.null(init)) no("does not go with `init` yet")
   TRUE
 }
 
 # The fits of shifted data: `values` the exact values by dataset, `weights`
 # (NULL or a list), `truncation` (flat pairs as check_truncation() makes
 # them), `censored` (NULL or the windows by dataset, flat triples) and `args`
-# the other arguments every bulkem() call takes. `finish = FALSE` (the
+# the other arguments every bulkem() call takes (`fixed` among them: values
+# of the components of x - shift). `finish = FALSE` (the
 # bootstrap's refits) stops at the estimate: each fit of x - shift with its
 # `shift`, without the interval and the standard errors. `supports`: with
 # `args$noise`, the noise's supports in the data's units, flat pairs as
 # check_noise_support() makes them (none: each dataset's range, which
-# moves with the data), shifted with the data at every step.
-fit_shifted <- function(values, weights, truncation, censored, args, finish = TRUE, supports = numeric(0)) {
+# moves with the data), shifted with the data at every step. `init`: the
+# user's starts, for the grid's fits.
+fit_shifted <- function(values, weights, truncation, censored, args, finish = TRUE, supports = numeric(0),
+                        init = NULL) {
   n <- length(values)
   nm <- dataset_names(values)
   lowest <- vapply(values, function(v) if (length(v) > 0 && all(is.finite(v))) min(v) else NA_real_, 0)
@@ -99,7 +100,9 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
       })
     }
     args$random.inits <- starts
-    call <- c(list(datasets = data, truncation = tr, weights = w, init = from), args)
+    # the user's starts (of the components of x - shift) join the grid's
+    # multi-start fits; later steps start from the best fit moved
+    call <- c(list(datasets = data, truncation = tr, weights = w, init = if (is.null(from)) init else from), args)
     suppressWarnings(do.call(bulkem, call))
   }
   loglik <- function(fits) vapply(unclass(fits), function(f) if (isTRUE(f$fit_success)) f$loglik else -Inf, 0)
@@ -239,7 +242,7 @@ moved_start <- function(f, delta) {
 # A fit of x - shift made a fit of x with its shift: `shift`, its window
 # in the data's units, one more parameter in AIC, BIC and ICL, and standard
 # errors from the numerical Hessian of shifted_loglik() in every free
-# parameter (shifted_theta()'s).
+# parameter (shifted_map()'s), none for a value held fixed.
 shifted_fit <- function(f, shift, x, w, window, censored) {
   f$shift <- shift
   if (!is.null(window)) f$truncation <- window
@@ -249,13 +252,13 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   f$icl <- f$icl + log(nobs)
   k <- length(f$mu)
   noise <- has_noise(f)
-  equal <- isTRUE(f$equal_scale) && k > 1
   # the noise's support in the data's units (it was fitted on x - shift):
   # fixed there, whatever the shift
   if (noise) f$noise_support <- f$noise_support + shift
-  model <- list(k = k, family = f$family, equal = equal, support = if (noise) f$noise_support)
-  theta <- shifted_theta(f, shift, equal)
-  ll <- function(th) shifted_loglik(th, model, x, w, window, censored)
+  map <- shifted_map(f, shift)
+  model <- list(k = k, family = f$family, support = if (noise) f$noise_support)
+  theta <- map$free
+  ll <- function(th) shifted_loglik(map$expand(th), model, x, w, window, censored)
   h <- tryCatch(stats::optimHess(theta, function(th) -ll(th),
                                  control = list(ndeps = 1e-4 * pmax(abs(theta), 1e-3))),
                 error = function(e) NULL)
@@ -269,52 +272,94 @@ shifted_fit <- function(f, shift, x, w, window, censored) {
   }
   dimnames(v) <- list(names(theta), names(theta))
   se <- sqrt(diag(v))
-  # the weight the free ones determine (alpha_K, or the noise's): the sum's
-  nw <- k - 1 + noise
-  determined <- if (nw > 0) sqrt(sum(v[seq_len(nw), seq_len(nw)])) else 0
-  ns <- if (equal) 1 else k
+  at <- map$at
+  # the weight the free ones determine (alpha's, or the noise's): the sum's
+  ws <- at$weights
+  determined <- if (length(ws) > 0) sqrt(sum(v[ws, ws])) else 0
+  pick <- function(idx) ifelse(is.na(idx), NA_real_, se[pmax(idx, 1L)])
+  alpha_se <- pick(at$alpha)
+  if (!noise && !is.na(at$determined)) alpha_se[at$determined] <- determined
   sname <- shape_name(f$family)
-  f$se <- c(stats::setNames(c(se[seq_len(nw)], if (!noise) determined), paste0("alpha", seq_len(k))),
-            stats::setNames(se[nw + seq_len(k)], paste0("mu", seq_len(k))),
-            stats::setNames(rep_len(se[nw + k + seq_len(ns)], k), paste0(sname, seq_len(k))),
+  f$se <- c(stats::setNames(alpha_se, paste0("alpha", seq_len(k))),
+            stats::setNames(pick(at$mu), paste0("mu", seq_len(k))),
+            stats::setNames(pick(at$shape), paste0(sname, seq_len(k))),
             if (noise) c(noise = determined), shift = se[[length(se)]])
   f$vcov <- v
   f
 }
 
-# A shifted fit's free parameters in shifted_loglik()'s order: the free
-# weights (alpha_1..alpha_{K-1}; with a noise component alpha_1..alpha_K,
-# the noise's weight the one they determine), the means, the shapes (one
-# with `equal` shapes), the shift.
-shifted_theta <- function(f, shift, equal) {
+# A shifted fit's free parameters and how they make all of its parameters:
+# `free`, in shifted_loglik()'s order, the free weights (alpha_1..alpha_K
+# but the one the others determine: the noise's with a noise component,
+# else the last weight not held fixed), the free means, the free shapes
+# (one with `equal.scale`), the shift; `expand(free)` the weights, the
+# noise's, the means, the shapes and the shift, held values (the fit's
+# `fixed`) in place; `at` where each weight, mean and shape is in `free`
+# (NA: held or determined), the free weights' positions and the
+# determined component (NA: the noise's, or none).
+shifted_map <- function(f, shift) {
   k <- length(f$mu)
-  free <- if (has_noise(f)) f$alpha else f$alpha[-k]
-  shape <- if (equal) fit_shape(f)[1] else fit_shape(f)
+  noise <- has_noise(f)
+  equal <- isTRUE(f$equal_scale) && k > 1
+  held <- if (length(f$fixed) == 3 * k) as.double(f$fixed) else rep(NA_real_, 3 * k)
+  ha <- held[seq_len(k)]
+  hm <- held[k + seq_len(k)]
+  hs <- held[2 * k + seq_len(k)]
+  open_w <- which(is.na(ha))
+  determined <- if (!noise && length(open_w) > 0) open_w[length(open_w)] else NA_integer_
+  own_w <- if (noise) open_w else setdiff(open_w, determined)
+  own_mu <- which(is.na(hm))
+  shared <- equal && all(is.na(hs))
+  own_shape <- if (equal) (if (shared) 1L else integer(0)) else which(is.na(hs))
+  shape <- fit_shape(f)
   sname <- shape_name(f$family)
-  theta <- c(free, f$mu, shape, shift)
-  names(theta) <- c(if (length(free) > 0) paste0("alpha", seq_along(free)), paste0("mu", seq_len(k)),
-                    paste0(sname, seq_along(shape)), "shift")
-  theta
+  free <- c(f$alpha[own_w], f$mu[own_mu], shape[own_shape], shift)
+  names(free) <- c(if (length(own_w) > 0) paste0("alpha", own_w), if (length(own_mu) > 0) paste0("mu", own_mu),
+                   if (length(own_shape) > 0) paste0(sname, own_shape), "shift")
+  nw <- length(own_w)
+  nm <- length(own_mu)
+  ns <- length(own_shape)
+  position <- function(own, offset, n) {
+    out <- rep(NA_integer_, n)
+    out[own] <- offset + seq_along(own)
+    out
+  }
+  at <- list(alpha = position(own_w, 0L, k), mu = position(own_mu, nw, k),
+             shape = if (equal) rep(if (shared) nw + nm + 1L else NA_integer_, k) else position(own_shape, nw + nm, k),
+             weights = seq_len(nw), determined = determined)
+  expand <- function(th) {
+    alpha <- ha
+    alpha[own_w] <- th[seq_len(nw)]
+    pi0 <- 0
+    if (noise) {
+      pi0 <- 1 - sum(alpha)
+    } else if (!is.na(determined)) {
+      alpha[determined] <- 1 - sum(alpha[-determined])
+    }
+    mu <- hm
+    mu[own_mu] <- th[nw + seq_len(nm)]
+    sh <- if (equal) rep(if (shared) th[[nw + nm + 1]] else hs[1], k) else hs
+    if (!equal) sh[own_shape] <- th[nw + nm + seq_len(ns)]
+    list(alpha = alpha, pi0 = pi0, mu = mu, shape = sh, shift = th[[nw + nm + ns + 1]])
+  }
+  list(free = free, expand = expand, at = at)
 }
 
 # The log-likelihood of the shifted mixture of `model` (k components of
-# `family`, `equal` shapes, a noise component uniform over `support` in the
-# data's units where given) at theta = shifted_theta()'s parameters, on the
-# exact values x (weights w), with the censored windows (flat lower, upper,
-# count triples) and the truncation window, written with R's densities and
-# cdfs (statmod's for the inverse Gaussian) and the uniform's: -Inf outside
-# the parameter space.
-shifted_loglik <- function(theta, model, x, w, window, censored) {
+# `family`, a noise component uniform over `support` in the data's units
+# where given) at `par` (shifted_map()'s expand(): weights, the noise's,
+# means, shapes, shift), on the exact values x (weights w), with the
+# censored windows (flat lower, upper, count triples) and the truncation
+# window, written with R's densities and cdfs (statmod's for the inverse
+# Gaussian) and the uniform's: -Inf outside the parameter space.
+shifted_loglik <- function(par, model, x, w, window, censored) {
   k <- model$k
   noise <- !is.null(model$support)
-  nw <- k - 1 + noise
-  free <- theta[seq_len(nw)]
-  alpha <- if (noise) free else c(free, 1 - sum(free))
-  pi0 <- if (noise) 1 - sum(free) else 0
-  mu <- theta[nw + seq_len(k)]
-  ns <- if (isTRUE(model$equal)) 1 else k
-  shape <- rep_len(theta[nw + k + seq_len(ns)], k)
-  shift <- theta[[nw + k + ns + 1]]
+  alpha <- par$alpha
+  pi0 <- par$pi0
+  mu <- par$mu
+  shape <- par$shape
+  shift <- par$shift
   family <- model$family
   if (any(alpha <= 0) || pi0 < 0 || (family != "lognormal" && any(mu <= 0)) || any(shape <= 0) ||
       any(x <= shift)) {

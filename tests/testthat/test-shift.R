@@ -389,6 +389,54 @@ test_that("a shift with a noise component over a support in the data's units, an
   expect_equal(g$se[["lambda1"]], g$se[["lambda2"]])
 })
 
+test_that("a shift with values held fixed and with starting values of the shifted components", {
+  x <- sh_data(250, 2)
+  f <- bulkem(list(a = x), shift = TRUE, fixed = list(mu = c(NA, 1.2)), seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  a <- f$a
+  expect_equal(a$status, "converged")
+  expect_equal(a$mu[2], 1.2)
+  ll <- function(a1, mu1, lam, sh) {
+    if (any(x <= sh) || a1 <= 0 || a1 >= 1 || mu1 <= 0 || any(lam <= 0)) return(-Inf)
+    y <- x - sh
+    sum(log(a1 * statmod::dinvgauss(y, mu1, lam[1]) + (1 - a1) * statmod::dinvgauss(y, 1.2, lam[2])))
+  }
+  expect_equal(a$loglik, ll(a$alpha[1], a$mu[1], a$lambda, a$shift), tolerance = 1e-10)
+  nll <- function(p) {
+    v <- -ll(stats::plogis(p[1]), exp(p[2]), exp(p[3:4]), min(x) - exp(p[5]))
+    if (is.finite(v)) v else 1e10
+  }
+  set.seed(3)
+  best <- Inf
+  for (i in 1:15) {
+    p <- c(stats::rnorm(1), log(stats::runif(1, 0.2, 0.8)), log(stats::runif(2, 1, 10)), log(stats::runif(1, 0.01, 0.3)))
+    o <- stats::optim(p, nll, control = list(maxit = 8000, reltol = 1e-13))
+    o <- stats::optim(o$par, nll, method = "BFGS", control = list(maxit = 2000, reltol = 1e-14))
+    best <- min(best, o$value)
+  }
+  expect_gte(a$loglik, -best - 1e-7 * best)
+  # five free parameters and the shift: BIC, and SEs against optimHess
+  expect_equal(a$bic, -2 * a$loglik + 5 * log(length(x)), tolerance = 1e-10)
+  th <- c(a$alpha[1], a$mu[1], a$lambda, a$shift)
+  h <- stats::optimHess(th, function(t) -ll(t[1], t[2], t[3:4], t[5]))
+  expect_equal(unname(a$se[c("alpha1", "mu1", "lambda1", "lambda2", "shift")]), sqrt(diag(solve(h))),
+               tolerance = 2e-3)
+  expect_true(is.na(a$se[["mu2"]]))
+  # the bootstrap holds the value in every refit
+  bs <- bulkem_bootstrap(f, B = 19, seed = 2, use.gpu = FALSE)
+  expect_equal(bs$std.error[bs$component == 2 & bs$term == "mu"], 0)
+  expect_gt(bs$std.error[bs$term == "shift"], 0)
+  # a start of the shifted components given (the default fit's): with two
+  # EM passes per fit it is where the search ends, where one random start
+  # does not get
+  default <- bulkem(list(a = x), shift = TRUE, seed = 1, use.gpu = FALSE)$a
+  start <- list(alpha = default$alpha, mu = default$mu, lambda = default$lambda)
+  short <- function(...) suppressWarnings(bulkem(list(a = x), shift = TRUE, random.inits = 1, max.iters = 2,
+                                                 seed = 1, use.gpu = FALSE, ...)$a)
+  expect_equal(short(init = start)$loglik, default$loglik, tolerance = 1e-8)
+  expect_lt(short()$loglik, default$loglik - 1)
+})
+
 test_that("shift = TRUE is refused where it does not apply", {
   x <- sh_data(100, 6)
   bad <- function(...) expect_error(bulkem(list(a = x), shift = TRUE, use.gpu = FALSE, ...),
@@ -397,7 +445,5 @@ test_that("shift = TRUE is refused where it does not apply", {
   bad(family = "t")
   bad(family = "exgauss")
   bad(num.components = 1:2)
-  bad(fixed = list(mu = c(NA, 1)))
-  bad(init = list(mu = c(0.5, 1), lambda = c(1, 1)))
   expect_error(bulkem(list(a = x), shift = NA, use.gpu = FALSE), class = "bulkem_error_argument", regexp = "shift")
 })
