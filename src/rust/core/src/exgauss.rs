@@ -33,7 +33,7 @@ use crate::family::component::standard_normal;
 use crate::family::component::LN_2PI;
 use crate::limits::{ESTEP_BLOCK as BLOCK, MAX_COMPONENTS};
 use crate::mathx::normalise;
-use crate::params::{Params, Stats};
+use crate::params::{Params, Stats, SumRow};
 use crate::special::{ln_normal_lower, ln_normal_lower_all};
 
 /// The share of a start's variance the exponential part takes: a start of
@@ -192,34 +192,17 @@ pub fn e_step(x: &[f64], noise: Option<&[f64]>, w: Option<&[f64]>, p: &Params) -
     st
 }
 
-/// cuda-streams: one start's terms as em_obs_terms reads them (gpu/
-/// prelude.rs's TERMS_PER_START: c, μ, 1/σ, σ/τ, 1/τ, σ, MAX_COMPONENTS
-/// each; the noise's log weight is the caller's).
-pub(crate) fn kernel_terms(p: &Params, dst: &mut [f64]) {
+/// cuda-streams: one start's terms as em_obs_terms reads them, one row of
+/// MAX_COMPONENTS each (gpu/prelude.rs's TERMS_PER_START): c, μ, 1/σ,
+/// σ/τ, 1/τ, σ.
+pub(crate) fn kernel_rows(p: &Params) -> [[f64; MAX_COMPONENTS]; 6] {
     let t = terms(p);
-    for (row, v) in [&t.c, &t.mu, &t.inv_sigma, &t.sigma_over_tau, &t.inv_tau, &t.sigma].into_iter().enumerate() {
-        if let Some(d) = dst.get_mut(row * MAX_COMPONENTS..(row + 1) * MAX_COMPONENTS) {
-            d.copy_from_slice(v);
-        }
-    }
+    [t.c, t.mu, t.inv_sigma, t.sigma_over_tau, t.inv_tau, t.sigma]
 }
 
-/// cuda-streams: the Stats of em_fused_sum's 1 + 4k (+ noise) sums of a
-/// pass of `p`: log-likelihood, then S0, S1, S2 and Su by component, then a
-/// noise component's S0.
-pub(crate) fn stats_from_sums(sums: &[f64], p: &Params) -> Stats {
-    let k = p.k;
-    let row = |j: usize| sums.get(1 + j * k..1 + (j + 1) * k).unwrap_or(&[]);
-    let mut st = Stats::zero();
-    st.ll = sums.first().copied().unwrap_or(f64::NAN);
-    for (dst, j) in [(&mut st.s0, 0), (&mut st.s1, 1), (&mut st.s2, 2), (&mut st.su, 3)] {
-        let v = row(j);
-        dst[..v.len()].copy_from_slice(v);
-    }
-    st.s0_noise = sums.get(1 + 4 * k).copied().unwrap_or(0.0);
-    st.df = p.df;
-    st
-}
+/// cuda-streams: the order of em_fused_sum's rows of k sums after the
+/// log-likelihood: S0, S1 (Σr·y), S2 (Σr(y² + Var Z)), Su (Σr·E[Z]).
+pub(crate) const SUM_ROWS: [SumRow; 4] = [SumRow::S0, SumRow::S1, SumRow::S2, SumRow::Su];
 
 /// One component's M-step (mstep.rs applies the guards): (μ, σ, τ).
 pub fn component_m_step(st: &Stats, m: usize) -> (f64, f64, f64) {

@@ -239,7 +239,46 @@ pub struct Stats {
     pub df_fixed: bool,
 }
 
+/// Which Stats field a row of sums fills (cuda-streams's sum kernel writes
+/// one row of k sums per field, in a family's order; `Other`: a row the
+/// family completes the Stats with itself).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SumRow {
+    S0,
+    S1,
+    S2,
+    Su,
+    Other,
+}
+
 impl Stats {
+    /// The Stats of a pass's sums laid out as cuda-streams's sum kernel
+    /// writes them: the log-likelihood, then one row of k sums per entry of
+    /// `order`, then a noise component's S0 (a last row, where there is
+    /// one); 0 for what `sums` is too short to hold.
+    pub(crate) fn from_sums(sums: &[f64], k: usize, order: &[SumRow]) -> Stats {
+        let mut st = Stats::zero();
+        st.ll = sums.first().copied().unwrap_or(f64::NAN);
+        for (j, row) in order.iter().enumerate() {
+            let field = match row {
+                SumRow::S0 => &mut st.s0,
+                SumRow::S1 => &mut st.s1,
+                SumRow::S2 => &mut st.s2,
+                SumRow::Su => &mut st.su,
+                SumRow::Other => continue,
+            };
+            let v = Stats::sum_row(sums, k, j);
+            field[..v.len()].copy_from_slice(v);
+        }
+        st.s0_noise = sums.get(1 + order.len() * k).copied().unwrap_or(0.0);
+        st
+    }
+
+    /// Row `j` of k sums of such a layout (empty where `sums` is too short).
+    pub(crate) fn sum_row(sums: &[f64], k: usize, j: usize) -> &[f64] {
+        sums.get(1 + j * k..1 + (j + 1) * k).unwrap_or(&[])
+    }
+
     pub fn zero() -> Stats {
         Stats {
             ll: 0.0,

@@ -34,7 +34,7 @@ use crate::family::component::ComponentFamily;
 use crate::family::gamma::Gamma;
 use crate::limits::{DF_MAX, DF_MIN, ESTEP_BLOCK as BLOCK, ESTEP_LANES as LANES, MAX_COMPONENTS};
 use crate::mathx::{block_log_likelihood, exp_nonpos_all, ln_ge1, ln_ge1_all, normalise, weighted_block};
-use crate::params::{Params, Stats};
+use crate::params::{Params, Stats, SumRow};
 use crate::special::{digammas, gamma_shape, ln_gamma};
 
 /// log π (the kernels' LN_PI too: gpu/prelude.rs)
@@ -260,9 +260,10 @@ fn e_step_blocks<const NOISY: bool, const W: bool>(x: &[f64], nt: &[f64], wt: &[
     finish_stats(st, &s_log, p)
 }
 
-/// The E-step's sums `st` (S0, Su, S1, S2 and the rest) completed: the ν
-/// step's statistic from Σr·(log u − u) (`s_log`), and the pass's ν.
-fn finish_stats(mut st: Stats, s_log: &[f64], p: &Params) -> Stats {
+/// The E-step's sums `st` (S0, Su, S1, S2 and the rest; cuda-streams's
+/// from `SUM_ROWS`) completed: the ν step's statistic from Σr·(log u − u)
+/// (`s_log`), and the pass's ν.
+pub(crate) fn finish_stats(mut st: Stats, s_log: &[f64], p: &Params) -> Stats {
     for m in 0..p.k {
         let half = (p.df[m] + 1.0) / 2.0;
         let (di, _) = digammas(half);
@@ -273,33 +274,18 @@ fn finish_stats(mut st: Stats, s_log: &[f64], p: &Params) -> Stats {
     st
 }
 
-/// cuda-streams: one start's terms as em_obs_terms reads them (gpu/
-/// prelude.rs's TERMS_PER_START: c, μ, (ν+1)/2, 1/(νσ²), (ν+1)/ν, its
-/// logarithm, MAX_COMPONENTS each; the noise's log weight is the caller's).
-pub(crate) fn kernel_terms(p: &Params, dst: &mut [f64]) {
+/// cuda-streams: one start's terms as em_obs_terms reads them, one row of
+/// MAX_COMPONENTS each (gpu/prelude.rs's TERMS_PER_START): c, μ,
+/// (ν+1)/2, 1/(νσ²), (ν+1)/ν, its logarithm.
+pub(crate) fn kernel_rows(p: &Params) -> [[f64; MAX_COMPONENTS]; 6] {
     let t = terms(p);
-    for (row, v) in [&t.c, &t.mu, &t.half, &t.inv_scale, &t.u0, &t.log_u0].into_iter().enumerate() {
-        if let Some(d) = dst.get_mut(row * MAX_COMPONENTS..(row + 1) * MAX_COMPONENTS) {
-            d.copy_from_slice(v);
-        }
-    }
+    [t.c, t.mu, t.half, t.inv_scale, t.u0, t.log_u0]
 }
 
-/// cuda-streams: the Stats of em_fused_sum's 1 + 5k (+ noise) sums of a
-/// pass of `p`: log-likelihood, then S0, Su, S1, S2 and Σr·(log u − u) by
-/// component, then a noise component's S0.
-pub(crate) fn stats_from_sums(sums: &[f64], p: &Params) -> Stats {
-    let k = p.k;
-    let row = |j: usize| sums.get(1 + j * k..1 + (j + 1) * k).unwrap_or(&[]);
-    let mut st = Stats::zero();
-    st.ll = sums.first().copied().unwrap_or(f64::NAN);
-    for (dst, j) in [(&mut st.s0, 0), (&mut st.su, 1), (&mut st.s1, 2), (&mut st.s2, 3)] {
-        let v = row(j);
-        dst[..v.len()].copy_from_slice(v);
-    }
-    st.s0_noise = sums.get(1 + 5 * k).copied().unwrap_or(0.0);
-    finish_stats(st, row(4), p)
-}
+/// cuda-streams: the order of em_fused_sum's rows of k sums after the
+/// log-likelihood (S0, Su, S1, S2, then Σr·(log u − u), which `finish_stats`
+/// takes).
+pub(crate) const SUM_ROWS: [SumRow; 5] = [SumRow::S0, SumRow::Su, SumRow::S1, SumRow::S2, SumRow::Other];
 
 /// One component's M-step (mstep.rs applies the guards): μ = S1/Su,
 /// σ² = (S2 − μ·S1)/S0, and ν by its root, or the pass's ν when fixed.

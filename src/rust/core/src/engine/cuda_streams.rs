@@ -23,7 +23,7 @@ use crate::gpu::{contained, fault_injected, Gpu};
 
 use crate::limits::MAX_COMPONENTS;
 use crate::outcome::Outcome;
-use crate::params::{Family, Params, Stats};
+use crate::params::{Family, Params, Stats, SumRow};
 use crate::{exgauss, student};
 
 /// Device memory one worker may use for per-observation terms; starts beyond
@@ -176,15 +176,19 @@ fn fit_dataset(
             let a = group.len();
             for (j, (_, _, state)) in group.iter().enumerate() {
                 let dst = &mut terms_host[j * TERMS_PER_START..(j + 1) * TERMS_PER_START];
+                // one row of MAX_COMPONENTS per term, as em_obs_terms reads them
+                let put = |rows: &[[f64; MAX_COMPONENTS]], dst: &mut [f64]| {
+                    for (row, d) in rows.iter().zip(dst.chunks_exact_mut(MAX_COMPONENTS)) {
+                        d.copy_from_slice(row);
+                    }
+                };
                 if t.family.has_df() {
-                    student::kernel_terms(&state.params, dst);
+                    put(&student::kernel_rows(&state.params), dst);
                 } else if t.family == Family::ExGauss {
-                    exgauss::kernel_terms(&state.params, dst);
+                    put(&exgauss::kernel_rows(&state.params), dst);
                 } else {
                     let terms = family::terms(t.family, &state.params);
-                    dst[..MAX_COMPONENTS].copy_from_slice(&terms.c);
-                    dst[MAX_COMPONENTS..2 * MAX_COMPONENTS].copy_from_slice(&terms.k);
-                    dst[2 * MAX_COMPONENTS..3 * MAX_COMPONENTS].copy_from_slice(&terms.mu);
+                    put(&[terms.c, terms.k, terms.mu], dst);
                 }
                 dst[TERMS_PER_START - 1] = state.params.noise.ln();
             }
@@ -202,9 +206,12 @@ fn fit_dataset(
             for (j, &(s, init, mut state)) in group.iter().enumerate() {
                 let sums = &sums_host[j * rows..(j + 1) * rows];
                 let stats = match t.family {
-                    Family::StudentT => student::stats_from_sums(sums, &state.params),
-                    Family::ExGauss => exgauss::stats_from_sums(sums, &state.params),
-                    _ => stats_from_sums(sums, k),
+                    Family::StudentT => {
+                        let st = Stats::from_sums(sums, k, &student::SUM_ROWS);
+                        student::finish_stats(st, Stats::sum_row(sums, k, 4), &state.params)
+                    }
+                    Family::ExGauss => Stats { df: state.params.df, ..Stats::from_sums(sums, k, &exgauss::SUM_ROWS) },
+                    _ => Stats::from_sums(sums, k, &[SumRow::S0, SumRow::S1, SumRow::S2]),
                 };
                 match state.advance(t.family, ds, &stats, t.max_iters, t.epsilon) {
                     Some(fit) => {
@@ -220,16 +227,4 @@ fn fit_dataset(
         active = still;
     }
     Ok(best)
-}
-
-/// The sum kernel's row order: log-likelihood, then S0, S1, S2 by
-/// component, then a noise component's S0 (a last row, where there is one).
-fn stats_from_sums(sums: &[f64], k: usize) -> Stats {
-    let mut st = Stats::zero();
-    st.ll = sums[0];
-    st.s0[..k].copy_from_slice(&sums[1..1 + k]);
-    st.s1[..k].copy_from_slice(&sums[1 + k..1 + 2 * k]);
-    st.s2[..k].copy_from_slice(&sums[1 + 2 * k..1 + 3 * k]);
-    st.s0_noise = sums.get(1 + 3 * k).copied().unwrap_or(0.0);
-    st
 }
