@@ -241,6 +241,11 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control <- check_control(control)
   control$keep.data <- FALSE
   control$keep.starts <- FALSE
+  # the refits start from the fit (start 1): their other starts are drawn
+  # as before bulkem()'s default search had short runs (the calibration of
+  # results-bootstrap.md), unless the call says otherwise
+  if (!"short.runs" %in% attr(control, "given")) control$short.runs <- 0L
+  if (!"starts" %in% attr(control, "given")) control$starts <- "mixed"
   given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
   if (test == "lrt" && any(vapply(items, function(f) !is.null(f$fixed), NA))) {

@@ -288,7 +288,12 @@
 #'   (seeds 2 and 3), `control$starts = "partition"` on 92.5-96.7% and
 #'   83.8-85.9% with fewer E-step passes, and `control$refine = 2` adds up
 #'   to 6 points (`Rscript inst/bench/starts.R corpus=defaults ref=1000`,
-#'   `corpus=heldout ref=2000`; `inst/bench/results-starts.md`).
+#'   `corpus=heldout ref=2000`; `inst/bench/results-starts.md`). Since
+#'   2026-11-28 the starts are by default the best `random.inits` of many
+#'   short runs of partition starts (`control$short.runs`, by K): they
+#'   reach the best optimum of 2,400 starts on 97.5-98.3% of the defaults
+#'   corpus and 89.9-93.9% of the held-out one (seeds 2-5), where 20 mixed
+#'   starts reached 91.7-96.7% and 79.8-83.8%.
 #' @param use.gpu `NA` (default) uses a usable CUDA GPU and otherwise the
 #'   CPU; `TRUE` requires a GPU (an error if there is none); `FALSE` uses the
 #'   CPU. With `NA`, a GPU that is present but fails (driver, compiler, memory)

@@ -138,28 +138,36 @@
 #'   `starts`), and only the best `random.inits` of them (admissible ones
 #'   first, then by log-likelihood) are run again from their draw to
 #'   convergence. A minor mode's basin holds a percent or two of the drawn
-#'   starts: `random.inits` starts miss it more often than not, hundreds
-#'   of short runs do not, and a few iterations tell many of those heading
-#'   to a better optimum from the others. Short runs collapsing onto a few
+#'   starts: `random.inits` starts miss it more often than not, many short
+#'   runs do not, and a few iterations tell many of those heading to a
+#'   better optimum from the others. Short runs collapsing onto a few
 #'   observations climb fastest and may fill every place, so a restart
 #'   round (`restarts`), for a dataset with no admissible fit yet, runs
 #'   the next `random.inits` draws (in index order, those not continued
-#'   already) to convergence, as without short runs. 0 (the
-#'   default) turns it off: every start runs to convergence. Otherwise at
-#'   least `random.inits`. All short runs' E-step passes count in
+#'   already) to convergence, as without short runs. The default, `NULL`,
+#'   runs as many as K needs: 30 short runs for two components, 100 for
+#'   three, 200 for four or more, and none for one component or where
+#'   `random.inits` is at least that many. 0 turns them off: every start runs to
+#'   convergence (the search before 2026-11-28, with `starts = "mixed"`).
+#'   Any other number applies to every K > 1 and must be at least
+#'   `random.inits`. All short runs' E-step passes count in
 #'   `attr(fits, "em_iterations")`, and each continued start's count again
 #'   the short run's; only the continued starts count as starts
 #'   (`starts_run`, `best_start` numbered by rank, `keep.starts`). Every
-#'   engine runs it; the starts continued depend only on the seed, the data
-#'   and the settings. Measured (`inst/bench/starts.R`,
-#'   `inst/bench/short-runs-cost.R`; `inst/bench/results-starts.md`): with
-#'   `starts = "partition"`, `short.runs = 200`, `short.iters = 10` and 20
-#'   continued, the best known optimum is reached on 98.3% of the defaults
-#'   corpus and 93.9% of a held-out one (seeds 2 and 3; 20 random starts:
-#'   87.5-88.3% and 73.7-77.8%), at 1.9 and 0.9-1.0 times their E-step
-#'   passes; on an H100 B2's 10,000 datasets take 0.70-0.78 s on
-#'   `cuda-batched` against 0.14-0.24 s, B4's 1.6 s against 1.0-1.2 s, and
-#'   the GPU's fits are the CPU's optimum on 200 of 200 B4 datasets.
+#'   engine runs them; the starts continued depend only on the seed, the
+#'   data and the settings. [bulkem_bootstrap()]'s refits, which start from
+#'   the fit, run none unless asked. Measured (`Rscript
+#'   inst/bench/starts.R`, SQUAREM, seeds 2 to 5;
+#'   `inst/bench/results-starts.md`): with the default partition starts
+#'   and short runs by K, the best known optimum (of 2,400 starts) is
+#'   reached on 97.5-98.3% of the defaults corpus and 89.9-93.9% of a
+#'   held-out corpus with minor modes of 2-5% of the data, against
+#'   91.7-96.7% and 79.8-83.8% for 20 mixed starts without short runs,
+#'   with 1.3 and 1.0 times their E-step passes; on the benchmark
+#'   workloads' data (`inst/bench/default-starts.R`) the same fits or
+#'   higher ones, with 1.1 to 1.8 times the passes (1.8 on B1's and B2's
+#'   easy two-component fits). On the GPU the short runs are one more
+#'   round of the engine (see `inst/bench/results-starts.md` for its time).
 #' @param short.iters EM iterations of each short run (default 10: 5 rank
 #'   the short runs poorly, 10-20 well; SQUAREM's extrapolated passes count
 #'   as iterations, as in `max.iters`).
@@ -212,23 +220,26 @@
 #'   both (0.5% of the data, at least 3 observations, up to half an equal
 #'   share, of log-uniform size), one with a small block anywhere among
 #'   uniformly cut ones, and one cut uniformly at random) or `"mixed"`
-#'   (the default: even start indices partition starts, odd ones random
-#'   starts). Partition
-#'   starts seed small groups at the edges of the data, whose optima few
-#'   random starts find. Every scheme's start depends only on the seed, its
-#'   index, K and the dataset's values, so fits stay reproducible on any
-#'   engine. Measured (`Rscript inst/bench/starts.R`, SQUAREM, two seeds;
+#'   (even start indices partition starts, odd ones random starts). The
+#'   default, `NULL`, is `"partition"`, and `"mixed"` for the ex-Gaussian:
+#'   an ex-Gaussian component's exponential tail runs far past any
+#'   contiguous block, and on real response times partition starts missed
+#'   the maximum that mixed ones reach. Partition starts seed small groups
+#'   at the edges of the data, whose optima few random starts find; with
+#'   the default short runs (`short.runs`), which rank many of them and
+#'   continue the best, they also overcome what contiguous blocks do badly
+#'   alone (components narrower than their data where components overlap:
+#'   a narrow inverse Gaussian inside a wide one, where of 5 partition
+#'   starts 0-1 reached the maximum, of 5 random ones 2-5). Every scheme's
+#'   start depends only on the seed, its index, K and the dataset's
+#'   values, so fits stay reproducible on any engine. Measured without
+#'   short runs (`Rscript inst/bench/starts.R`, SQUAREM, two seeds;
 #'   `inst/bench/results-starts.md`): against the best optimum of 1,200
-#'   starts (defaults corpus) or 2,400 (a held-out corpus with minor modes of
-#'   2-5% of the data), 20 random starts reach it on 87-88% and 74-78%; 20
-#'   partition starts on 93-97% and 84-85%, with a third fewer E-step
-#'   passes; 40 partition starts on 97-99% and 89-90%; 20 mixed starts on
-#'   95% and 80-83%, with 13-18% fewer passes. The default is `"mixed"`:
-#'   contiguous blocks make components narrower than their data where
-#'   components overlap (a narrow inverse Gaussian inside a wide one: of 5
-#'   partition starts 0-1 reached the maximum there, of 5 random ones 2-5,
-#'   of 5 mixed ones 0-3), and the random half keeps part of random starts'
-#'   reach there.
+#'   starts (defaults corpus) or 2,400 (a held-out corpus with minor modes
+#'   of 2-5% of the data), 20 random starts reach it on 87-88% and 74-78%;
+#'   20 partition starts on 93-97% and 84-85%, with a third fewer E-step
+#'   passes; 20 mixed starts on 95% and 80-83%; with short runs, see
+#'   `short.runs`.
 #' @returns A list of class `bulkem_control` holding every setting (the
 #'   defaults filled in, `threads` counted), with attribute `given`: the
 #'   names of the settings the caller gave.
@@ -249,10 +260,10 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
                            spurious.count.ratio = default_screen("count.ratio"),
                            spurious.distinct = default_screen("distinct"),
                            restarts = model_limits()$restarts, refine = model_limits()$refine,
-                           short.runs = model_limits()$short_runs, short.iters = model_limits()$short_iters,
+                           short.runs = NULL, short.iters = model_limits()$short_iters,
                            devices = NULL,
                            future = FALSE, shards = NULL, tuning = list(),
-                           starts = "mixed") {
+                           starts = NULL) {
   given <- names(match.call())[-1]
   out <- list(
     threads = if (is.null(threads)) {
@@ -272,12 +283,14 @@ bulkem_control <- function(threads = NULL, engine = "auto", precision = "double"
     spurious.distinct = check_whole(spurious.distinct, "control$spurious.distinct", 0, 8),
     restarts = as.integer(check_whole(restarts, "control$restarts", 0, 1000)),
     refine = as.integer(check_whole(refine, "control$refine", 0, model_limits()$max_refine)),
-    short.runs = as.integer(check_whole(short.runs, "control$short.runs", 0, model_limits()$max_short_runs)),
+    short.runs = if (!is.null(short.runs)) {
+      as.integer(check_whole(short.runs, "control$short.runs", 0, model_limits()$max_short_runs))
+    },
     short.iters = as.integer(check_whole(short.iters, "control$short.iters", 1, .Machine$integer.max)),
     devices = check_devices(devices),
     future = future, shards = shards,
     tuning = check_tuning(tuning),
-    starts = check_choice(starts, "control$starts", start_schemes))
+    starts = if (!is.null(starts)) check_choice(starts, "control$starts", start_schemes))
   out <- check_future_control(out)
   structure(out, class = "bulkem_control", given = given)
 }

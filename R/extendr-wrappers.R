@@ -77,13 +77,13 @@ gpu_usable_ <- function() .Call(wrap__gpu_usable_)
 gpu_info_ <- function() .Call(wrap__gpu_info_)
 
 #' `list(max_components, free_parameters, shape_names, spurious, restarts,
-#' refine, max_refine, short_runs, max_short_runs, short_iters,
+#' refine, max_refine, short_runs_by_k, max_short_runs, short_iters,
 #' obs_per_component, df_range)`: the largest K, the free
 #' parameters of each K = 1 .. max_components, the shape parameter's name
 #' by family, the spurious-solution screen's default thresholds (ratio,
 #' count, count.ratio, distinct), control$restarts' and control$refine's
-#' defaults, refine's largest value, control$short.runs' default and
-#' largest value, control$short.iters' default, the observations a dataset
+#' defaults, refine's largest value, control$short.runs' default by K
+#' (2, 3, 4 or more components) and largest value, control$short.iters' default, the observations a dataset
 #' needs per component, and the range of Student's t's degrees of freedom.
 #' @noRd
 model_limits_ <- function() .Call(wrap__model_limits_)

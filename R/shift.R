@@ -100,6 +100,9 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
       })
     }
     args$random.inits <- starts
+    # a step from the best fit moved runs its one random start beside it
+    # to convergence: no short runs to choose among
+    if (!is.null(from)) args$control$short.runs <- 0L
     # the user's starts (of the components of x - shift) join the grid's
     # multi-start fits; later steps start from the best fit moved
     call <- c(list(datasets = data, truncation = tr, weights = w, init = if (is.null(from)) init else from), args)

@@ -3,9 +3,10 @@
 # the same machine, and compare.
 #   Rscript inst/bench/cpu-fingerprint.R save before.rds [engine]
 #   Rscript inst/bench/cpu-fingerprint.R compare before.rds [engine]
-#   (an argument starts=SCHEME runs every case with control$starts = SCHEME:
-#   fits saved before a change of the default scheme compare with the old
-#   default named, e.g. starts=random)
+#   (an argument starts=SCHEME runs every case with control$starts = SCHEME,
+#   short.runs=N with control$short.runs = N: fits saved before a change of
+#   the default search compare with the old default named, e.g.
+#   starts=mixed short.runs=0)
 # Covers B1 and samples of B2-B5 (bad datasets mixed in), plain EM
 # (accelerate = FALSE), several Ks in one call for both families,
 # control$keep.starts, standard errors (in every fit) and the bootstrap's
@@ -14,7 +15,8 @@
 suppressPackageStartupMessages(library(bulkem))
 args <- commandArgs(TRUE)
 scheme <- sub("^starts=", "", grep("^starts=", args, value = TRUE))
-args <- grep("^starts=", args, value = TRUE, invert = TRUE)
+short <- as.integer(sub("^short.runs=", "", grep("^short.runs=", args, value = TRUE)))
+args <- grep("^(starts|short.runs)=", args, value = TRUE, invert = TRUE)
 if (!(length(args) %in% 2:3) || !(args[1] %in% c("save", "compare"))) {
   stop("usage: cpu-fingerprint.R save|compare FILE [engine]")
 }
@@ -25,6 +27,7 @@ settings <- if (engine == "cpu") {
   list(control = list(engine = engine))
 }
 if (length(scheme)) settings$control$starts <- scheme
+if (length(short)) settings$control$short.runs <- short
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
 

@@ -7,7 +7,8 @@
 #        Rscript inst/bench/engines.R engines=cuda-batched B2 B3
 #        Rscript inst/bench/engines.R standard.errors=FALSE spurious.ratio=0 B5
 # (a setting=value is a `control` setting, its value an R expression; every
-# run has accelerate = FALSE, so that a start-fit is the peers' fixed EM)
+# run has accelerate = FALSE and short.runs = 0, so that a start-fit is the
+# peers' fixed EM)
 #
 # Prints a markdown table; record it with the command and the machine.
 suppressPackageStartupMessages(library(bulkem))
@@ -21,7 +22,7 @@ if (any(pick)) engines <- strsplit(sub("^engines=", "", args[pick][1]), ",")[[1]
 cmd_args <- args
 args <- args[!pick]
 setting <- grepl("=", args, fixed = TRUE)
-control <- list(accelerate = FALSE)
+control <- list(accelerate = FALSE, short.runs = 0)
 for (a in args[setting]) control[[sub("=.*", "", a)]] <- eval(parse(text = sub("^[^=]*=", "", a)))
 args <- args[!setting]
 if (!length(args)) args <- c("B1", "B2:0.1")

@@ -22,7 +22,7 @@ run <- function(shared) {
   t0 <- proc.time()[["elapsed"]]
   f <- suppressWarnings(bulkem(w$datasets, 2, random.inits = w$args$random.inits, max.iters = 100,
                                epsilon = 1e-6, seed = 1, use.gpu = engine != "cpu", equal.scale = shared,
-                               control = list(accelerate = FALSE, standard.errors = FALSE, engine = engine)))
+                               control = list(accelerate = FALSE, short.runs = 0, standard.errors = FALSE, engine = engine)))
   s <- proc.time()[["elapsed"]] - t0
   c(seconds = s, passes = attr(f, "em_iterations"))
 }

@@ -40,7 +40,7 @@ for (engine in engines) for (family in names(data)) {
          control = list(engine = engine))  # warm-up: kernels compiled
   t0 <- proc.time()[["elapsed"]]
   f <- bulkem(data[[family]], 2, family = family, random.inits = 20, max.iters = 200, seed = 1,
-              control = list(engine = engine, accelerate = FALSE))
+              control = list(engine = engine, accelerate = FALSE, short.runs = 0))
   s <- proc.time()[["elapsed"]] - t0
   passes <- attr(f, "em_iterations")
   rows <- rbind(rows, data.frame(engine = engine, family = family, seconds = round(s, 3), passes = passes,

@@ -24,7 +24,7 @@ gamma_data <- lapply(seq_along(w$datasets), function(i) {
 })
 fit <- function(d, family) {
   bulkem(d, 2, family = family, random.inits = 100, max.iters = 100, epsilon = 1e-6, seed = 1,
-         control = list(engine = engine, accelerate = FALSE))
+         control = list(engine = engine, accelerate = FALSE, short.runs = 0))
 }
 run <- function(family) {
   d <- if (family == "gamma") gamma_data else w$datasets

@@ -20,11 +20,11 @@ if (!length(args)) args <- c("B2", "B2sq", "B2mx", "B3", "B4", "K2")
 spec <- function(name) {
   batched <- function(...) list(engine = "cuda-batched", ...)
   switch(name,
-    B2 = { w <- workload("B2"); list(w$datasets, w$args, batched(accelerate = FALSE)) },
+    B2 = { w <- workload("B2"); list(w$datasets, w$args, batched(accelerate = FALSE, short.runs = 0)) },
     B2sq = { w <- workload("B2"); list(w$datasets, w$args, batched(accelerate = TRUE)) },
-    B2mx = { w <- workload("B2"); list(w$datasets, w$args, batched(accelerate = FALSE, precision = "mixed")) },
-    B3 = { w <- workload("B3"); list(w$datasets, w$args, batched(accelerate = FALSE)) },
-    B4 = { w <- workload("B4"); list(w$datasets, w$args, batched(accelerate = FALSE)) },
+    B2mx = { w <- workload("B2"); list(w$datasets, w$args, batched(accelerate = FALSE, short.runs = 0, precision = "mixed")) },
+    B3 = { w <- workload("B3"); list(w$datasets, w$args, batched(accelerate = FALSE, short.runs = 0)) },
+    B4 = { w <- workload("B4"); list(w$datasets, w$args, batched(accelerate = FALSE, short.runs = 0)) },
     K2 = {
       set.seed(5)
       list(replicate(20000, stats::rnorm(500), simplify = FALSE),

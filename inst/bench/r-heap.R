@@ -21,7 +21,7 @@ if (length(args) && args[1] == "--child") {
   source(file.path(here, "workloads.R"))
   parts <- strsplit(args[3], ":", fixed = TRUE)[[1]]
   w <- workload(parts[1], fraction = if (length(parts) > 1) as.numeric(parts[2]) else 1)
-  control <- list(engine = args[2], accelerate = FALSE)
+  control <- list(engine = args[2], accelerate = FALSE, short.runs = 0)
   invisible(suppressWarnings(bulkem(w$datasets[1], num.components = w$args$num.components,
                                     family = w$args$family, control = control)))
   for (call in c("first", "second")) {

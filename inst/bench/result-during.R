@@ -18,9 +18,9 @@ args <- commandArgs(trailingOnly = TRUE)
 if (!length(args)) args <- if (bulkem_gpu_info()$usable) c("B2", "B5", "B5cpu") else "B5cpu"
 spec <- function(name) {
   switch(name,
-    B2 = c(workload("B2"), list(settings = list(control = list(engine = "cuda-batched", accelerate = FALSE)))),
-    B5 = c(workload("B5"), list(settings = list(control = list(engine = "cuda-batched", accelerate = FALSE)))),
-    B5cpu = c(workload("B5", 0.1), list(settings = list(use.gpu = FALSE, control = list(accelerate = FALSE)))),
+    B2 = c(workload("B2"), list(settings = list(control = list(engine = "cuda-batched", accelerate = FALSE, short.runs = 0)))),
+    B5 = c(workload("B5"), list(settings = list(control = list(engine = "cuda-batched", accelerate = FALSE, short.runs = 0)))),
+    B5cpu = c(workload("B5", 0.1), list(settings = list(use.gpu = FALSE, control = list(accelerate = FALSE, short.runs = 0)))),
     stop("unknown workload ", name, call. = FALSE))
 }
 old <- Sys.getenv("BULKEM_RESULT_DURING", NA)

@@ -1,12 +1,15 @@
 # What control$short.runs (emEM, issue 31) costs on an engine, at bulkem()'s
 # defaults otherwise (SQUAREM, epsilon 1e-6, max.iters 5000, 20 starts):
-# B2's data (10,000 datasets x 1,000 observations, IG K = 2) and B4's
-# (5,000 ragged datasets, IG K = 3), each with today's random starts,
-# partition starts, and partition starts with 200 short runs of 10
-# iterations, the best 20 continued. Wall seconds (a warm-up call first)
-# and E-step passes; then, on a GPU engine, each scheme's agreement with the
-# CPU engine on 200 of B4's datasets (inst/bench/agreement-criterion.R).
-#   Rscript inst/bench/short-runs-cost.R [engine=cuda-batched] [rounds=2]
+# B2's data (10,000 datasets x 1,000 observations, IG K = 2), B4's
+# (5,000 ragged datasets, IG K = 3) and, with b5=TRUE, B5's (200,000
+# ragged datasets, IG K = 3), each with the search before short runs were
+# the default (mixed starts, none), bulkem()'s default since 2026-11-28
+# (partition starts, short runs by K: 30 for K = 2, 100 for K = 3), and
+# partition starts with 200 short runs of 10 iterations, the best 20
+# continued. Wall seconds (a warm-up call first) and E-step passes; then, on
+# a GPU engine, each scheme's agreement with the CPU engine on 200 of B4's
+# datasets (inst/bench/agreement-criterion.R).
+#   Rscript inst/bench/short-runs-cost.R [engine=cuda-batched] [rounds=2] [b5=TRUE]
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
@@ -17,14 +20,15 @@ arg <- function(name, default) {
 }
 engine <- arg("engine", "cuda-batched")
 rounds <- as.integer(arg("rounds", "2"))
-schemes <- list(random = list(), partition = list(starts = "partition"),
+schemes <- list(`mixed, none (before)` = list(starts = "mixed", short.runs = 0L),
+                `default: partition, by K` = list(),
                 `partition, 200 x 10` = list(starts = "partition", short.runs = 200L, short.iters = 10L))
 fit <- function(w, ctl, eng = engine, pick = seq_along(w$datasets)) {
   suppressWarnings(bulkem(w$datasets[pick], w$args$num.components, seed = 1,
                           use.gpu = if (eng == "cpu") FALSE else NA, control = c(list(engine = eng), ctl)))
 }
 rows <- list()
-for (b in c("B2", "B4")) {
+for (b in c("B2", "B4", if (as.logical(arg("b5", "FALSE"))) "B5")) {
   w <- workload(b)
   invisible(fit(w, list(), pick = 1:2))
   for (r in seq_len(rounds)) {

@@ -10,7 +10,8 @@
 #           [schemes=random,partition,partition+r2] [starts=10,20,40] [seeds=2,3]
 #           [ratio=0.001] (control$spurious.ratio of every call, references included)
 # ("partition+r2": control$starts = "partition", control$refine = 2;
-# "random+s200x5": control$short.runs = 200, control$short.iters = 5, emEM)
+# "random+s200x5": control$short.runs = 200, control$short.iters = 5, emEM;
+# "partition+sK": short runs by K, 10 iterations each, bulkem()'s default)
 # Results: inst/bench/results-starts.md.
 #
 # Reference of a dataset: the best admissible log-likelihood of two
@@ -92,7 +93,9 @@ run_setting <- function(scheme, starts, seed, epsilon = 1e-6) {
     if (length(m)) as.integer(m[-1]) else default
   }
   refine <- part("\\+r([0-9]+)", 0L)
-  short <- part("\\+s([0-9]+)x([0-9]+)", c(0L, 5L))
+  short <- part("\\+s([0-9]+)x([0-9]+)", c(0L, 10L))
+  # "+sK": short runs by K, bulkem()'s default (control$short.runs = NULL)
+  by_k <- grepl("\\+sK", scheme)
   scheme <- sub("\\+.*", "", scheme)
   out <- list(ll = rep(NA_real_, length(corpus)), ok = rep(FALSE, length(corpus)),
               min_count = rep(NA_real_, length(corpus)), passes = 0, secs = 0)
@@ -101,7 +104,7 @@ run_setting <- function(scheme, starts, seed, epsilon = 1e-6) {
     t0 <- proc.time()[["elapsed"]]
     fits <- suppressWarnings(bulkem(lapply(corpus[g], `[[`, "x"), num.components = e$k,
       random.inits = starts, epsilon = epsilon, family = e$family, seed = seed, use.gpu = FALSE,
-      control = list(threads = threads, starts = scheme, refine = refine, short.runs = short[1],
+      control = list(threads = threads, starts = scheme, refine = refine, short.runs = if (!by_k) short[1],
                      short.iters = short[2], spurious.ratio = ratio, standard.errors = FALSE)),
       classes = "bulkem_warning_convergence")
     out$secs <- out$secs + proc.time()[["elapsed"]] - t0

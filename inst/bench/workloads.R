@@ -7,8 +7,9 @@
 #   w <- workload("B1")
 #   fits <- do.call(bulkem::bulkem, c(list(w$datasets), w$args))
 # The benchmarks run the workloads with plain EM (control$accelerate =
-# FALSE): a start-fit is then the fixed number of EM iterations the peers and
-# the earlier measurements do.
+# FALSE) and without short runs (control$short.runs = 0): a start-fit is
+# then the fixed number of EM iterations the peers and the earlier
+# measurements do.
 
 # Inverse Gaussian draws by Michael, Schucany & Haas (1976).
 rinvgauss_msh <- function(n, mu, lambda) {

@@ -39,7 +39,7 @@ test_that("max.iters bounds an accelerated start's E-step passes", {
   set.seed(32)
   d <- replicate(3, rmix(500, c(0.5, 0.5), c(0, 1), c(1, 1), "normal"), simplify = FALSE)
   expect_warning(f <- bulkem(d, 2, family = "normal", random.inits = 4, max.iters = 7, use.gpu = FALSE,
-                             control = list(accelerate = TRUE, keep.starts = TRUE)),
+                             control = list(accelerate = TRUE, keep.starts = TRUE, short.runs = 0)),
                  class = "bulkem_warning_convergence")
   for (x in f) {
     expect_true(all(x$starts$iterations <= 7))

@@ -108,19 +108,20 @@ test_that("bad datasets are reported one by one while the others fit unchanged",
 
 test_that("a dataset whose starts all fail is 'failed' with a message", {
   # ten tied values: some component collapses onto them (the likelihood is
-  # unbounded there) from each of these starts (restarts off: with them, a
-  # later round finds a start that does not)
+  # unbounded there) from each of these random starts (restarts off: with
+  # them, a later round finds a start that does not; the default search's
+  # partition short runs find one too)
   x <- c(rep(1, 10), 2, 3)
   set.seed(2)
   good <- b1_dataset(200)
-  fits <- quiet_bulkem(list(x, good), random.inits = 5, family = "normal", seed = 1,
-                       control = list(restarts = 0))
+  random <- list(restarts = 0, starts = "random", short.runs = 0)
+  fits <- quiet_bulkem(list(x, good), random.inits = 5, family = "normal", seed = 1, control = random)
   expect_identical(fits[[1]]$status, "failed")
   expect_match(fits[[1]]$message, "all 5 random starts failed")
   expect_false(fits[[1]]$fit_success)
   expect_true(all(is.na(fits[[1]]$mu)) && is.na(fits[[1]]$loglik))
   expect_true(fits[[2]]$fit_success)
-  expect_identical(quiet_bulkem(list(x), random.inits = 5, seed = 1, control = list(restarts = 0))[[1]]$status,
+  expect_identical(quiet_bulkem(list(x), random.inits = 5, seed = 1, control = random)[[1]]$status,
                    "failed")
 })
 

@@ -47,7 +47,7 @@ test_that("several Ks: one pass, progress never goes back, the same shape as one
   seen <- list()
   report <- function(done, total) seen[[length(seen) + 1]] <<- c(done, total)
   res <- bulkem:::fit_(d, list(), bulkem:::core_settings("normal", 1:3, 2000L, 30L, 1e-12, 5,
-    bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L)), "cpu"), report)
+    bulkem:::check_control(list(threads = 1L, accelerate = FALSE, restarts = 0L, short.runs = 0L)), "cpu"), report)
   expect_gt(length(seen), 1)
   done <- vapply(seen, `[`, 0, 1)
   total <- vapply(seen, `[`, 0, 2)

@@ -84,8 +84,9 @@ test_that("bulkem_bootstrap() takes bulkem_control() as bulkem() does", {
   expect_false(anyNA(b1$std.error))
 })
 
-test_that("control$starts: checked, \"mixed\" the default, every scheme reproducible", {
-  expect_identical(bulkem_control()$starts, "mixed")
+test_that("control$starts: checked, by family the default, every scheme reproducible", {
+  # NULL: partition starts, mixed for the ex-Gaussian (chosen in the core)
+  expect_null(bulkem_control()$starts)
   expect_error(bulkem_control(starts = "kmeans"), class = "bulkem_error_argument", regexp = "control\\$starts")
   expect_error(bulkem(list(rnorm(50)), control = list(starts = NA)), class = "bulkem_error_argument",
                regexp = "control\\$starts")
@@ -97,10 +98,18 @@ test_that("control$starts: checked, \"mixed\" the default, every scheme reproduc
     attributes(f)[c("elapsed", "timings", "threads")] <- NULL
     f
   }
-  fit <- function(..., threads = 2) strip(bulkem(d, family = "normal", random.inits = 6, seed = 5, use.gpu = FALSE,
-                                    control = list(threads = threads, keep.starts = TRUE, ...)))
+  # without short runs, so that start i is draw i
+  fit <- function(..., threads = 2, family = "normal") {
+    strip(bulkem(d, family = family, random.inits = 6, seed = 5, use.gpu = FALSE,
+                 control = list(threads = threads, keep.starts = TRUE, short.runs = 0, ...)))
+  }
   base <- fit(starts = "random")
-  expect_identical(fit(), fit(starts = "mixed"))
+  expect_identical(fit(), fit(starts = "partition"))
+  normal <- d
+  d <- lapply(normal, function(x) x + 10)
+  expect_identical(fit(family = "exgauss"), fit(family = "exgauss", starts = "mixed"))
+  expect_false(identical(fit(family = "exgauss"), fit(family = "exgauss", starts = "partition")))
+  d <- normal
   for (scheme in c("partition", "mixed")) {
     f <- fit(starts = scheme)
     expect_identical(fit(starts = scheme, threads = 1), f)

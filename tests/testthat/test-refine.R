@@ -13,12 +13,13 @@ test_that("control$refine is checked and named", {
 test_that("refinement reaches a minor mode the random starts miss", {
   # 98% in one wide mode, 2% (20 observations) in a narrow one at its
   # edge: few random starts seed the small mode (400 random starts miss it
-  # on half of these datasets)
+  # on half of these datasets; mixed starts without short runs, the
+  # default search before short runs, miss it too)
   set.seed(61)
   d <- replicate(12, c(rnorm(980, 0, 1), rnorm(20, 3.5, 0.2)), simplify = FALSE)
   fit <- function(refine, starts = 5, seed = 3) {
     quiet_bulkem(d, 2, family = "normal", random.inits = starts, seed = seed, use.gpu = FALSE,
-                 control = list(refine = refine, keep.starts = TRUE))
+                 control = list(refine = refine, keep.starts = TRUE, starts = "mixed", short.runs = 0))
   }
   plain <- fit(0)
   refined <- fit(2)
@@ -46,6 +47,6 @@ test_that("refinement reaches a minor mode the random starts miss", {
   }
   # the same fits whatever the threads and the datasets' order
   two <- quiet_bulkem(rev(d), 2, family = "normal", random.inits = 5, seed = 3, use.gpu = FALSE,
-                      control = list(refine = 2, keep.starts = TRUE, threads = 1))
+                      control = list(refine = 2, keep.starts = TRUE, threads = 1, starts = "mixed", short.runs = 0))
   expect_identical(lapply(rev(unclass(two)), `[[`, "mu"), lapply(unclass(refined), `[[`, "mu"))
 })

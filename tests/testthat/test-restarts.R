@@ -3,14 +3,15 @@
 
 sepal <- iris$Sepal.Length # 150 values in tenths of a cm: 35 distinct
 
-# The random scheme's starts (control$starts = "random"), all 20 of which
-# collapse on these tied values for some seeds; the default scheme's
-# partition starts (contiguous blocks, so 3 or more distinct values each)
-# do not, and leave the restart rounds nothing to do here.
+# The random scheme's starts (control$starts = "random", no short runs),
+# all 20 of which collapse on these tied values for some seeds; the
+# default search's partition starts (contiguous blocks, so 3 or more
+# distinct values each) do not, and leave the restart rounds nothing to do
+# here.
 
 fit_sepal <- function(seed, restarts, starts = 20, ...) {
   quiet_bulkem(list(sepal), num.components = 3, family = "normal", seed = seed, random.inits = starts,
-               use.gpu = FALSE, control = list(restarts = restarts, starts = "random", ...))[[1]]
+               use.gpu = FALSE, control = list(restarts = restarts, starts = "random", short.runs = 0, ...))[[1]]
 }
 
 # seeds whose 20 starts all fail on the tied data (found by searching, then
@@ -23,7 +24,7 @@ test_that("tied data whose 20 random starts all collapse gets a sound fit by def
     none <- fit_sepal(s, 0)
     expect_identical(none$starts_run, 20L)
     expect_match(none$message, "all 20 random starts failed")
-    # the default scheme's 20 starts find a sound fit in the first round
+    # the default search's 20 starts find a sound fit in the first round
     dflt <- quiet_bulkem(list(sepal), num.components = 3, family = "normal", seed = s, use.gpu = FALSE,
                          control = list(restarts = 0))[[1]]
     expect_identical(dflt$status, "converged")
@@ -62,7 +63,7 @@ test_that("datasets with a sound fit are untouched by restarts", {
   set.seed(3)
   sets <- list(a = rnorm(200), b = c(rnorm(100), rnorm(100, 4)), tied = sepal)
   fit <- function(r) quiet_bulkem(sets, num.components = 3, family = "normal", seed = failing[[1]],
-                                   use.gpu = FALSE, control = list(restarts = r, starts = "random"))
+                                   use.gpu = FALSE, control = list(restarts = r, starts = "random", short.runs = 0))
   none <- fit(0)
   some <- fit(4)
   expect_identical(none$tied$status, "failed")

@@ -47,10 +47,10 @@ test_that("only what double precision cannot hold is invalid, and says why", {
 
 test_that("keep.starts lists every start of a failed dataset", {
   # ten tied values: some component collapses onto them from each of these
-  # starts (as in test-bad-input.R; restarts off)
+  # random starts (as in test-bad-input.R; restarts and short runs off)
   d <- list(tied = c(rep(1, 10), 2, 3))
   f <- quiet_bulkem(d, random.inits = 5, family = "normal", use.gpu = FALSE,
-              seed = 1, control = list(keep.starts = TRUE, restarts = 0))$tied
+              seed = 1, control = list(keep.starts = TRUE, restarts = 0, starts = "random", short.runs = 0))$tied
   expect_identical(f$status, "failed")
   expect_identical(nrow(f$starts), 5L)
   expect_identical(f$starts$start, 1:5)

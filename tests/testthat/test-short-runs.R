@@ -29,7 +29,7 @@ test_that("short partition runs reach a minor mode that 5 and 400 full starts mi
   ll <- function(f) vapply(f, `[[`, 0, "loglik")
   reference <- pmax(ll(fit(400, seed = 1, starts = "random")), ll(fit(400, seed = 1, refine = 2)))
   reached <- function(f) ll(f) >= reference - 1e-6 * abs(reference)
-  plain <- fit()
+  plain <- fit(short.runs = 0)
   short <- fit(short.runs = 50, short.iters = 3)
   expect_gte(sum(!reached(plain)), 1) # the test needs datasets the plain starts miss
   expect_true(all(reached(short)))
@@ -56,8 +56,14 @@ test_that("short partition runs reach a minor mode that 5 and 400 full starts mi
   expect_identical(lapply(rev(unclass(again)), `[[`, "mu"), lapply(unclass(short), `[[`, "mu"))
   expect_identical(lapply(rev(unclass(again)), `[[`, "starts"), lapply(unclass(short), `[[`, "starts"))
   expect_identical(attr(again, "em_iterations"), attr(short, "em_iterations"))
-  # off (the default) is the plain fit
-  expect_identical(lapply(unclass(fit(short.runs = 0)), `[[`, "mu"), lapply(unclass(plain), `[[`, "mu"))
+  # the default: short runs by K, 30 for two components (10 iterations),
+  # none where random.inits is at least as many
+  by_k <- bulkem:::model_limits()$short_runs_by_k
+  expect_identical(by_k, c(30L, 100L, 200L))
+  starts_of <- function(f) lapply(unclass(f), `[[`, "starts")
+  expect_identical(starts_of(fit()), starts_of(fit(short.runs = 30, short.iters = 10)))
+  expect_identical(starts_of(fit(30)), starts_of(fit(30, short.runs = 0)))
+  expect_false(identical(lapply(unclass(fit()), `[[`, "starts"), lapply(unclass(plain), `[[`, "starts")))
 })
 
 test_that("restart rounds run plain draws when the best short runs all collapse", {

@@ -33,17 +33,19 @@ test_that("if every start fails the screen, the best is returned and marked spur
   set.seed(61)
   x <- c(rnorm(150, 0, 1), rnorm(150, 5, 2))
   # a screen so strict that no two-component fit with unequal sds passes
+  # (mixed starts without short runs, the search before short runs, so that
+  # the restart rounds' starts are the draws after the first round's)
   expect_warning(f <- bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
-                             control = list(spurious.ratio = 0.99))[[1]],
+                             control = list(starts = "mixed", short.runs = 0, spurious.ratio = 0.99))[[1]],
                  "1 are marked spurious", class = "bulkem_warning_convergence")
   # the warning and the fit say which component, and without the data kept
   # how to see its observations
   w <- tryCatch(bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
-                       control = list(spurious.ratio = 0.99)), warning = function(w) w)
+                       control = list(starts = "mixed", short.runs = 0, spurious.ratio = 0.99)), warning = function(w) w)
   expect_match(conditionMessage(w), "(e.g. dataset 1: a component of weight ", fixed = TRUE)
   expect_match(conditionMessage(w), "control = list(keep.data = TRUE) to see which observations", fixed = TRUE)
   kept <- quiet_bulkem(list(x), random.inits = 6, family = "normal", seed = 2, use.gpu = FALSE,
-                       control = list(spurious.ratio = 0.99, keep.data = TRUE))[[1]]
+                       control = list(starts = "mixed", short.runs = 0, spurious.ratio = 0.99, keep.data = TRUE))[[1]]
   # the narrower component (the screen's culprit with two equal-sized ones is
   # the smaller), and the observations it is the most likely component of
   small <- which.min(kept$alpha)
@@ -53,7 +55,8 @@ test_that("if every start fails the screen, the best is returned and marked spur
   expect_identical(summary(bulkem:::new_bulkem(list(kept)))$spurious, TRUE)
   # every start rejected: control$restarts ran its rounds of 6 more
   expect_identical(f$starts_run, 6L * (1L + bulkem:::model_limits()$restarts))
-  plain <- bulkem(list(x), random.inits = f$starts_run, family = "normal", seed = 2, use.gpu = FALSE)[[1]]
+  plain <- bulkem(list(x), random.inits = f$starts_run, family = "normal", seed = 2, use.gpu = FALSE,
+                  control = list(starts = "mixed", short.runs = 0))[[1]]
   expect_true(f$spurious)
   expect_identical(f$spurious_starts, f$starts_ok)
   expect_true(is.na(f$loglik_spurious))

@@ -3,20 +3,20 @@
 
 use bulkem_core::limits::{
     free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, MAX_SHORT_RUNS, OBS_PER_COMPONENT, REFINE, RESTARTS,
-    SHORT_ITERS, SHORT_RUNS,
+    SHORT_ITERS, SHORT_RUNS_BY_K,
 };
 use bulkem_core::screen::Screen;
 use bulkem_core::Family;
 use extendr_api::prelude::*;
 
 /// `list(max_components, free_parameters, shape_names, spurious, restarts,
-/// refine, max_refine, short_runs, max_short_runs, short_iters,
+/// refine, max_refine, short_runs_by_k, max_short_runs, short_iters,
 /// obs_per_component, df_range)`: the largest K, the free
 /// parameters of each K = 1 .. max_components, the shape parameter's name
 /// by family, the spurious-solution screen's default thresholds (ratio,
 /// count, count.ratio, distinct), control$restarts' and control$refine's
-/// defaults, refine's largest value, control$short.runs' default and
-/// largest value, control$short.iters' default, the observations a dataset
+/// defaults, refine's largest value, control$short.runs' default by K
+/// (2, 3, 4 or more components) and largest value, control$short.iters' default, the observations a dataset
 /// needs per component, and the range of Student's t's degrees of freedom.
 /// @noRd
 #[extendr]
@@ -36,7 +36,7 @@ fn model_limits_() -> List {
         restarts = RESTARTS as i32,
         refine = REFINE as i32,
         max_refine = MAX_REFINE as i32,
-        short_runs = SHORT_RUNS as i32,
+        short_runs_by_k = SHORT_RUNS_BY_K.iter().map(|&r| r as i32).collect::<Vec<_>>(),
         max_short_runs = MAX_SHORT_RUNS as i32,
         short_iters = SHORT_ITERS as i32,
         obs_per_component = OBS_PER_COMPONENT as i32,

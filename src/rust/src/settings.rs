@@ -220,6 +220,17 @@ impl Named {
         whole(self.real(name)?).ok_or_else(|| mistyped(name, "a whole number"))
     }
 
+    /// The element `name`, unless it is NULL or absent (a control list
+    /// whose element was set to NULL in R loses it): bulkem()'s default.
+    fn optional(&self, name: &str) -> Option<&Robj> {
+        self.0.get(name).filter(|v| !v.is_null())
+    }
+
+    /// A whole number, or `None` for NULL (see `optional`).
+    fn optional_count(&self, name: &str) -> Result<Option<u32>, Stop> {
+        self.optional(name).map(|_| self.count(name)).transpose()
+    }
+
     pub(crate) fn counts(&self, name: &str) -> Result<Vec<usize>, Stop> {
         self.reals(name)?
             .into_iter()
@@ -267,9 +278,13 @@ impl Call {
         let criterion = s.text("criterion")?;
         let criterion =
             Criterion::from_name(criterion).ok_or_else(|| internal(format!("unknown criterion \"{criterion}\"")))?;
-        let scheme = s.text("starts")?;
-        let start_scheme =
-            StartScheme::from_name(scheme).ok_or_else(|| internal(format!("unknown start scheme \"{scheme}\"")))?;
+        let start_scheme = match s.optional("starts") {
+            None => StartScheme::default_for(family),
+            Some(_) => {
+                let scheme = s.text("starts")?;
+                StartScheme::from_name(scheme).ok_or_else(|| internal(format!("unknown start scheme \"{scheme}\"")))?
+            }
+        };
         let settings = Settings {
             family,
             components: s.counts("num.components")?,
@@ -289,7 +304,7 @@ impl Call {
             },
             restarts: s.count("restarts")?,
             refine: s.count("refine")?,
-            short_runs: ShortRuns { runs: s.count("short.runs")?, iters: s.count("short.iters")? },
+            short_runs: ShortRuns { runs: s.optional_count("short.runs")?, iters: s.count("short.iters")? },
             devices: s.counts("devices")?,
             standard_errors: s.flag("standard.errors")?,
             noise: s.flag("noise")?,

@@ -6,6 +6,7 @@ use crate::family::{with_family, ComponentFamily};
 use crate::fixed::Fixed;
 use crate::limits::{
     free_parameters, DF_MAX, DF_MIN, MAX_COMPONENTS, MAX_REFINE, MAX_SHORT_RUNS, SHORT_ITERS, SHORT_RUNS,
+    SHORT_RUNS_BY_K,
 };
 use crate::noise::Support;
 use crate::outcome::{StartRecord, Status};
@@ -159,16 +160,41 @@ impl Criterion {
 
 /// emEM (short.rs): per dataset and round, `runs` short runs of `iters`
 /// EM iterations each, of which the best `random.inits` are continued to
-/// convergence; `runs` 0 (the default): every start runs to convergence.
+/// convergence; `runs` 0: every start runs to convergence; `None`: as
+/// many as K needs (SHORT_RUNS_BY_K, bulkem()'s default). The default
+/// value here is 0, for the bootstrap's refits and the core's own callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShortRuns {
-    pub runs: u32,
+    pub runs: Option<u32>,
     pub iters: u32,
 }
 
 impl Default for ShortRuns {
     fn default() -> ShortRuns {
-        ShortRuns { runs: SHORT_RUNS, iters: SHORT_ITERS }
+        ShortRuns { runs: Some(SHORT_RUNS), iters: SHORT_ITERS }
+    }
+}
+
+impl ShortRuns {
+    /// The short runs of a dataset fitted with `k` components and `starts`
+    /// continued: none for one component (every start ends at the same
+    /// fit); by K, none where K's count would not exceed the starts (each
+    /// short run would be continued).
+    pub fn for_k(&self, k: usize, starts: u32) -> u32 {
+        if k < 2 {
+            return 0;
+        }
+        match self.runs {
+            Some(runs) => runs,
+            None => {
+                let by_k = SHORT_RUNS_BY_K[(k - 2).min(SHORT_RUNS_BY_K.len() - 1)];
+                if by_k > starts {
+                    by_k
+                } else {
+                    0
+                }
+            }
+        }
     }
 }
 
@@ -428,10 +454,11 @@ impl Settings {
         if self.refine > MAX_REFINE {
             return bad("control$refine", format!("must be a whole number from 0 to {MAX_REFINE}"));
         }
-        if self.short_runs.runs > MAX_SHORT_RUNS {
+        let given = self.short_runs.runs.unwrap_or(0);
+        if given > MAX_SHORT_RUNS {
             return bad("control$short.runs", format!("must be a whole number from 0 to {MAX_SHORT_RUNS}"));
         }
-        if self.short_runs.runs > 0 && self.short_runs.runs < self.starts {
+        if given > 0 && given < self.starts {
             return bad("control$short.runs", "must be 0 or at least random.inits (the short runs continued)".into());
         }
         if self.short_runs.iters < 1 {
@@ -642,5 +669,30 @@ impl Fit {
     pub fn summary(&self) -> KSummary {
         let (aic, bic) = self.information_criteria();
         KSummary { k: self.k, loglik: self.loglik, aic, bic, icl: self.icl(), status: self.status }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_runs_by_k_grow_with_k_and_only_where_they_choose() {
+        let by_k = ShortRuns { runs: None, iters: SHORT_ITERS };
+        // one component: every start ends at the same fit
+        assert_eq!(by_k.for_k(1, 20), 0);
+        assert_eq!(by_k.for_k(2, 20), SHORT_RUNS_BY_K[0]);
+        assert_eq!(by_k.for_k(3, 20), SHORT_RUNS_BY_K[1]);
+        for k in 4..=MAX_COMPONENTS {
+            assert_eq!(by_k.for_k(k, 20), SHORT_RUNS_BY_K[2]);
+        }
+        assert!(SHORT_RUNS_BY_K.windows(2).all(|w| w[0] < w[1]));
+        // as many starts continued as K's short runs: each would be continued
+        assert_eq!(by_k.for_k(2, SHORT_RUNS_BY_K[0]), 0);
+        assert_eq!(by_k.for_k(2, SHORT_RUNS_BY_K[0] - 1), SHORT_RUNS_BY_K[0]);
+        // a given count holds for every K > 1; the default is none
+        let given = ShortRuns { runs: Some(50), iters: SHORT_ITERS };
+        assert_eq!((given.for_k(1, 20), given.for_k(2, 20), given.for_k(6, 20)), (0, 50, 50));
+        assert_eq!(ShortRuns::default().for_k(3, 20), 0);
     }
 }

@@ -158,10 +158,18 @@ pub const MAX_REFINE: u32 = 8;
 /// round (refine.rs); chosen by inst/bench/starts.R (results-starts.md).
 pub const REFINE: u32 = 0;
 
-/// control$short.runs' default: 0, every start run to convergence; with
-/// N > 0, N short runs per dataset, the best random.inits of them
-/// continued (emEM, short.rs).
+/// ShortRuns' default: 0, every start run to convergence (the bootstrap's
+/// refits, which start from the fit); with N > 0, N short runs per
+/// dataset, the best random.inits of them continued (emEM, short.rs).
 pub const SHORT_RUNS: u32 = 0;
+
+/// control$short.runs' default, by K (2, 3, 4 or more components): short
+/// runs per dataset, of partition draws, the best random.inits of them
+/// continued; a dataset's partitions grow with K, and so does what it
+/// takes to draw its small blocks. Chosen by inst/bench/starts.R
+/// (results-starts.md): on both corpora as high a reach as 200 short runs
+/// at every K, for the passes of 20 starts.
+pub const SHORT_RUNS_BY_K: [u32; 3] = [30, 100, 200];
 
 /// Most short runs per dataset (control$short.runs): far above what pays
 /// (results-starts.md).

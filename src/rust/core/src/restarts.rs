@@ -22,9 +22,10 @@ use crate::short::run_short_runs;
 
 /// Runs `w` on `engine`, then up to `restarts` restart rounds, each adding
 /// its work to `counters.total`; stops early when `cancel` is set (the
-/// caller then discards what was recorded). With `short` runs (K > 1),
-/// the starts are the best of the short runs, continued, and the restart
-/// rounds continue the next-best (short.rs).
+/// caller then discards what was recorded). With `short` runs for its K
+/// (ShortRuns::for_k), the starts are the best of the short runs,
+/// continued, and the restart rounds run the draws not continued yet
+/// (short.rs).
 pub(crate) fn run_with_restarts(
     engine: &dyn Engine,
     w: &Work,
@@ -34,8 +35,9 @@ pub(crate) fn run_with_restarts(
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
-    if short.runs > 0 && w.task.k > 1 {
-        return run_short_runs(engine, w, restarts, short, bests, cancel, counters);
+    let runs = short.for_k(w.task.k, w.task.starts);
+    if runs > 0 {
+        return run_short_runs(engine, w, restarts, (runs, short.iters), bests, cancel, counters);
     }
     engine.run(w, bests, cancel, counters)?;
     for round in 1..=restarts {

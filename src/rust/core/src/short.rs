@@ -39,9 +39,10 @@ use crate::engine::best::Bests;
 use crate::engine::counters::Counters;
 use crate::engine::{Engine, Work};
 use crate::error::Error;
-use crate::job::{ShortRuns, Task};
+use crate::job::Task;
 
-/// Runs `w`'s starts as `short` runs and their best continued, then up to
+/// Runs `w`'s starts as `runs` short runs of `iters` EM iterations and
+/// their best continued, then up to
 /// `restarts` rounds of the scheme's draws not continued yet, in index
 /// order, for the datasets with no admissible fit, recording every
 /// continued start into `bests`. The caller has counted the first round's
@@ -51,13 +52,13 @@ pub(crate) fn run_short_runs(
     engine: &dyn Engine,
     w: &Work,
     restarts: u32,
-    short: ShortRuns,
+    (runs, iters): (u32, u32),
     bests: &Bests,
     cancel: &AtomicBool,
     counters: &Counters,
 ) -> Result<(), Error> {
     let t = &w.task;
-    let task = Task { starts: short.runs, max_iters: short.iters.min(t.max_iters), keep_starts: false, ..*t };
+    let task = Task { starts: runs, max_iters: iters.min(t.max_iters), keep_starts: false, ..*t };
     let runs = Work::new(task, w.datasets.clone());
     counters.total.fetch_add(runs.start_fits(), Ordering::Relaxed);
     let ranked = Bests::with_leaders(w.datasets.len(), t.starts as usize);
