@@ -76,8 +76,11 @@
 #'   CPU's optimum (log-likelihood within 1e-8, parameters within 1e-6
 #'   relative) on 746 (99.7%; 90.6-91.3% before the polish); the other two
 #'   are another optimum that a SQUAREM start reached on one engine (one
-#'   converged fit 1.8e-4 apart in log-likelihood). With plain EM the
-#'   engines take the same steps (`inst/bench/results-polish.md`).
+#'   converged fit 1.8e-4 apart in log-likelihood). With the default
+#'   search of 2026-11-28 (short runs, `short.runs`), on an H200: 748 of
+#'   748 on both GPU engines, no converged fit apart
+#'   (`inst/bench/results-starts.md`). With plain EM the engines take the
+#'   same steps (`inst/bench/results-polish.md`).
 #' @param keep.data `TRUE` keeps each dataset in its fit (field
 #'   `data`), for [plot.bulkem_fit()]; default `FALSE`.
 #' @param keep.starts `TRUE` adds to each fit a data frame `starts`
