@@ -2,8 +2,8 @@
 # defaults otherwise (SQUAREM, epsilon 1e-6, max.iters 5000, 20 starts):
 # B2's data (10,000 datasets x 1,000 observations, IG K = 2), B4's
 # (5,000 ragged datasets, IG K = 3) and, with b5=TRUE, B5's (200,000
-# ragged datasets, IG K = 3), each with the search before short runs were
-# the default (mixed starts, none), bulkem()'s default since 2026-11-28
+# datasets x 100 observations, Normal K = 2), each with the search before
+# short runs were the default (mixed starts, none), bulkem()'s default since 2026-11-28
 # (partition starts, short runs by K: 30 for K = 2, 100 for K = 3), and
 # partition starts with 200 short runs of 10 iterations, the best 20
 # continued. Wall seconds (a warm-up call first) and E-step passes; then, on
