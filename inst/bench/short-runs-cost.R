@@ -24,7 +24,7 @@ schemes <- list(`mixed, none (before)` = list(starts = "mixed", short.runs = 0L)
                 `default: partition, by K` = list(),
                 `partition, 200 x 10` = list(starts = "partition", short.runs = 200L, short.iters = 10L))
 fit <- function(w, ctl, eng = engine, pick = seq_along(w$datasets)) {
-  suppressWarnings(bulkem(w$datasets[pick], w$args$num.components, seed = 1,
+  suppressWarnings(bulkem(w$datasets[pick], w$args$num.components, family = w$args$family, seed = 1,
                           use.gpu = if (eng == "cpu") FALSE else NA, control = c(list(engine = eng), ctl)))
 }
 rows <- list()
