@@ -147,7 +147,11 @@
 #'   most here: the refits of K + 1 components to data simulated with K creep
 #'   under plain EM (the extra component is barely identified), and SQUAREM
 #'   reaches the same maxima with about a fifth of the E-step passes
-#'   (`inst/bench/results-bootstrap.md`). `control$future = TRUE` shards the
+#'   (`inst/bench/results-bootstrap.md`). The refits start from the fit
+#'   (start 1) and draw their other starts as the calibration of that
+#'   file did: `starts = "mixed"`, `short.runs = 0`, unless `control` names
+#'   them (bulkem()'s own default search, with short runs, is wider and
+#'   costs more passes). `control$future = TRUE` shards the
 #'   datasets over the workers of the current `future::plan()`, with the same
 #'   result.
 #' @returns Without a test, a data frame of class

@@ -150,8 +150,9 @@
 #'   already) to convergence, as without short runs. The default, `NULL`,
 #'   runs as many as K needs: 30 short runs for two components, 100 for
 #'   three, 200 for four or more, and none for one component or where
-#'   `random.inits` is at least that many. 0 turns them off: every start runs to
-#'   convergence (the search before 2026-11-28, with `starts = "mixed"`).
+#'   `random.inits` is at least that many. 0 turns them off: every start
+#'   runs to convergence (the search before 2026-11-28, with
+#'   `starts = "mixed"`).
 #'   Any other number applies to every K > 1 and must be at least
 #'   `random.inits`. All short runs' E-step passes count in
 #'   `attr(fits, "em_iterations")`, and each continued start's count again
@@ -167,10 +168,12 @@
 #'   held-out corpus with minor modes of 2-5% of the data, against
 #'   91.7-96.7% and 79.8-83.8% for 20 mixed starts without short runs,
 #'   with 1.3 and 1.0 times their E-step passes; on the benchmark
-#'   workloads' data (`inst/bench/default-starts.R`) the same fits or
-#'   higher ones, with 1.1 to 1.8 times the passes (1.8 on B1's and B2's
-#'   easy two-component fits). On the GPU the short runs are one more
-#'   round of the engine (see `inst/bench/results-starts.md` for its time).
+#'   workloads' data (`inst/bench/default-starts.R`) the same fits on B1-B3
+#'   and higher ones on 8-16% of B4's and 0.5-0.9% of B5's datasets (lower
+#'   on 2% and 0.1-0.25%), with 1.1 to 1.8 times the passes (1.8 on B1's
+#'   and B2's easy two-component fits). On the GPU the short runs are one
+#'   more round of the engine: on an H200 B2 takes 1.0-1.9 times the wall
+#'   time, B4 1.2-1.3 times (`inst/bench/short-runs-cost.R`).
 #' @param short.iters EM iterations of each short run (default 10: 5 rank
 #'   the short runs poorly, 10-20 well; SQUAREM's extrapolated passes count
 #'   as iterations, as in `max.iters`).

@@ -84,3 +84,21 @@ test_that("restart rounds run plain draws when the best short runs all collapse"
   expect_gt(again$best_start, 20L)
   expect_identical(nrow(again$starts), again$starts_run)
 })
+
+test_that("the bootstrap's refits keep the search of its calibration unless the call names another", {
+  set.seed(64)
+  x <- list(c(rnorm(150), rnorm(60, 3.5, 0.7)))
+  f <- bulkem(x, 2, family = "normal", seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE))
+  boot <- function(...) {
+    b <- bulkem_bootstrap(f, B = 9, seed = 2, random.inits = 5, use.gpu = FALSE, ...)
+    attributes(b)[c("costs", "elapsed")] <- NULL
+    b
+  }
+  dflt <- boot()
+  expect_identical(dflt, boot(control = list(starts = "mixed", short.runs = 0)))
+  # named, they apply: more E-step passes with short runs
+  passes <- function(...) {
+    attr(bulkem_bootstrap(f, B = 9, seed = 2, random.inits = 5, use.gpu = FALSE, ...), "costs")[["em_iterations"]]
+  }
+  expect_gt(passes(control = list(short.runs = 30)), passes())
+})
