@@ -2,7 +2,8 @@
 # bootstrap_run()) does not refit: shifted fits (bulkem(shift = TRUE)),
 # whose replicates need their shift estimated too, which R/shift.R does
 # over bulk core calls; and fits of censored values, whose replicates are
-# censored as the data were. So here, in R, with the result laid out as
+# censored as the data were (or, for histograms, binned by the data's
+# breaks). So here, in R, with the result laid out as
 # bootstrap_run()'s, for bootstrap_se() and bootstrap_lrt() to read alike:
 # each null's B replicates drawn as simulate() draws them (R's generator,
 # set from `seed` and the dataset's position), censored into the data's
@@ -22,11 +23,22 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
   for (d in live) {
     set.seed((s$seed + d) %% .Machine$integer.max)
     windows <- as.double(nulls[[d]]$windows)
+    if (isTRUE(nulls[[d]]$binned)) {
+      # a histogram: as many draws as it counted, binned by its breaks
+      # (and the open tails beyond them)
+      h <- windows_histogram(windows)
+      draws <- draw_samples(null_fit(nulls[[d]], s$family), sum(h$counts), B)
+      reps[[d]] <- lapply(draws, bin_into, breaks = h$breaks)
+      next
+    }
     total <- length(data[[d]]) + sum(matrix(windows, nrow = 3)[3, ])
     draws <- draw_samples(null_fit(nulls[[d]], s$family), total, B)
     reps[[d]] <- lapply(draws, censor_into, windows = windows)
   }
-  observed <- lapply(seq_len(nd), function(d) list(values = data[[d]], windows = nulls[[d]]$windows))
+  observed <- lapply(seq_len(nd), function(d) {
+    if (isTRUE(nulls[[d]]$binned)) windows_histogram(nulls[[d]]$windows)
+    else list(values = data[[d]], windows = nulls[[d]]$windows)
+  })
   args <- list(max.iters = s$max.iters, random.inits = s$random.inits, use.gpu = s$use.gpu,
                epsilon = s$epsilon, family = s$family, seed = s$seed, criterion = "bic",
                noise = isTRUE(s$noise), equal.scale = isTRUE(s$equal.scale), control = s$given_control)
@@ -93,17 +105,46 @@ censor_into <- function(x, windows) {
        windows = if (any(on)) as.double(rbind(m[1, on], m[2, on], counts[on])))
 }
 
+# A histogram's bins as bulkem() takes them (breaks and counts) from the
+# windows a binned fit keeps (flat lower, upper, count triples of the bins
+# that held any): a break at every edge, so that a gap between two such
+# bins (bins of count 0 in the data, merged) is a bin of its own.
+windows_histogram <- function(windows) {
+  m <- matrix(windows, nrow = 3)
+  breaks <- sort(unique(c(m[1, ], m[2, ])))
+  counts <- numeric(length(breaks) - 1)
+  counts[match(m[1, ], breaks)] <- m[3, ]
+  list(breaks = breaks, counts = counts)
+}
+
+# Draws `x` binned by `breaks` (bins closed on the right, as hist()'s),
+# with an open bin below the first break and above the last: the data's
+# histogram had none there, which its likelihood counts as such (a
+# multinomial whose tails held 0), so a replicate's draws there are kept in
+# them, not left out (which would make every replicate a truncated sample
+# the fit is not).
+bin_into <- function(x, breaks) {
+  nb <- length(breaks) - 1
+  bin <- findInterval(x, breaks, left.open = TRUE)
+  # (a histogram whose outer bins are open already has them)
+  below <- is.finite(breaks[1])
+  above <- is.finite(breaks[nb + 1])
+  counts <- c(if (below) sum(bin < 1), tabulate(bin[bin >= 1 & bin <= nb], nb), if (above) sum(bin > nb))
+  list(breaks = c(if (below) -Inf, breaks, if (above) Inf), counts = as.double(counts))
+}
+
 # The fits of drawn datasets (`sets`: lists of exact values and censored
-# windows; `truncation`: flat window pairs, NA where none; `supports`: with
+# windows, or histograms; `truncation`: flat window pairs, NA where none; `supports`: with
 # a noise component, flat support pairs, NA where each set's range):
 # shifted by
 # fit_shifted() (to the estimate), else by one bulkem() call (Surv objects
 # where any set has censored values). Returns the fits and the last bulk
 # call's result (its engine).
 refit_drawn <- function(sets, truncation, args, shift, supports = numeric(0)) {
-  values <- lapply(sets, `[[`, "values")
+  binned <- is_histogram(sets[[1]])
+  values <- if (binned) sets else lapply(sets, `[[`, "values")
   names(values) <- paste0("s", seq_along(sets))
-  censored <- lapply(sets, `[[`, "windows")
+  censored <- if (!binned) lapply(sets, `[[`, "windows")
   any_censored <- any(lengths(censored) > 0)
   if (shift) {
     return(fit_shifted(values, NULL, truncation, if (any_censored) censored, args, finish = FALSE,
@@ -180,11 +221,15 @@ merge_windows <- function(w) {
 # each replicate and censors it into the data's windows, which needs the
 # windows kept (keep.data), disjoint, and holding none of the data's exact
 # values (a fixed censoring scheme, such as a deadline); histograms
-# (binned data) are not drawn yet. Returns whether any fit has censored
-# values.
+# (binned data: every value in a bin, drawn and binned by its breaks) all
+# of them or none. Returns whether any fit has censored values.
 bootstrap_censoring <- function(items) {
   censored <- vapply(items, function(f) isTRUE(f$censored > 0), NA, USE.NAMES = FALSE)
   if (!any(censored)) return(FALSE)
+  binned <- vapply(items[censored], function(f) isTRUE(attr(f$censored_windows, "binned")), NA)
+  if (any(binned) && (!all(binned) || !all(censored))) {
+    stop_arg("`fits` mix histograms (binned data) with other data: bootstrap them in separate calls")
+  }
   for (d in which(censored)) {
     f <- items[[d]]
     w <- f$censored_windows
@@ -193,10 +238,8 @@ bootstrap_censoring <- function(items) {
                "bulkem_bootstrap() draws replicates censored as the data were; fit with ",
                "control = list(keep.data = TRUE)")
     }
-    if (isTRUE(attr(w, "binned"))) {
-      stop_arg("`fits` were fitted to histograms (binned data): bulkem_bootstrap() does not draw binned ",
-               "replicates yet")
-    }
+    # a histogram's midpoints (weight 0, for the starts) lie in its bins
+    if (isTRUE(attr(w, "binned"))) next
     m <- matrix(merge_windows(w), nrow = 3)
     overlap <- ncol(m) > 1 && any(m[2, -ncol(m)] > m[1, -1])
     x <- as.double(f$data)

@@ -86,11 +86,16 @@
 #' it, as a fixed scheme (a deadline, a detection limit) would have. The
 #' windows must not overlap and must hold none of the observed values (an
 #' error says so otherwise: values censored at several points, random
-#' censoring, need a model of the censoring this does not have); histograms
-#' (binned data) are not bootstrapped yet. The refits run through
-#' [bulkem()] on the replicates as censored data (on the `cpu` or
-#' `cuda-streams` engine), with the replicates drawn as for shifted fits
-#' below.
+#' censoring, need a model of the censoring this does not have).
+#' **Histograms** (binned data, fitted with `keep.data = TRUE`): each
+#' replicate draws as many values as the histogram counted and bins them
+#' by its breaks (a gap between bins that held values, bins of count 0,
+#' one bin of its own), and draws below the first break or above the last
+#' in an open bin there (the data's histogram held 0 in each, which its
+#' likelihood counts as such). The refits run through
+#' [bulkem()] on the replicates as censored data or histograms (on the
+#' `cpu` or `cuda-streams` engine), with the replicates drawn as for
+#' shifted fits below.
 #'
 #' **Shifted fits** (`bulkem(shift = TRUE)`): each replicate is drawn from
 #' the shifted mixture (truncated to the fit's window where it was) and
@@ -475,7 +480,8 @@ bootstrap_nulls <- function(items, supports = NULL) {
          support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
          noise_support = if (has_noise(f)) f$noise_support,
          fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift,
-         windows = if (!is.null(f$censored_windows)) merge_windows(f$censored_windows))
+         windows = if (!is.null(f$censored_windows)) merge_windows(f$censored_windows),
+         binned = isTRUE(attr(f$censored_windows, "binned")))
   })
 }
 
@@ -553,8 +559,11 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       fits_k <- vector("list", nd)
       idx <- which(alive)
       if (length(idx) == 0) break
-      # (censored values as the Surv objects they came as)
-      given_k <- if (isTRUE(s$censored)) {
+      # (censored values as the Surv objects they came as, histograms as
+      # histograms)
+      given_k <- if (isTRUE(s$censored) && isTRUE(attr(items[[idx[1]]]$censored_windows, "binned"))) {
+        lapply(items[idx], function(f) windows_histogram(as.double(f$censored_windows)))
+      } else if (isTRUE(s$censored)) {
         Map(as_surv, data[idx], lapply(items[idx], function(f) as.double(f$censored_windows)))
       } else {
         data[idx]
@@ -575,7 +584,10 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
     # the data's censored windows, which the K fits made here do not keep
     if (isTRUE(s$censored)) {
       nulls <- Map(function(p, f) {
-        if (!is.null(p)) p$windows <- merge_windows(f$censored_windows)
+        if (!is.null(p)) {
+          p$windows <- merge_windows(f$censored_windows)
+          p$binned <- isTRUE(attr(f$censored_windows, "binned"))
+        }
         p
       }, nulls, items)
     }

@@ -248,10 +248,12 @@
 #'   censored values.
 #'
 #'   Binned data (mixdist's): a list of histograms, each `hist(x, plot =
-#'   FALSE)` or a list with `breaks` (finite, increasing) and `counts`
-#'   (one per bin), one per dataset. Each bin's count is interval-censored
-#'   in its bin, count * log(F(upper) - F(lower)); the bins' midpoints
-#'   serve the rescaling, the random starts and the spurious screen only (a
+#'   FALSE)` or a list with `breaks` (increasing; finite but for the first,
+#'   which may be `-Inf`, and the last, which may be `Inf`: open outer bins
+#'   such as "over 10 s") and `counts` (one per bin), one per dataset. Each
+#'   bin's count is interval-censored in its bin, count * log(F(upper) -
+#'   F(lower)); the bins' midpoints (an open bin's finite edge) serve the
+#'   rescaling, the random starts and the spurious screen only (a
 #'   fit's `n` counts the bins that hold any, `censored` and `nobs` the
 #'   observations). As censored values otherwise; not yet with `shift` or
 #'   `control$future`.

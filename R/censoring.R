@@ -98,15 +98,20 @@ datasets_from_histograms <- function(datasets) {
     h <- datasets[[i]]
     b <- as.double(h$breaks)
     k <- as.double(h$counts)
-    if (!is.numeric(h$breaks) || !is.numeric(h$counts) || length(b) != length(k) + 1 || anyNA(b) || is.unsorted(b, strictly = TRUE) ||
-        anyNA(k) || any(k < 0) || any(!is.finite(b))) {
-      stop_arg("dataset ", i, " is a histogram whose `breaks` must be finite and increasing and whose `counts` ",
-               "(one per bin) must be numbers >= 0")
+    # finite breaks, but for an open first (-Inf) or last (Inf) bin
+    inner <- b[-c(1, length(b))]
+    if (!is.numeric(h$breaks) || !is.numeric(h$counts) || length(b) != length(k) + 1 || anyNA(b) ||
+        is.unsorted(b, strictly = TRUE) || anyNA(k) || any(k < 0) || !all(is.finite(inner)) ||
+        identical(b[1], Inf) || identical(b[length(b)], -Inf) || !any(is.finite(b))) {
+      stop_arg("dataset ", i, " is a histogram whose `breaks` must be increasing and finite (but for a first ",
+               "-Inf and a last Inf) and whose `counts` (one per bin) must be numbers >= 0")
     }
     on <- k > 0
     lo <- b[-length(b)][on]
     hi <- b[-1][on]
-    list(values = (lo + hi) / 2, censored = as.double(rbind(lo, hi, k[on])))
+    # an open bin's value (for the rescaling and the starts) is its finite edge
+    mid <- ifelse(is.finite(lo) & is.finite(hi), (lo + hi) / 2, ifelse(is.finite(lo), lo, hi))
+    list(values = mid, censored = as.double(rbind(lo, hi, k[on])))
   })
   list(datasets = stats::setNames(lapply(parts, `[[`, "values"), names(datasets)),
        weights = lapply(parts, function(p) numeric(length(p$values))),
