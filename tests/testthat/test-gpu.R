@@ -820,6 +820,27 @@ test_that("the bootstrap of truncated fits refits them alike on cuda-streams, an
   }
 })
 
+test_that("the bootstrap of histograms refits them alike on cuda-streams", {
+  skip_if_no_gpu()
+  set.seed(16)
+  d <- lapply(1:3, function(i) graphics::hist(rmix(800, c(0.6, 0.4), c(1, 3), c(20, 30), "invgauss"),
+                                              breaks = 30, plot = FALSE))
+  fits <- bulkem(d, 2, random.inits = 8, seed = 2, use.gpu = FALSE, control = list(keep.data = TRUE))
+  for (test in c("none", "lrt")) {
+    run <- function(...) bulkem_bootstrap(fits, B = 20, test = test, seed = 9, random.inits = 8, epsilon = 1e-8, ...)
+    cpu <- run(use.gpu = FALSE)
+    gpu <- run(use.gpu = NA)
+    expect_identical(attr(gpu, "engine"), "cuda-streams")
+    expect_identical(gpu$B_used, cpu$B_used)
+    if (test == "none") {
+      expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
+    } else {
+      expect_identical(gpu$p_value, cpu$p_value)
+      expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
+    }
+  }
+})
+
 test_that("the bootstrap of t fits refits them alike on every engine", {
   skip_if_no_gpu()
   set.seed(14)
