@@ -226,7 +226,7 @@ merge_windows <- function(w) {
 bootstrap_censoring <- function(items) {
   censored <- vapply(items, function(f) isTRUE(f$censored > 0), NA, USE.NAMES = FALSE)
   if (!any(censored)) return(FALSE)
-  binned <- vapply(items[censored], function(f) isTRUE(attr(f$censored_windows, "binned")), NA)
+  binned <- vapply(items[censored], is_binned_fit, NA)
   if (any(binned) && (!all(binned) || !all(censored))) {
     stop_arg("`fits` mix histograms (binned data) with other data: bootstrap them in separate calls")
   }
@@ -239,7 +239,7 @@ bootstrap_censoring <- function(items) {
                "control = list(keep.data = TRUE)")
     }
     # a histogram's midpoints (weight 0, for the starts) lie in its bins
-    if (isTRUE(attr(w, "binned"))) next
+    if (is_binned_fit(f)) next
     m <- matrix(merge_windows(w), nrow = 3)
     overlap <- ncol(m) > 1 && any(m[2, -ncol(m)] > m[1, -1])
     x <- as.double(f$data)

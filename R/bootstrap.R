@@ -481,7 +481,7 @@ bootstrap_nulls <- function(items, supports = NULL) {
          noise_support = if (has_noise(f)) f$noise_support,
          fixed = f$fixed, truncation = if (is_truncated(f)) as.double(f$truncation), shift = f$shift,
          windows = if (!is.null(f$censored_windows)) merge_windows(f$censored_windows),
-         binned = isTRUE(attr(f$censored_windows, "binned")))
+         binned = is_binned_fit(f))
   })
 }
 
@@ -561,7 +561,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       if (length(idx) == 0) break
       # (censored values as the Surv objects they came as, histograms as
       # histograms)
-      given_k <- if (isTRUE(s$censored) && isTRUE(attr(items[[idx[1]]]$censored_windows, "binned"))) {
+      given_k <- if (isTRUE(s$censored) && is_binned_fit(items[[idx[1]]])) {
         lapply(items[idx], function(f) windows_histogram(as.double(f$censored_windows)))
       } else if (isTRUE(s$censored)) {
         Map(as_surv, data[idx], lapply(items[idx], function(f) as.double(f$censored_windows)))
@@ -586,7 +586,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       nulls <- Map(function(p, f) {
         if (!is.null(p)) {
           p$windows <- merge_windows(f$censored_windows)
-          p$binned <- isTRUE(attr(f$censored_windows, "binned"))
+          p$binned <- is_binned_fit(f)
         }
         p
       }, nulls, items)

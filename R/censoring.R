@@ -121,6 +121,10 @@ datasets_from_histograms <- function(datasets) {
 # Whether a dataset is a Surv object (censored values).
 is_surv <- function(d) inherits(d, "Surv")
 
+# Whether a fit was made of a histogram (binned data): its kept windows
+# are its bins.
+is_binned_fit <- function(f) isTRUE(attr(f$censored_windows, "binned"))
+
 # Whether a dataset is a histogram.
 is_histogram <- function(d) inherits(d, "histogram") || (is.list(d) && !is.null(d$breaks) && !is.null(d$counts))
 

@@ -789,6 +789,22 @@ test_that("the bootstrap draws the same replicates and refits them alike on ever
   }
 })
 
+# `run(use.gpu = )`, a bootstrap whose refits use.gpu = NA sends to
+# cuda-streams (truncated, censored or binned fits), gives the CPU's
+# standard errors (test "none") or LRT there
+expect_streams_bootstrap_as_cpu <- function(run, test) {
+  cpu <- run(use.gpu = FALSE)
+  gpu <- run(use.gpu = NA)
+  expect_identical(attr(gpu, "engine"), "cuda-streams")
+  expect_identical(gpu$B_used, cpu$B_used)
+  if (test == "none") {
+    expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
+  } else {
+    expect_identical(gpu$p_value, cpu$p_value)
+    expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
+  }
+}
+
 test_that("the bootstrap of truncated fits refits them alike on cuda-streams, and cuda-batched refuses them", {
   skip_if_no_gpu()
   set.seed(15)
@@ -804,17 +820,8 @@ test_that("the bootstrap of truncated fits refits them alike on cuda-streams, an
   # disagreement, in refits that are not polished
   for (test in c("none", "lrt")) {
     run <- function(...) bulkem_bootstrap(fits, B = 30, test = test, seed = 9, random.inits = 8, epsilon = 1e-8, ...)
-    cpu <- run(use.gpu = FALSE)
     # use.gpu = NA takes cuda-streams for truncated fits
-    gpu <- run(use.gpu = NA)
-    expect_identical(attr(gpu, "engine"), "cuda-streams")
-    expect_identical(gpu$B_used, cpu$B_used)
-    if (test == "none") {
-      expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
-    } else {
-      expect_identical(gpu$p_value, cpu$p_value)
-      expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
-    }
+    expect_streams_bootstrap_as_cpu(run, test)
     expect_error(run(use.gpu = TRUE, control = list(engine = "cuda-batched")), class = "bulkem_error_argument",
                  regexp = "truncat")
   }
@@ -828,16 +835,7 @@ test_that("the bootstrap of histograms refits them alike on cuda-streams", {
   fits <- bulkem(d, 2, random.inits = 8, seed = 2, use.gpu = FALSE, control = list(keep.data = TRUE))
   for (test in c("none", "lrt")) {
     run <- function(...) bulkem_bootstrap(fits, B = 20, test = test, seed = 9, random.inits = 8, epsilon = 1e-8, ...)
-    cpu <- run(use.gpu = FALSE)
-    gpu <- run(use.gpu = NA)
-    expect_identical(attr(gpu, "engine"), "cuda-streams")
-    expect_identical(gpu$B_used, cpu$B_used)
-    if (test == "none") {
-      expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-6)
-    } else {
-      expect_identical(gpu$p_value, cpu$p_value)
-      expect_lt(max(abs(gpu$lrt - cpu$lrt)), 4e-9 * max(abs(cpu$loglik_alt)))
-    }
+    expect_streams_bootstrap_as_cpu(run, test)
   }
 })
 

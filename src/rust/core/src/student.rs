@@ -287,6 +287,9 @@ pub(crate) fn kernel_rows(p: &Params) -> [[f64; MAX_COMPONENTS]; 6] {
 /// takes).
 pub(crate) const SUM_ROWS: [SumRow; 5] = [SumRow::S0, SumRow::Su, SumRow::S1, SumRow::S2, SumRow::Other];
 
+/// The row of SUM_ROWS that holds Σr·(log u − u).
+pub(crate) const LOG_U_ROW: usize = 4;
+
 /// One component's M-step (mstep.rs applies the guards): μ = S1/Su,
 /// σ² = (S2 − μ·S1)/S0, and ν by its root, or the pass's ν when fixed.
 pub fn component_m_step(st: &Stats, m: usize) -> (f64, f64, f64) {
@@ -402,6 +405,12 @@ mod tests {
     use crate::params::Family;
     use rand_pcg::Pcg64;
     use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn the_log_u_row_is_the_one_the_stats_do_not_take() {
+        assert_eq!(SUM_ROWS[LOG_U_ROW], SumRow::Other);
+        assert_eq!(SUM_ROWS.iter().filter(|&&r| r == SumRow::Other).count(), 1);
+    }
 
     fn mixture(alpha: &[f64], mu: &[f64], sigma: &[f64], df: &[f64]) -> Params {
         let mut p = Params::from_slices(alpha, mu, sigma).expect("a mixture");

@@ -208,7 +208,7 @@ fn fit_dataset(
                 let stats = match t.family {
                     Family::StudentT => {
                         let st = Stats::from_sums(sums, k, &student::SUM_ROWS);
-                        student::finish_stats(st, Stats::sum_row(sums, k, 4), &state.params)
+                        student::finish_stats(st, Stats::sum_row(sums, k, student::LOG_U_ROW), &state.params)
                     }
                     Family::ExGauss => Stats { df: state.params.df, ..Stats::from_sums(sums, k, &exgauss::SUM_ROWS) },
                     _ => Stats::from_sums(sums, k, &[SumRow::S0, SumRow::S1, SumRow::S2]),
