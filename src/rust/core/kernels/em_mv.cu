@@ -6,8 +6,8 @@
 // mv::Structure::kernel_code), the stop rule of em.rs. The lanes share the
 // observations (lane l takes l, l + 32, ...: coalesced reads) and read the
 // parameters from shared memory; each keeps its sums in registers, a
-// butterfly of shuffles gives every lane the same totals, and lane 0 takes
-// the M-step. (A thread per fit, with the parameters and sums of each in
+// butterfly of shuffles gives every lane the same totals, and lane m < K
+// takes component m's M-step. (A thread per fit, with the parameters and sums of each in
 // its own registers, spilled them: 9 s of kernel for workload M1 on an
 // H100, inst/bench/results-mv-gpu.md.) Starts come from the host
 // (mv/starts.rs); the winner is chosen on the host. The prelude
@@ -46,49 +46,55 @@ struct MvState {
 
 __device__ __forceinline__ int tri(int j, int l) { return j * (j + 1) / 2 + l; }
 
-// The Cholesky factor of every component of f, its reciprocal pivots and
+// The Cholesky factor of component m of f, its reciprocal pivots and
 // log alpha - D/2 log 2 pi - log |L| (t: log alpha + log Gamma((nu + D)/2)
 // - log Gamma(nu/2) - D/2 log(nu pi) - log |L|); false if a pivot is not
 // positive or is below MIN_RELATIVE_SD (a direction lost: the data are
 // standardised), or a weight is not positive: mv/model.rs's terms and
 // mv/em.rs's check.
 template <int K, int D, int T>
-__device__ bool factor(MvState<K, D, T>& f) {
-    #pragma unroll
-    for (int m = 0; m < K; m++) {
-        double log_det_half = 0.0;
-        #pragma unroll
-        for (int j = 0; j < D; j++) {
-            double left = f.cov[m][tri(j, j)];
-            #pragma unroll
-            for (int c = 0; c < j; c++) left -= f.chol[m][tri(j, c)] * f.chol[m][tri(j, c)];
-            if (!(left > 0.0) || !isfinite(left)) return false;
-            const double pivot = sqrt(left);
-            if (!(pivot >= MIN_RELATIVE_SD)) return false;
-            f.chol[m][tri(j, j)] = pivot;
-            f.inv_diag[m][j] = 1.0 / pivot;
-            log_det_half += log(pivot);
-            #pragma unroll
-            for (int i = j + 1; i < D; i++) {
-                double v = f.cov[m][tri(i, j)];
-                #pragma unroll
-                for (int c = 0; c < j; c++) v -= f.chol[m][tri(i, c)] * f.chol[m][tri(j, c)];
-                f.chol[m][tri(i, j)] = v / pivot;
-            }
-        }
-        if (!(f.alpha[m] > 0.0)) return false;
-        if (T) {
-            const double df = f.df[m];
-            if (!(df >= DF_MIN && df <= DF_MAX)) return false;
-            f.half[m] = (df + D) / 2.0;
-            f.inv_df[m] = 1.0 / df;
-            f.u0[m] = (df + D) / df;
-            f.log_const[m] = log(f.alpha[m]) + ln_gamma(f.half[m]) - ln_gamma(df / 2.0) - 0.5 * D * (log(df) + LN_PI)
-                             - log_det_half;
-        } else {
-            f.log_const[m] = log(f.alpha[m]) - 0.5 * D * LN_2PI - log_det_half;
+__device__ __forceinline__ bool factor_one(MvState<K, D, T>& f, int m) {
+    double log_det_half = 0.0;
+#pragma unroll
+    for (int j = 0; j < D; j++) {
+        double left = f.cov[m][tri(j, j)];
+#pragma unroll
+        for (int c = 0; c < j; c++) left -= f.chol[m][tri(j, c)] * f.chol[m][tri(j, c)];
+        if (!(left > 0.0) || !isfinite(left)) return false;
+        const double pivot = sqrt(left);
+        if (!(pivot >= MIN_RELATIVE_SD)) return false;
+        f.chol[m][tri(j, j)] = pivot;
+        f.inv_diag[m][j] = 1.0 / pivot;
+        log_det_half += log(pivot);
+#pragma unroll
+        for (int i = j + 1; i < D; i++) {
+            double v = f.cov[m][tri(i, j)];
+#pragma unroll
+            for (int c = 0; c < j; c++) v -= f.chol[m][tri(i, c)] * f.chol[m][tri(j, c)];
+            f.chol[m][tri(i, j)] = v / pivot;
         }
     }
+    if (!(f.alpha[m] > 0.0)) return false;
+    if (T) {
+        const double df = f.df[T ? m : 0];
+        if (!(df >= DF_MIN && df <= DF_MAX)) return false;
+        f.half[T ? m : 0] = (df + D) / 2.0;
+        f.inv_df[T ? m : 0] = 1.0 / df;
+        f.u0[T ? m : 0] = (df + D) / df;
+        f.log_const[m] = log(f.alpha[m]) + ln_gamma(f.half[T ? m : 0]) - ln_gamma(df / 2.0)
+                         - 0.5 * D * (log(df) + LN_PI) - log_det_half;
+    } else {
+        f.log_const[m] = log(f.alpha[m]) - 0.5 * D * LN_2PI - log_det_half;
+    }
+    return true;
+}
+
+// Every component's factor, in order (`factor_one`).
+template <int K, int D, int T>
+__device__ bool factor(MvState<K, D, T>& f) {
+#pragma unroll
+    for (int m = 0; m < K; m++)
+        if (!factor_one(f, m)) return false;
     return true;
 }
 
@@ -124,81 +130,131 @@ __device__ __forceinline__ double warp_sum(double v) {
     return v;
 }
 
+// v[lane] for the lanes below K (v[0] above): a register array read at
+// the lane's index without local memory.
+template <int K>
+__device__ __forceinline__ double of_lane(const double (&v)[K], int lane) {
+    double out = v[0];
+#pragma unroll
+    for (int m = 1; m < K; m++)
+        if (lane == m) out = v[m];
+    return out;
+}
+
 // The M-step from the sums about f's means into g (mv/em.rs's m_step and
 // constrain, then the factor): the outcome code of a degenerate update, or
-// -1. Lane 0 only.
+// -1, the same in every lane. Lane m < K takes component m's update and
+// factor, with the same arithmetic as one lane taking them in turn; a
+// component's failure is reported as that loop would have (the first
+// component's code, then the factor's).
 template <int K, int D, int S, int N, int T>
 __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T>& g, const double (&s0)[K],
                                       const double (&s1)[K][D], const double (&s2)[K][TRI(D)],
                                       const double (&su)[TK(T, K)], const double (&sb)[TK(T, K)],
-                                      const double (&su2)[TK(T, K)], double s_noise, double log_noise, long long n) {
-    g.noise = N ? s_noise / (double)n : 0.0;
-#pragma unroll
-    for (int m = 0; m < K; m++) {
-        const double nk = s0[m];
-        if (!(nk >= MIN_COMPONENT_OBS)) return isfinite(nk) ? OUTCOME_WEIGHT_COLLAPSED : OUTCOME_NOT_FINITE;
-        g.alpha[m] = nk / (double)n;
-        const double sw = T ? su[T ? m : 0] : nk;  // the weights' sum: Su, or S0
-        double shift[D];
+                                      const double (&su2)[TK(T, K)], double s_noise, double log_noise, long long n,
+                                      int lane) {
+    const int m = lane < K ? lane : 0;
+    const bool mine = lane < K;
+    const double noise = N ? s_noise / (double)n : 0.0;
+    if (lane == 0) g.noise = noise;
+    int code = -1;
+    const double nk = of_lane(s0, m);
+    if (!(nk >= MIN_COMPONENT_OBS)) {
+        code = isfinite(nk) ? OUTCOME_WEIGHT_COLLAPSED : OUTCOME_NOT_FINITE;
+    } else {
+        // the component's sums, read at its lane
+        double s1m[D], s2m[TRI(D)];
 #pragma unroll
         for (int j = 0; j < D; j++) {
-            shift[j] = s1[m][j] / sw;
-            g.mean[m][j] = f.mean[m][j] + shift[j];
+            s1m[j] = s1[0][j];
+#pragma unroll
+            for (int q = 1; q < K; q++)
+                if (m == q) s1m[j] = s1[q][j];
+        }
+#pragma unroll
+        for (int t = 0; t < TRI(D); t++) {
+            s2m[t] = s2[0][t];
+#pragma unroll
+            for (int q = 1; q < K; q++)
+                if (m == q) s2m[t] = s2[q][t];
+        }
+        const double sw = T ? of_lane(su, m) : nk;  // the weights' sum: Su, or S0
+        double shift[D], mean[D], cov[TRI(D)];
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            shift[j] = s1m[j] / sw;
+            mean[j] = f.mean[m][j] + shift[j];
         }
 #pragma unroll
         for (int j = 0; j < D; j++)
 #pragma unroll
             for (int t = 0; t <= j; t++)
-                g.cov[m][tri(j, t)] =
-                    T ? s2[m][tri(j, t)] / nk - shift[j] * shift[t] * (sw / nk) : s2[m][tri(j, t)] / nk - shift[j] * shift[t];
-        if (T) {
-            const int mt = T ? m : 0;
-            double new_df = f.df[mt];
-            if (T == 1) {
-                new_df = df_step(f.df[mt], D, nk, su[mt], sb[mt], su2[mt]);
-                if (!(new_df >= DF_MIN && new_df <= DF_MAX)) return OUTCOME_NOT_FINITE;
-            }
-            g.df[mt] = new_df;
+                cov[tri(j, t)] = T ? s2m[tri(j, t)] / nk - shift[j] * shift[t] * (sw / nk)
+                                   : s2m[tri(j, t)] / nk - shift[j] * shift[t];
+        double new_df = T ? f.df[T ? m : 0] : 0.0;
+        if (T == 1) {
+            new_df = df_step(f.df[T ? m : 0], D, nk, sw, of_lane(sb, m), of_lane(su2, m));
+            if (!(new_df >= DF_MIN && new_df <= DF_MAX)) code = OUTCOME_NOT_FINITE;
         }
-    }
-    if (S == 1) {
-        double pooled[TRI(D)];
-#pragma unroll
-        for (int t = 0; t < TRI(D); t++) pooled[t] = 0.0;
-#pragma unroll
-        for (int m = 0; m < K; m++)
-#pragma unroll
-            for (int t = 0; t < TRI(D); t++) pooled[t] += g.alpha[m] * g.cov[m][t];
-        // the components' share of the data, without the noise's
-        if (N && g.noise > 0.0) {
-            double share = 0.0;
-#pragma unroll
-            for (int m = 0; m < K; m++) share += g.alpha[m];
-#pragma unroll
-            for (int t = 0; t < TRI(D); t++) pooled[t] /= share;
-        }
-#pragma unroll
-        for (int m = 0; m < K; m++)
-#pragma unroll
-            for (int t = 0; t < TRI(D); t++) g.cov[m][t] = pooled[t];
-    } else if (S == 2 || S == 3) {
-#pragma unroll
-        for (int m = 0; m < K; m++) {
+        if (S == 2 || S == 3) {
             double mean_var = 0.0;
 #pragma unroll
-            for (int j = 0; j < D; j++) mean_var += g.cov[m][tri(j, j)];
+            for (int j = 0; j < D; j++) mean_var += cov[tri(j, j)];
             mean_var /= (double)D;
 #pragma unroll
             for (int j = 0; j < D; j++) {
 #pragma unroll
-                for (int t = 0; t < j; t++) g.cov[m][tri(j, t)] = 0.0;
-                if (S == 3) g.cov[m][tri(j, j)] = mean_var;
+                for (int t = 0; t < j; t++) cov[tri(j, t)] = 0.0;
+                if (S == 3) cov[tri(j, j)] = mean_var;
             }
         }
+        if (mine) {
+            g.alpha[m] = nk / (double)n;
+#pragma unroll
+            for (int j = 0; j < D; j++) g.mean[m][j] = mean[j];
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) g.cov[m][t] = cov[t];
+            if (T) g.df[T ? m : 0] = new_df;
+        }
     }
-    if (!factor(g)) return OUTCOME_SPREAD_COLLAPSED;
-    g.noise_term = N ? log(g.noise) + log_noise : 0.0;
-    return -1;
+    // the first component's failure, as the loop in turn would stop at it
+    int first = -1;
+#pragma unroll
+    for (int q = K - 1; q >= 0; q--) {
+        const int c = __shfl_sync(FULL_MASK, code, q);
+        if (c >= 0) first = c;
+    }
+    if (first >= 0) return first;
+    __syncwarp();
+    if (S == 1) {
+        // one covariance, the components' pooled by their weights (every
+        // lane sums in the same order)
+        double pooled[TRI(D)];
+#pragma unroll
+        for (int t = 0; t < TRI(D); t++) pooled[t] = 0.0;
+#pragma unroll
+        for (int q = 0; q < K; q++)
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) pooled[t] += g.alpha[q] * g.cov[q][t];
+        // the components' share of the data, without the noise's
+        if (N && noise > 0.0) {
+            double share = 0.0;
+#pragma unroll
+            for (int q = 0; q < K; q++) share += g.alpha[q];
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) pooled[t] /= share;
+        }
+        __syncwarp();
+        if (mine) {
+#pragma unroll
+            for (int t = 0; t < TRI(D); t++) g.cov[m][t] = pooled[t];
+        }
+        __syncwarp();
+    }
+    const bool factored = !mine || factor_one(g, m);
+    if (lane == 0) g.noise_term = N ? log(noise) + log_noise : 0.0;
+    __syncwarp();
+    return __all_sync(FULL_MASK, factored) ? -1 : OUTCOME_SPREAD_COLLAPSED;
 }
 
 // One fit on the calling warp; `a` and `b` are the warp's two states in
@@ -354,10 +410,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
         }
         // the M-step into the other state: a degenerate update leaves the
         // parameters the last E-step was taken at, as mv/em.rs returns them
-        if (lane == 0) *flag = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sb, su2, s_noise, log_noise, n);
-        __syncwarp();
-        outcome = *flag;
-        __syncwarp();
+        outcome = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sb, su2, s_noise, log_noise, n, lane);
         if (outcome >= 0) break;
         MvState<K, D, T>* t = f;
         f = g;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::data::MvData;
-use super::device::{Item, MvGpus};
+use super::device::MvGpus;
 use super::em::{e_step, run_em, MvStartFit};
 use super::information::{covariance, describe, free_parameter_names};
 use super::model::{Model, MvParams, Structure};
@@ -305,42 +305,15 @@ fn fit_k(
             Some(gpus) => {
                 // the starts on the host (the same draws as the CPU engine's),
                 // the fits on the GPUs
-                let clock = std::time::Instant::now();
-                let inits = queue::map(n_items, threads, cancel, |item| {
-                    let (d, start) = which(item);
+                let work: Vec<(usize, u32)> = (0..n_items).map(which).collect();
+                let draw = |d: usize, start: u32| {
                     prepared
                         .get(d)
                         .and_then(|p| p.as_ref().ok())
                         .and_then(|data| initial_params(data, k, job.structure, &df, s.seed, start))
-                })?;
-                let mut items = Vec::new();
-                let mut ran = Vec::new();
-                for (item, init) in inits.into_iter().enumerate() {
-                    let (d, start) = which(item);
-                    match init {
-                        Some(init) => {
-                            items.push(Item { dataset: d, init });
-                            ran.push((d, start));
-                        }
-                        None => {
-                            record(d, start, None);
-                            counters.done.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-                let clock = counters.lap("cuda-batched: starts", clock);
-                let fits = gpus.run(prepared, &items, k, model, s.max_iters, s.epsilon, cancel, counters)?;
-                let clock = counters.lap_kernel("cuda-batched: kernels", clock);
-                // recorded on every thread: the screen takes each fit's
-                // eigenvalues, about a second for M1's 200,000 fits on one
-                let fits: Vec<Mutex<Option<MvStartFit>>> = fits.into_iter().map(|f| Mutex::new(Some(f))).collect();
-                queue::for_each_light(ran.len(), threads, cancel, |i| {
-                    let fit = fits.get(i).and_then(|f| f.lock().unwrap_or_else(PoisonError::into_inner).take());
-                    if let (Some(&(d, start)), Some(fit)) = (ran.get(i), fit) {
-                        record(d, start, Some(fit));
-                    }
-                })?;
-                counters.lap("cuda-batched: record", clock);
+                };
+                let fitting = (k, model, s.max_iters, s.epsilon);
+                gpus.run(prepared, &work, draw, record, fitting, threads, cancel, counters)?;
             }
         }
         if cancel.load(Ordering::Relaxed) {

@@ -7,8 +7,10 @@
 //! fits' ends come back as `MvStartFit`s and are recorded on the host as
 //! the CPU engine's are.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use cudarc::driver::{CudaSlice, DriverError, LaunchConfig, PushKernelArg};
 
@@ -16,6 +18,7 @@ use super::data::MvData;
 use super::em::MvStartFit;
 use super::model::{Model, MvParams};
 use crate::engine::counters::Counters;
+use crate::engine::queue;
 use crate::error::Error;
 use crate::gpu::kernels::{as_int, MV_MAX_VARIABLES};
 use crate::gpu::prelude::MV_THREADS;
@@ -60,81 +63,149 @@ impl MvGpus {
         Ok(MvGpus { gpus })
     }
 
-    /// Runs every item's fit on the GPUs; the fits in the items' order.
+    /// Runs the fit of every (dataset, start) of `work` (a dataset's starts
+    /// consecutive) on the GPUs, in launches of CHUNK_FITS fits at most, one
+    /// wave of launches (one per GPU) at a time. While a wave runs, the host
+    /// threads draw the next wave's starts (`draw`: the same draws as the
+    /// CPU engine's) and record the last wave's fits (`record`; a start
+    /// that could not be drawn is recorded as `None`), so that on M1 the
+    /// starts and the recording cost little beyond the kernels.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         prepared: &[Result<MvData, String>],
-        items: &[Item],
-        k: usize,
-        model: Model,
-        max_iters: u32,
-        epsilon: f64,
+        work: &[(usize, u32)],
+        draw: impl Fn(usize, u32) -> Option<MvParams> + Sync,
+        record: impl Fn(usize, u32, Option<MvStartFit>) + Sync,
+        (k, model, max_iters, epsilon): (usize, Model, u32, f64),
+        threads: usize,
         cancel: &AtomicBool,
         counters: &Counters,
-    ) -> Result<Vec<MvStartFit>, Error> {
-        let chunks = chunks(prepared, items);
-        let mut out: Vec<Option<MvStartFit>> = (0..items.len()).map(|_| None).collect();
-        let results: Vec<Result<Vec<(usize, MvStartFit)>, Error>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .gpus
-                .iter()
-                .enumerate()
-                .map(|(g, gpu)| {
-                    let mine: Vec<&std::ops::Range<usize>> = chunks.iter().skip(g).step_by(self.gpus.len()).collect();
-                    scope.spawn(move || {
-                        let mut done = Vec::new();
-                        for range in mine {
-                            if cancel.load(Ordering::Relaxed) {
-                                return Err(Error::Cancelled);
-                            }
-                            let fits = run_chunk(gpu, prepared, &items[range.clone()], k, model, max_iters, epsilon)
-                                .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))?;
-                            counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
-                            counters.done.fetch_add(fits.len(), Ordering::Relaxed);
-                            done.extend(fits.into_iter().enumerate().map(|(i, f)| (range.start + i, f)));
+    ) -> Result<(), Error> {
+        let launches = chunks(prepared, work);
+        let waves: Vec<&[Range<usize>]> = launches.chunks(self.gpus.len().max(1)).collect();
+        // the starts of one wave's launches, on every thread
+        let draw_wave = |wave: &[Range<usize>]| -> Result<Vec<Launch>, Error> {
+            let clock = Instant::now();
+            let mut out = Vec::with_capacity(wave.len());
+            for range in wave {
+                let inits = queue::map(range.len(), threads, cancel, |i| {
+                    work.get(range.start + i).and_then(|&(d, start)| draw(d, start))
+                })?;
+                let mut launch = Launch { items: Vec::with_capacity(inits.len()), keys: Vec::new() };
+                for (&(dataset, start), init) in work[range.clone()].iter().zip(inits) {
+                    match init {
+                        Some(init) => {
+                            launch.items.push(Item { dataset, init });
+                            launch.keys.push((dataset, start));
                         }
-                        Ok(done)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a GPU worker panicked".into()))))
-                .collect()
-        });
-        for r in results {
-            for (i, f) in r? {
-                if let Some(slot) = out.get_mut(i) {
-                    *slot = Some(f);
+                        None => {
+                            record(dataset, start, None);
+                            counters.done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
                 }
+                out.push(launch);
+            }
+            counters.lap("cuda-batched: starts", clock);
+            Ok(out)
+        };
+        let record_wave = |fitted: Vec<Ran>| -> Result<(), Error> {
+            let clock = Instant::now();
+            for Ran { keys, fits } in fitted {
+                let fits: Vec<Mutex<Option<MvStartFit>>> = fits.into_iter().map(|f| Mutex::new(Some(f))).collect();
+                queue::for_each_light(keys.len(), threads, cancel, |i| {
+                    let fit = fits.get(i).and_then(|f| f.lock().unwrap_or_else(PoisonError::into_inner).take());
+                    if let (Some(&(d, start)), Some(fit)) = (keys.get(i), fit) {
+                        record(d, start, Some(fit));
+                    }
+                })?;
+            }
+            counters.lap("cuda-batched: record", clock);
+            Ok(())
+        };
+        let mut next = match waves.first() {
+            Some(wave) => draw_wave(wave)?,
+            None => return Ok(()),
+        };
+        let mut fitted = Vec::new();
+        for w in 0..waves.len() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            let current = std::mem::take(&mut next);
+            let clock = Instant::now();
+            let (ran, host) = std::thread::scope(|scope| {
+                let handles: Vec<_> = current
+                    .iter()
+                    .zip(&self.gpus)
+                    .map(|(launch, gpu)| {
+                        scope.spawn(move || {
+                            run_chunk(gpu, prepared, &launch.items, k, model, max_iters, epsilon)
+                                .map_err(|e| Error::Gpu(format!("GPU {}: {e}", gpu.ordinal)))
+                        })
+                    })
+                    .collect();
+                // meanwhile, on the host: the last wave's fits recorded, the
+                // next wave's starts drawn
+                let host = record_wave(std::mem::take(&mut fitted))
+                    .and_then(|()| waves.get(w + 1).map_or(Ok(Vec::new()), |wave| draw_wave(wave)));
+                let ran: Vec<Result<Vec<MvStartFit>, Error>> = handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("a GPU worker panicked".into()))))
+                    .collect();
+                (ran, host)
+            });
+            counters.lap_kernel("cuda-batched: kernels", clock);
+            next = host?;
+            for (launch, fits) in current.into_iter().zip(ran) {
+                let fits = fits?;
+                if fits.len() != launch.keys.len() {
+                    return Err(Error::Internal("a launch returned another number of fits".into()));
+                }
+                counters.kernel_launches.fetch_add(1, Ordering::Relaxed);
+                counters.done.fetch_add(fits.len(), Ordering::Relaxed);
+                fitted.push(Ran { keys: launch.keys, fits });
             }
         }
-        out.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| Error::Internal("a fit came back from no GPU".into()))
+        record_wave(fitted)
     }
 }
 
-/// The items cut into launches: consecutive items (a dataset's starts are
+/// One launch's fits to run, and the (dataset, start) each is.
+#[derive(Default)]
+struct Launch {
+    items: Vec<Item>,
+    keys: Vec<(usize, u32)>,
+}
+
+/// One launch's fits as they came back, and the (dataset, start) each is.
+struct Ran {
+    keys: Vec<(usize, u32)>,
+    fits: Vec<MvStartFit>,
+}
+
+/// The work cut into launches: consecutive fits (a dataset's starts are
 /// consecutive) until a launch holds CHUNK_VALUES values or CHUNK_FITS fits.
-fn chunks(prepared: &[Result<MvData, String>], items: &[Item]) -> Vec<std::ops::Range<usize>> {
+fn chunks(prepared: &[Result<MvData, String>], work: &[(usize, u32)]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut values, mut last) = (0, 0usize, usize::MAX);
-    for (i, item) in items.iter().enumerate() {
-        let size = prepared.get(item.dataset).and_then(|p| p.as_ref().ok()).map_or(0, |m| m.z.len());
-        let new_dataset = item.dataset != last;
+    for (i, &(dataset, _)) in work.iter().enumerate() {
+        let size = prepared.get(dataset).and_then(|p| p.as_ref().ok()).map_or(0, |m| m.z.len());
+        let new_dataset = dataset != last;
         if i > start && ((new_dataset && values + size > CHUNK_VALUES) || i - start >= CHUNK_FITS) {
             out.push(start..i);
             start = i;
             values = 0;
             last = usize::MAX;
         }
-        if item.dataset != last {
+        if dataset != last {
             values += size;
-            last = item.dataset;
+            last = dataset;
         }
     }
-    if start < items.len() {
-        out.push(start..items.len());
+    if start < work.len() {
+        out.push(start..work.len());
     }
     out
 }
@@ -274,17 +345,11 @@ mod tests {
     #[test]
     fn chunks_keep_a_datasets_starts_together() {
         let prepared = vec![data(10), data(20), data(30)];
-        let p = MvParams {
-            k: 1,
-            d: 2,
-            alpha: vec![1.0],
-            mu: vec![0.0; 2],
-            sigma: vec![1.0, 0.0, 0.0, 1.0],
-            noise: 0.0,
-            df: Vec::new(),
-        };
-        let items: Vec<Item> = [0, 0, 1, 1, 2, 2].iter().map(|&dataset| Item { dataset, init: p.clone() }).collect();
-        assert_eq!(chunks(&prepared, &items), vec![0..6]);
+        let work: Vec<(usize, u32)> = [0, 0, 1, 1, 2, 2].iter().map(|&dataset| (dataset, 0)).collect();
+        assert_eq!(chunks(&prepared, &work), vec![0..6]);
         assert!(chunks(&prepared, &[]).is_empty());
+        // a launch holds CHUNK_FITS fits at most, a dataset's starts split if need be
+        let many: Vec<(usize, u32)> = (0..CHUNK_FITS as u32 + 5).map(|s| (usize::from(s >= 3), s)).collect();
+        assert_eq!(chunks(&prepared, &many), vec![0..CHUNK_FITS, CHUNK_FITS..CHUNK_FITS + 5]);
     }
 }

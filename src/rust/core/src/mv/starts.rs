@@ -31,24 +31,35 @@ pub fn initial_params(
 ) -> Option<MvParams> {
     let rng = &mut start_rng(seed, data.hash, start);
     let mut p = (0..TRIES).find_map(|_| {
-        let seeds = d2_seeds(data, k, rng)?;
-        partition_params(data, &seeds, structure)
+        let (seeds, block) = d2_partition(data, k, rng)?;
+        partition_params(data, &seeds, &block, structure)
     })?;
     p.df = df.to_vec();
     Some(p)
 }
 
-/// K observations' indices by D² weighting; `None` when the data have
-/// fewer than K distinct points.
-fn d2_seeds(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<Vec<usize>> {
+/// K observations' indices by D² weighting, and the partition that gives
+/// each observation to its nearest seed (ties to the first): each seed's
+/// distances are taken once, for the next draw's weights and the
+/// partition alike. `None` when the data have fewer than K distinct
+/// points.
+fn d2_partition(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<(Vec<usize>, Vec<usize>)> {
     let n = data.n;
     let mut seeds = vec![rng.random_range(0..n)];
     let mut nearest = vec![f64::INFINITY; n];
+    let mut block = vec![0usize; n];
     let mut dist = vec![0.0; n];
-    while seeds.len() < k {
-        squared_distances(data, *seeds.last()?, &mut dist);
-        for (best, &d) in nearest.iter_mut().zip(&dist) {
-            *best = best.min(d);
+    loop {
+        let m = seeds.len() - 1;
+        squared_distances(data, seeds[m], &mut dist);
+        for ((best, b), &d) in nearest.iter_mut().zip(block.iter_mut()).zip(&dist) {
+            if d < *best {
+                *best = d;
+                *b = m;
+            }
+        }
+        if seeds.len() == k {
+            return Some((seeds, block));
         }
         let total: f64 = nearest.iter().sum();
         if !(total > 0.0 && total.is_finite()) {
@@ -64,7 +75,6 @@ fn d2_seeds(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<Vec<us
             .or_else(|| nearest.iter().rposition(|&w| w > 0.0))?;
         seeds.push(pick);
     }
-    Some(seeds)
 }
 
 /// Every observation's squared distance from observation `from`, into
@@ -81,9 +91,8 @@ fn squared_distances(data: &MvData, from: usize, out: &mut [f64]) {
     }
 }
 
-/// The M-step of the partition that gives each observation to its nearest
-/// seed (ties to the first).
-fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Option<MvParams> {
+/// The M-step of the partition `block` (each observation's seed).
+fn partition_params(data: &MvData, seeds: &[usize], block: &[usize], structure: Structure) -> Option<MvParams> {
     let (n, d, k) = (data.n, data.d, seeds.len());
     let centre: Vec<f64> = seeds.iter().flat_map(|&s| (0..d).map(move |j| data.at(s, j))).collect();
     let mut st = MvStats {
@@ -99,31 +108,20 @@ fn partition_params(data: &MvData, seeds: &[usize], structure: Structure) -> Opt
         loglik: 0.0,
         log_map: 0.0,
     };
-    let mut block = vec![0usize; n];
-    let mut best = vec![f64::INFINITY; n];
-    let mut dist = vec![0.0; n];
-    for (m, &seed) in seeds.iter().enumerate() {
-        squared_distances(data, seed, &mut dist);
-        for i in 0..n {
-            if dist[i] < best[i] {
-                best[i] = dist[i];
-                block[i] = m;
-            }
-        }
-    }
-    for &m in &block {
+    // one pass over the observations, each sum taken over them in order
+    let mut c = vec![0.0; d];
+    for (i, &m) in block.iter().enumerate().take(n) {
         st.s0[m] += 1.0;
-    }
-    // each sum over the observations in order, variable by variable
-    for j in 0..d {
-        let zj = &data.z[j * n..(j + 1) * n];
-        for (i, &m) in block.iter().enumerate() {
-            st.s1[m * d + j] += zj[i] - st.centre[m * d + j];
+        let centre = &st.centre[m * d..(m + 1) * d];
+        for (j, cj) in c.iter_mut().enumerate() {
+            *cj = data.at(i, j) - centre[j];
         }
-        for l in 0..=j {
-            let zl = &data.z[l * n..(l + 1) * n];
-            for (i, &m) in block.iter().enumerate() {
-                st.s2[m * d * d + j + d * l] += (zj[i] - st.centre[m * d + j]) * (zl[i] - st.centre[m * d + l]);
+        let s1 = &mut st.s1[m * d..(m + 1) * d];
+        let s2 = &mut st.s2[m * d * d..(m + 1) * d * d];
+        for j in 0..d {
+            s1[j] += c[j];
+            for l in 0..=j {
+                s2[j + d * l] += c[j] * c[l];
             }
         }
     }
