@@ -213,6 +213,23 @@ test_that("the parameters are named after the variables, in the documented order
                    c("sigma1.eruptions.eruptions", "sigma1.waiting.waiting",
                      "sigma2.eruptions.eruptions", "sigma2.waiting.waiting"))
   expect_identical(names(fit("spherical")$se)[7:8], c("sigma1", "sigma2"))
+  # the fits of one call share their names (made once per K): renaming one
+  # fit's leaves the others' alone, as R's copy-on-modify promises
+  set.seed(5)
+  fits <- bulkem(list(x, x[-(1:20), ], x[-(1:40), ]), num.components = 1:2, seed = 1, use.gpu = FALSE,
+                 control = list(threads = 2))
+  first <- fits[[1]]
+  names(first$se)[1] <- "renamed"
+  dimnames(first$vcov)[[1]][1] <- "renamed"
+  full <- names(fit("full")$se)
+  for (g in fits) {
+    for (f in g$all_k) {
+      expect_identical(names(f$se)[1], "alpha1")
+      # (one component has no free weight)
+      expect_identical(rownames(f$vcov)[1], if (f$k == 2) "alpha1" else "mu1.eruptions")
+      expect_identical(names(f$se), if (f$k == 2) full else c("alpha1", full[c(3:4, 7:9)]))
+    }
+  }
 })
 
 test_that("confint() and tidy() use the standard errors, on the documented scales", {

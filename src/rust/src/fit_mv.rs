@@ -50,7 +50,8 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let fits =
         run_watched(&counters, report.as_ref(), |cancel| fit_mv(&job, threads, cancel, &counters), || Ok(false))?;
     let built = std::time::Instant::now();
-    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, &job, choice)).collect::<Result<_, _>>()?;
+    let mut names = SeNames::default();
+    let lists: Vec<Robj> = fits.iter().map(|f| fit_to_r(f, &job, choice, &mut names)).collect::<Result<_, _>>()?;
     counters.lap("result", built);
     let count = |c: &std::sync::atomic::AtomicUsize| Robj::from(c.load(Ordering::Relaxed) as f64);
     Ok(List::from_names_and_values(
@@ -91,7 +92,7 @@ fn na(x: f64) -> f64 {
 
 /// One fit's R list (class bulkem_mvfit, a bulkem_fit): mu K × d, sigma d × d × K,
 /// and for t df (K values).
-fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
+fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool, names_of_se: &mut SeNames) -> Result<Robj, Stop> {
     let model = job.model();
     let (k, d) = (f.k, f.d);
     let p = f.params.as_ref();
@@ -165,15 +166,17 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
         Robj::from(na(p.filter(|_| f.noise_support.is_some()).map_or(f64::NAN, |p| p.noise))),
         noise_support(f)?,
     ];
-    values.extend(standard_errors(f, job)?);
+    values.extend(standard_errors(f, job, names_of_se)?);
     if model.t {
         names.push("df");
         values.push(Robj::from(p.map_or(vec![na(f64::NAN); k], |p| p.df.clone())));
     }
     if choice {
         let by_k = data_frame(f)?;
-        let all: Vec<Robj> =
-            std::iter::once(f).chain(&f.other_k).map(|g| fit_to_r(g, job, false)).collect::<Result<_, _>>()?;
+        let all: Vec<Robj> = std::iter::once(f)
+            .chain(&f.other_k)
+            .map(|g| fit_to_r(g, job, false, names_of_se))
+            .collect::<Result<_, _>>()?;
         names.extend(["num_components", "by_k", "all_k", "criterion"]);
         values.extend([
             Robj::from(k as i32),
@@ -187,27 +190,48 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool) -> Result<Robj, Stop> {
     Ok(list)
 }
 
+/// The names of `se` and the dimnames of `vcov` for each (K, noise) of a
+/// call, made once and shared by its fits (R shares attributes): made per
+/// fit, 10,000 fits' thousands of strings were much of the time R waited
+/// for its result.
+#[derive(Default)]
+struct SeNames {
+    made: Vec<((usize, bool), Robj, Robj, usize)>,
+}
+
+impl SeNames {
+    /// (the names of `se`, `vcov`'s dimnames, the free parameters' count).
+    fn of(&mut self, job: &MvJob, k: usize, d: usize, noise: bool) -> (Robj, Robj, usize, usize) {
+        if let Some((_, se, dimnames, free)) = self.made.iter().find(|m| m.0 == (k, noise)) {
+            return (se.clone(), dimnames.clone(), se.len(), *free);
+        }
+        let df = job.model().estimates_df();
+        let names = parameter_names(job.structure, k, d, noise, df, &job.variables);
+        let free = free_parameter_names(job.structure, k, d, noise, df, &job.variables);
+        let (count, np) = (names.len(), free.len());
+        let se = Robj::from(names);
+        let free = Robj::from(free);
+        let dimnames = Robj::from(List::from_values([free.clone(), free]));
+        self.made.push(((k, noise), se.clone(), dimnames.clone(), np));
+        (se, dimnames, count, np)
+    }
+}
+
 /// `se` (named, in the order of mv::information::parameter_names) and
 /// `vcov` (over the free parameters, with dimnames); both NULL without
 /// standard errors (none asked for, or the information was singular: the
 /// fit's message says why).
-fn standard_errors(f: &MvFit, job: &MvJob) -> Result<[Robj; 2], Stop> {
+fn standard_errors(f: &MvFit, job: &MvJob, names: &mut SeNames) -> Result<[Robj; 2], Stop> {
     let Some(Ok(c)) = &f.covariance else { return Ok([Robj::default(), Robj::default()]) };
-    let noise = f.noise_support.is_some();
-    let model = job.model();
-    let df = model.estimates_df();
-    let names = parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
-    let free = free_parameter_names(job.structure, f.k, f.d, noise, df, &job.variables);
-    let np = free.len();
-    if c.se.len() != names.len() || c.vcov.len() != np * np {
+    let (names, dimnames, count, np) = names.of(job, f.k, f.d, f.noise_support.is_some());
+    if c.se.len() != count || c.vcov.len() != np * np {
         return Err(bulkem_core::Error::Internal("standard errors of the wrong length".into()).into());
     }
     let mut se = Robj::from(c.se.iter().map(|&v| na(v)).collect::<Vec<f64>>());
     se.set_attrib("names", names)?;
     let mut vcov = Robj::from(c.vcov.iter().map(|&v| na(v)).collect::<Vec<f64>>());
     vcov.set_attrib("dim", [np as i32, np as i32])?;
-    let free = Robj::from(free);
-    vcov.set_attrib("dimnames", List::from_values([free.clone(), free]))?;
+    vcov.set_attrib("dimnames", dimnames)?;
     Ok([se, vcov])
 }
 
