@@ -399,7 +399,18 @@
 #'   may take, `random.inits * (control$restarts + 1) + control$refine * K +
 #'   j`, so `best_start` says whether one of yours won (a tie goes to the
 #'   random start) and the random starts are the draws they are without
-#'   `init`; `starts_run` counts yours. Univariate data only.
+#'   `init`; `starts_run` counts yours. For multivariate data a start is a
+#'   list with `mu`, a K x d matrix (a row per component; for K = 1 a
+#'   vector of d), `sigma`, a d x d x K array of covariance matrices (for
+#'   K = 1 a d x d matrix), optionally `alpha`, `noise` and for Student's t
+#'   `df` (one value or K), rows, columns and slices matched to the
+#'   variables by name where named; each covariance is made into the
+#'   `covariance` structure's before the fit starts (a full matrix given to
+#'   a `"diagonal"` fit keeps its diagonal; `"spherical"`, its mean
+#'   variance; `"tied"`, the weights' average of the components'), and the
+#'   j-th start of a K is numbered `random.inits * (control$restarts + 1) +
+#'   j`. A multivariate `bulkem` result starts the refit as a univariate
+#'   one does.
 #' @param equal.scale If `TRUE`, one shape shared by the components: equal
 #'   variances for the Normal (mclust's "E" model), equal `sigma` for
 #'   the lognormal (on the logarithms) and Student's t (its scale; `df`
@@ -790,10 +801,12 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
   df <- check_df(df, family, num.components)
   fixed <- check_fixed(fixed, length(datasets), dataset_names(datasets), family, num.components, noise,
                        equal.scale)
-  if (multivariate && !is.null(init)) {
-    stop_arg("`init` takes starting values for univariate data; multivariate fits do not take them yet")
+  given <- if (multivariate) {
+    check_mv_init(init, length(datasets), dataset_names(datasets), family, num.components, noise, df,
+                  input$variables)
+  } else {
+    check_init(init, length(datasets), dataset_names(datasets), family, num.components, noise, df)
   }
-  given <- check_init(init, length(datasets), dataset_names(datasets), family, num.components, noise, df)
   shift <- check_shift(shift, family, num.components, noise, equal.scale, fixed, init, multivariate)
   seed <- if (is.null(seed)) {
     sample.int(.Machine$integer.max, 1L)
@@ -807,7 +820,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                         random.inits = random.inits, epsilon = epsilon,
                                         seed = seed, use.gpu = use.gpu, noise = noise,
                                         family = family, df = df, noise.support = noise.support,
-                                        criterion = criterion),
+                                        criterion = criterion, given = given),
                             control, covariance, verbose, started))
   }
   if (shift) {

@@ -68,6 +68,13 @@ init_from_result <- function(init, n, names) {
     each <- if (is.null(f$all_k)) list(f) else f$all_k
     starts <- lapply(each, function(g) {
       if (!isTRUE(g$fit_success)) return(NULL)
+      if (inherits(g, "bulkem_mvfit")) {
+        s <- list(mu = g$mu, sigma = g$sigma, alpha = g$alpha)
+        # (g$df would match df_model)
+        if (!is.null(g[["df"]])) s$df <- as.double(g[["df"]])
+        if (!is.null(g$noise) && !is.na(g$noise)) s$noise <- g$noise
+        return(s)
+      }
       s <- list(mu = g$mu, alpha = g$alpha)
       s[[shape_name(g$family)]] <- fit_shape(g)
       if (!is.null(g$df)) s$df <- as.double(g$df)
@@ -139,5 +146,111 @@ given_records <- function(given) {
   if (is.null(given)) return(numeric(0))
   unlist(lapply(seq_along(given), function(d) {
     lapply(given[[d]], function(s) c(d, s$k, s$alpha, s$mu, s$shape, s$df, s$noise))
+  }), use.names = FALSE)
+}
+
+# `init` for multivariate data of `variables`, resolved as check_init()
+# resolves it: NULL, or a "bulkem_given" list of n lists of starts, each
+# (k, alpha, mu (K x d), sigma (d x d x K), df, noise) checked.
+check_mv_init <- function(init, n, names, family, num.components, noise, df, variables) {
+  if (is.null(init)) return(NULL)
+  is_mv_start <- function(x) is.list(x) && !inherits(x, "bulkem_fit") && !is.null(x[["mu"]])
+  per_dataset <- if (inherits(init, "bulkem_given")) {
+    if (length(init) != n) stop_arg("`init` holds starts for ", length(init), " datasets, not ", n)
+    return(init)
+  } else if (inherits(init, "bulkem")) {
+    lapply(init_from_result(init, n, names), function(starts) {
+      Filter(function(st) NROW(st$mu) %in% num.components, starts)
+    })
+  } else if (is_mv_start(init)) {
+    rep(list(list(init)), n)
+  } else if (is.list(init) && length(init) > 0 && any(nzchar(names(init)))) {
+    init_by_name(init, n, names)
+  } else if (is.list(init) && length(init) > 0 && all(vapply(init, is_mv_start, NA))) {
+    rep(list(init), n)
+  } else {
+    stop_arg("`init` for multivariate data must be a start (a list with `mu`, a K x d matrix, `sigma`, ",
+             "a d x d x K array, and optionally `alpha`), a list of starts, a list of starts by dataset ",
+             "name, or a bulkem result, not ", describe_type(init))
+  }
+  given <- lapply(seq_len(n), function(d) {
+    lapply(per_dataset[[d]], check_mv_start, family = family, num.components = num.components,
+           noise = noise, df = df, variables = variables, where = if (n > 1) names[d])
+  })
+  structure(given, class = "bulkem_given")
+}
+
+# One multivariate start checked: `mu` a K x d matrix (a row per
+# component; a vector of d for K = 1), `sigma` a d x d x K array of
+# symmetric positive definite matrices (a d x d matrix for K = 1), rows and
+# columns matched to the variables by name where named; weights and the
+# noise's as check_start() takes them; for Student's t `df`, one value or K
+# (not with bulkem()'s `df`).
+check_mv_start <- function(s, family, num.components, noise, df, variables, where) {
+  at <- if (!is.null(where)) paste0(" (dataset \"", where, "\")") else ""
+  bad <- function(...) stop_arg("`init`", at, ": ", ...)
+  d <- length(variables)
+  known <- c("mu", "sigma", "alpha", if (family == "t") "df", if (noise) "noise")
+  extra <- setdiff(names(s), known)
+  if (length(extra) > 0 || is.null(names(s)) || any(!nzchar(names(s)))) {
+    bad("a multivariate start has elements ", paste0("`", known, "`", collapse = ", "),
+        if (length(extra) > 0) paste0(", not `", extra[1], "`"))
+  }
+  real <- function(x) is.numeric(x) && all(is.finite(x))
+  mu <- s$mu
+  if (is.numeric(mu) && is.null(dim(mu)) && length(mu) == d) mu <- matrix(mu, 1, d, dimnames = list(NULL, names(mu)))
+  if (!real(mu) || !is.matrix(mu) || ncol(mu) != d || nrow(mu) < 1 || nrow(mu) > max_components()) {
+    bad("`mu` must be a K x ", d, " matrix of finite means, a row per component (K from 1 to ",
+        max_components(), "), not ", describe_type(s$mu))
+  }
+  if (!is.null(colnames(mu)) && all(variables %in% colnames(mu))) mu <- mu[, variables, drop = FALSE]
+  k <- nrow(mu)
+  if (!k %in% num.components) {
+    bad("a start of ", k, " component", if (k > 1) "s", " is not among num.components (",
+        paste(num.components, collapse = ", "), ")")
+  }
+  sigma <- s$sigma
+  if (is.matrix(sigma) && k == 1) sigma <- array(sigma, c(d, d, 1), dimnames = c(dimnames(sigma), list(NULL)))
+  if (!real(sigma) || !identical(as.integer(dim(sigma)), as.integer(c(d, d, k)))) {
+    bad("`sigma` must be a ", d, " x ", d, " x ", k, " array of covariance matrices, one per row of `mu`")
+  }
+  dn <- dimnames(sigma)
+  if (!is.null(dn[[1]]) && all(variables %in% dn[[1]]) && !is.null(dn[[2]]) && all(variables %in% dn[[2]])) {
+    sigma <- sigma[variables, variables, , drop = FALSE]
+  }
+  for (m in seq_len(k)) {
+    cm <- sigma[, , m]
+    if (max(abs(cm - t(cm))) > 1e-8 * max(abs(cm)) ||
+        inherits(tryCatch(chol(matrix(cm, d, d)), error = function(e) e), "error")) {
+      bad("`sigma[, , ", m, "]` is not a symmetric positive definite matrix")
+    }
+  }
+  w <- if (is.null(s$noise) || is.na(s$noise)) 0 else s$noise
+  if (!real(w) || length(w) != 1 || w < 0 || w >= 1) bad("`noise` must be one weight in [0, 1)")
+  alpha <- if (is.null(s$alpha)) rep((1 - w) / k, k) else s$alpha
+  if (!real(alpha) || length(alpha) != k || any(alpha <= 0) || abs(sum(alpha) + w - 1) > 1e-6) {
+    bad("`alpha` must be ", k, " positive weights summing to ", if (w > 0) "1 with `noise`" else "1")
+  }
+  nu <- s$df
+  if (!is.null(nu)) {
+    if (!is.null(df)) bad("`df` is fixed by bulkem()'s `df`; give it there only")
+    range <- model_limits()$df_range
+    if (length(nu) == 1) nu <- rep(nu, k)
+    if (!real(nu) || length(nu) != k || any(nu < range[1] | nu > range[2])) {
+      bad("`df` must be one number or ", k, " in [", range[1], ", ", range[2], "]")
+    }
+  }
+  list(k = k, alpha = as.double(alpha), mu = unname(mu), sigma = unname(sigma),
+       df = if (is.null(nu)) rep(NA_real_, k) else as.double(nu),
+       noise = if (is.null(s$noise) || is.na(s$noise)) NA_real_ else w)
+}
+
+# The core's records of multivariate starts (src/rust/src/settings.rs's
+# given_mv_starts_for): (dataset from 1, K, alpha, the means component by
+# component, the covariances, df (NA: not given), noise (NA: not given)).
+mv_given_records <- function(given) {
+  if (is.null(given)) return(numeric(0))
+  unlist(lapply(seq_along(given), function(d) {
+    lapply(given[[d]], function(s) c(d, s$k, s$alpha, t(s$mu), s$sigma, s$df, s$noise))
   }), use.names = FALSE)
 }

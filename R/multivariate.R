@@ -54,7 +54,8 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   run <- function(engine) {
     settings <- core_settings(args$family, args$num.components, args$max.iters, args$random.inits,
                               args$epsilon, args$seed, control, engine, noise = args$noise,
-                              df = args$df, criterion = args$criterion)
+                              df = args$df, criterion = args$criterion,
+                              init = mv_given_records(args$given))
     settings$covariance <- covariance
     settings$noise.box <- noise_box
     # the standard errors' names and messages (mu1.<variable>, ...)

@@ -986,8 +986,19 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
       }
     }
   }
-  # several Ks and the restart rounds run on the GPU alike
+  # starts of the user's own (init) run on the GPU as on the CPU: numbered
+  # after the random ones, the winner where one pass from the optimum wins
   f <- as.matrix(faithful)
+  best <- bulkem(list(f), num.components = 2, seed = 1, use.gpu = FALSE)
+  for (engine in c("cpu", "cuda-batched")) {
+    one <- bulkem(list(f, f[-(1:20), ]), num.components = 2, random.inits = 3, max.iters = 1, seed = 1,
+                  init = best[[1]][c("mu", "sigma", "alpha")], use.gpu = engine != "cpu",
+                  control = list(engine = engine, restarts = 0))
+    expect_identical(one[[1]]$best_start, 4L, label = engine)
+    expect_equal(one[[1]]$loglik, best[[1]]$loglik, tolerance = 1e-9, label = engine)
+    expect_identical(one[[2]]$starts_run, 4L, label = engine)
+  }
+  # several Ks and the restart rounds run on the GPU alike
   cpu <- bulkem(list(f), num.components = 1:4, seed = 3, use.gpu = FALSE)
   gpu <- bulkem(list(f), num.components = 1:4, seed = 3, control = list(engine = "cuda-batched"))
   expect_equal(gpu[[1]]$by_k$K, cpu[[1]]$by_k$K)

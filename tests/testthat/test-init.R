@@ -125,6 +125,87 @@ test_that("bad starting values are classed argument errors naming init", {
   expect_error(bulkem(list(a = x), family = "invgauss", use.gpu = FALSE, init = list(mu = c(-1, 4), lambda = c(1, 1))),
                class = "bulkem_error_argument", regexp = "`mu` must be positive")
   m <- list(cbind(rnorm(50), rnorm(50)))
-  expect_error(bulkem(m, use.gpu = FALSE, init = list(mu = c(0, 1), sigma = c(1, 1))),
-               class = "bulkem_error_argument", regexp = "multivariate fits do not take them")
+  expect_error(bulkem(m, 1, use.gpu = FALSE, init = list(mu = c(0, 1), sigma = c(1, 1))),
+               class = "bulkem_error_argument", regexp = "`sigma` must be a 2 x 2 x 1 array")
+})
+
+test_that("multivariate starts of your own run beside the random ones, numbered after them", {
+  x <- as.matrix(faithful)
+  best <- bulkem(list(x), num.components = 2, seed = 1, use.gpu = FALSE)[[1]]
+  own <- list(mu = best$mu, sigma = best$sigma, alpha = best$alpha)
+  # one EM pass from the optimum stays there; three random starts' one pass does not
+  one <- bulkem(list(x), num.components = 2, random.inits = 3, max.iters = 1, seed = 1, use.gpu = FALSE,
+                init = own, control = list(restarts = 0))[[1]]
+  expect_identical(one$best_start, 4L)
+  expect_identical(one$starts_run, 4L)
+  expect_equal(one$loglik, best$loglik, tolerance = 1e-9)
+  # with restart rounds the user's starts are numbered after all of them
+  more <- bulkem(list(x), num.components = 2, random.inits = 3, max.iters = 1, seed = 1, use.gpu = FALSE,
+                 init = own, control = list(restarts = 2))[[1]]
+  expect_identical(more$best_start, 10L)
+  # the random starts are the draws they are without init
+  plain <- bulkem(list(x), num.components = 2, random.inits = 3, seed = 1, use.gpu = FALSE)[[1]]
+  with_own <- bulkem(list(x), num.components = 2, random.inits = 3, seed = 1, use.gpu = FALSE,
+                     init = list(mu = best$mu[2:1, ] + 1, sigma = best$sigma))[[1]]
+  expect_identical(with_own$starts_run, plain$starts_run + 1L)
+  expect_equal(with_own$loglik, plain$loglik, tolerance = 1e-9)
+  # a result starts its refit, every K's fit of it with that K, by name
+  d <- list(a = x, b = x[-(1:30), ])
+  first <- bulkem(d, num.components = 1:3, seed = 2, use.gpu = FALSE)
+  again <- bulkem(d, num.components = 1:3, random.inits = 1, seed = 9, use.gpu = FALSE, init = first)
+  for (nm in names(d)) {
+    for (k in 1:3) {
+      expect_gte(again[[nm]]$all_k[[k]]$loglik, first[[nm]]$all_k[[k]]$loglik - 1e-6)
+    }
+  }
+  # variables matched by name: a start with its columns in another order
+  swapped <- list(mu = best$mu[, 2:1], sigma = best$sigma[2:1, 2:1, ], alpha = best$alpha)
+  by_name <- bulkem(list(x), num.components = 2, random.inits = 3, max.iters = 1, seed = 1,
+                    use.gpu = FALSE, init = swapped, control = list(restarts = 0))[[1]]
+  expect_identical(by_name$best_start, 4L)
+  expect_equal(by_name$loglik, best$loglik, tolerance = 1e-9)
+})
+
+test_that("a multivariate start is made into the covariance structure, and t starts take df", {
+  set.seed(12)
+  x <- rbind(matrix(rnorm(400), 200) %*% matrix(c(1, 0.6, 0, 0.8), 2),
+             sweep(matrix(rnorm(300), 150), 2, c(4, -3), "+"))
+  colnames(x) <- c("u", "v")
+  full <- bulkem(list(x), num.components = 2, seed = 1, use.gpu = FALSE)[[1]]
+  for (structure in c("diagonal", "spherical", "tied")) {
+    searched <- bulkem(list(x), num.components = 2, covariance = structure, seed = 1, use.gpu = FALSE)[[1]]
+    given <- bulkem(list(x), num.components = 2, covariance = structure, random.inits = 1, seed = 5,
+                    use.gpu = FALSE, init = list(mu = full$mu, sigma = full$sigma, alpha = full$alpha))[[1]]
+    expect_identical(given$status, "converged", info = structure)
+    expect_gte(given$loglik, searched$loglik - 1e-6 * abs(searched$loglik))
+    if (structure != "tied") expect_equal(given$sigma[1, 2, ], c(0, 0), info = structure)
+  }
+  tf <- bulkem(list(x), num.components = 2, family = "t", random.inits = 2, seed = 3, use.gpu = FALSE,
+               init = list(mu = full$mu, sigma = full$sigma, df = 12))[[1]]
+  expect_identical(tf$status, "converged")
+  expect_error(bulkem(list(x), num.components = 2, family = "t", df = 5, use.gpu = FALSE,
+                      init = list(mu = full$mu, sigma = full$sigma, df = 12)),
+               class = "bulkem_error_argument", regexp = "fixed by bulkem")
+})
+
+test_that("bad multivariate starts are classed argument errors naming init", {
+  x <- as.matrix(faithful)
+  s <- array(c(diag(2), diag(2)), c(2, 2, 2))
+  bad <- function(init, ..., regexp) {
+    expect_error(bulkem(list(a = x), num.components = 2:3, use.gpu = FALSE, init = init, ...),
+                 class = "bulkem_error_argument", regexp = regexp)
+  }
+  bad(list(mu = matrix(0, 4, 2), sigma = array(diag(2), c(2, 2, 4))), regexp = "4 components is not among")
+  bad(list(mu = matrix(0, 2, 3), sigma = s), regexp = "`mu` must be a K x 2 matrix")
+  bad(list(mu = matrix(c(1, NA, 3, 4), 2), sigma = s), regexp = "`mu` must be a K x 2 matrix")
+  bad(list(mu = matrix(1:4, 2), sigma = diag(2)), regexp = "`sigma` must be a 2 x 2 x 2 array")
+  bad(list(mu = matrix(1:4, 2), sigma = array(c(1, 2, 2, 1, diag(2)), c(2, 2, 2))),
+      regexp = "sigma\\[, , 1\\]` is not a symmetric positive definite")
+  bad(list(mu = matrix(1:4, 2), sigma = array(c(1, 0.5, 0, 1, diag(2)), c(2, 2, 2))),
+      regexp = "not a symmetric")
+  bad(list(mu = matrix(1:4, 2), sigma = s, alpha = c(0.5, 0.6)), regexp = "summing to 1")
+  bad(list(mu = matrix(1:4, 2), sigma = s, lambda = 1), regexp = "not `lambda`")
+  bad(list(mu = matrix(1:4, 2), sigma = s, df = 4), regexp = "not `df`")
+  bad(list(zz = list(mu = matrix(1:4, 2), sigma = s)), regexp = "not fitted: \"zz\"")
+  bad("start", regexp = "`init` for multivariate data must be a start")
 })

@@ -34,13 +34,16 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
         .ok_or_else(|| bulkem_core::Error::Internal(format!("unknown covariance \"{structure}\"")))?;
     let variables = named.texts("variables")?;
     let noise_boxes = noise_boxes(&named.reals("noise.box")?, variables.len());
+    let datasets = borrow_matrices(&datasets)?;
+    let given_starts = call.given_mv_starts_for(datasets.len(), variables.len())?;
     let job = MvJob {
-        datasets: borrow_matrices(&datasets)?,
+        datasets,
         settings: call.settings,
         structure,
         engine: call.engine,
         variables,
         noise_boxes,
+        given_starts,
     };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();

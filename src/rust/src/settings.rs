@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use bulkem_core::screen::Screen;
 use bulkem_core::{
-    Censored, Criterion, EngineKind, Error, Family, Fixed, Params, Settings, ShortRuns, StartScheme, Support, Tuning,
-    Window, MAX_COMPONENTS,
+    Censored, Criterion, EngineKind, Error, Family, Fixed, MvParams, Params, Settings, ShortRuns, StartScheme, Support,
+    Tuning, Window, MAX_COMPONENTS,
 };
 use extendr_api::prelude::*;
 
@@ -107,6 +107,45 @@ impl Call {
             let noise = record[4 * k];
             p.noise = if noise.is_nan() { 0.0 } else { noise };
             out[d - 1].push(p);
+            rest = next;
+        }
+        if !rest.is_empty() {
+            return Err(internal("init: a short record".into()));
+        }
+        Ok(out)
+    }
+
+    /// The starting values the user gives (`init`) for a multivariate call
+    /// on `datasets` datasets of `d` variables (MvJob::given_starts). R
+    /// flattens them into records, each (dataset from 1, K, K weights, K × d
+    /// means component by component, K d × d covariances column-major, K
+    /// degrees of freedom (NaN: not given), the noise weight (NaN: not
+    /// given)), and checked them.
+    pub fn given_mv_starts_for(&self, datasets: usize, d: usize) -> Result<Vec<Vec<MvParams>>, Stop> {
+        let mut out = vec![Vec::new(); if self.given.is_empty() { 0 } else { datasets }];
+        let mut rest = &self.given[..];
+        while let [ds, k, tail @ ..] = rest {
+            let (ds, k) = (whole(*ds).map(|v| v as usize), whole(*k).map(|v| v as usize));
+            let (Some(ds), Some(k)) = (ds, k) else { return Err(internal("init: a record's dataset or K".into())) };
+            let width = k * (2 + d + d * d) + 1;
+            if !(1..=datasets).contains(&ds) || !(1..=MAX_COMPONENTS).contains(&k) || tail.len() < width {
+                return Err(internal(format!("init: a record for dataset {ds} of {k} components")));
+            }
+            let (record, next) = tail.split_at(width);
+            let (alpha, record) = record.split_at(k);
+            let (mu, record) = record.split_at(k * d);
+            let (sigma, record) = record.split_at(k * d * d);
+            let (df, noise) = record.split_at(k);
+            let noise = noise.first().copied().filter(|v| !v.is_nan()).unwrap_or(0.0);
+            out[ds - 1].push(MvParams {
+                k,
+                d,
+                alpha: alpha.to_vec(),
+                mu: mu.to_vec(),
+                sigma: sigma.to_vec(),
+                noise,
+                df: if df.iter().all(|v| v.is_nan()) { Vec::new() } else { df.to_vec() },
+            });
             rest = next;
         }
         if !rest.is_empty() {

@@ -15,7 +15,7 @@ use super::em::{e_step, run_em, MvStartFit};
 use super::information::{covariance, describe, free_parameter_names};
 use super::model::{Model, MvParams, Structure};
 use super::screen::spurious;
-use super::starts::initial_params;
+use super::starts::{given_params, initial_params};
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind};
 use crate::error::Error;
@@ -48,6 +48,11 @@ pub struct MvJob<'a> {
     /// dataset, its bounding box; one entry, every dataset's.
     pub noise_boxes: Vec<Option<Vec<(f64, f64)>>>,
     pub variables: Vec<String>,
+    /// The user's starting values (`init`) by dataset, in the data's units:
+    /// empty, or one list per dataset. A start of K components runs with
+    /// that K only, beside the random starts and numbered after every start
+    /// their rounds may take (`given_from`).
+    pub given_starts: Vec<Vec<MvParams>>,
 }
 
 /// The best fit of one dataset, in the data's units, components in the
@@ -174,7 +179,47 @@ impl MvJob<'_> {
         if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
             return bad("datasets", format!("dataset {} is not a matrix of {d} variables", i + 1));
         }
+        let given = self.given_starts.len();
+        if given != 0 && given != self.datasets.len() {
+            return bad("init", format!("starts for {given} datasets, not {}", self.datasets.len()));
+        }
+        let t = self.model().t;
+        let shaped = |p: &MvParams| {
+            p.d == d
+                && self.settings.components.contains(&p.k)
+                && p.alpha.len() == p.k
+                && p.mu.len() == p.k * d
+                && p.sigma.len() == p.k * d * d
+                && (p.df.is_empty() || (t && p.df.len() == p.k))
+                && p.alpha.iter().chain(&p.mu).chain(&p.sigma).all(|v| v.is_finite())
+        };
+        if self.given_starts.iter().flatten().any(|p| !shaped(p)) {
+            return bad("init", format!("a start is not a mixture of {d} variables and one of the call's K"));
+        }
+        let most = self.given_starts.iter().map(Vec::len).max().unwrap_or(0) as u64;
+        if self.given_from().saturating_add(most) > u64::from(u32::MAX) {
+            return bad("init", "too many starts to number".into());
+        }
         Ok(())
+    }
+
+    /// The index of the first given start: after every random start of
+    /// every round (the random starts are the draws they are without
+    /// `init`).
+    pub fn given_from(&self) -> u64 {
+        u64::from(self.settings.starts) * (u64::from(self.settings.restarts) + 1)
+    }
+
+    /// Dataset `i`'s given starts of `k` components, with their indices.
+    fn given_of(&self, i: usize, k: usize) -> impl Iterator<Item = (u32, &MvParams)> {
+        let from = self.given_from();
+        self.given_starts
+            .get(i)
+            .into_iter()
+            .flatten()
+            .filter(move |p| p.k == k)
+            .enumerate()
+            .map(move |(j, p)| (u32::try_from(from + j as u64).unwrap_or(u32::MAX), p))
     }
 }
 
@@ -248,7 +293,8 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
     };
     counters.lap("setup GPU", rescaled);
     let per_k: Vec<usize> = s.components.iter().map(|&k| if k == 1 { 1 } else { s.starts as usize }).collect();
-    counters.total.fetch_add(per_k.iter().sum::<usize>() * prepared.len(), Ordering::Relaxed);
+    let given = (0..prepared.len()).map(|i| s.components.iter().map(|&k| job.given_of(i, k).count()).sum::<usize>());
+    counters.total.fetch_add(per_k.iter().sum::<usize>() * prepared.len() + given.sum::<usize>(), Ordering::Relaxed);
     let mut by_k: Vec<Vec<MvFit>> = Vec::with_capacity(s.components.len());
     for (&k, &starts) in s.components.iter().zip(&per_k) {
         by_k.push(fit_k(job, &prepared, k, starts as u32, gpus.as_ref(), threads, cancel, counters)?);
@@ -283,9 +329,24 @@ fn fit_k(
         if round > 0 {
             counters.total.fetch_add(todo.len() * starts as usize, Ordering::Relaxed);
         }
+        // each dataset's (dataset, start) pairs together: the round's random
+        // starts, and in the first round the user's starts of this K
         let first = round * starts;
-        let n_items = todo.len() * starts as usize;
-        let which = |item: usize| (todo[item / starts as usize], first + (item % starts as usize) as u32);
+        let work: Vec<(usize, u32)> = todo
+            .iter()
+            .flat_map(|&d| {
+                let given = job.given_of(d, k).map(|(i, _)| i).filter(|_| round == 0);
+                (first..first + starts).chain(given).map(move |start| (d, start))
+            })
+            .collect();
+        // a start's initial parameters: drawn, or the user's
+        let draw = |d: usize, start: u32| {
+            let data = prepared.get(d).and_then(|p| p.as_ref().ok())?;
+            match job.given_of(d, k).find(|&(i, _)| i == start) {
+                Some((_, given)) => given_params(data, given, job.structure, &df),
+                None => initial_params(data, k, job.structure, &df, s.seed, start),
+            }
+        };
         let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
             let Some(Ok(data)) = prepared.get(d) else { return };
             if let Some(f) = &fit {
@@ -295,23 +356,15 @@ fn fit_k(
             tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
         };
         match gpus {
-            None => queue::for_each_index(n_items, threads, cancel, |item| {
-                let (d, start) = which(item);
+            None => queue::for_each_index(work.len(), threads, cancel, |item| {
+                let Some(&(d, start)) = work.get(item) else { return };
                 let Some(Ok(data)) = prepared.get(d) else { return };
-                let init = initial_params(data, k, job.structure, &df, s.seed, start);
-                record(d, start, init.map(|p| run_em(data, p, model, s.max_iters, s.epsilon, cancel)));
+                record(d, start, draw(d, start).map(|p| run_em(data, p, model, s.max_iters, s.epsilon, cancel)));
                 counters.done.fetch_add(1, Ordering::Relaxed);
             })?,
+            // the starts on the host (the same draws as the CPU engine's),
+            // the fits on the GPUs
             Some(gpus) => {
-                // the starts on the host (the same draws as the CPU engine's),
-                // the fits on the GPUs
-                let work: Vec<(usize, u32)> = (0..n_items).map(which).collect();
-                let draw = |d: usize, start: u32| {
-                    prepared
-                        .get(d)
-                        .and_then(|p| p.as_ref().ok())
-                        .and_then(|data| initial_params(data, k, job.structure, &df, s.seed, start))
-                };
                 let fitting = (k, model, s.max_iters, s.epsilon);
                 gpus.run(prepared, &work, draw, record, fitting, threads, cancel, counters)?;
             }

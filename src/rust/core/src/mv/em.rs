@@ -302,7 +302,7 @@ fn df_derivatives(df0: f64, d: usize, nk: f64, su: f64, b: f64, su2: f64) -> (f6
 }
 
 /// Each component's own covariance made into the structure's.
-fn constrain(p: &mut MvParams, structure: Structure) {
+pub(super) fn constrain(p: &mut MvParams, structure: Structure) {
     let (k, d) = (p.k, p.d);
     match structure {
         Structure::Full => {}

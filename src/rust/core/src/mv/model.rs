@@ -157,6 +157,22 @@ impl MvParams {
         p
     }
 
+    /// The parameters in the standardised units of `s` (to_data_units's
+    /// inverse).
+    pub fn to_standardised(&self, s: &Standardised) -> MvParams {
+        let d = self.d;
+        let mut p = self.clone();
+        for m in 0..self.k {
+            for j in 0..d {
+                p.mu[m * d + j] = (self.mu[m * d + j] - s.center[j]) / s.scale[j];
+                for l in 0..d {
+                    p.sigma[m * d * d + j + d * l] = self.sigma[m * d * d + j + d * l] / (s.scale[j] * s.scale[l]);
+                }
+            }
+        }
+        p
+    }
+
     /// The components in the canonical order: ascending first coordinate of
     /// the mean, ties broken by the next coordinates.
     pub fn canonical(&self) -> MvParams {

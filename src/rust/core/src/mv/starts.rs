@@ -10,8 +10,8 @@
 use rand::RngExt;
 
 use super::data::MvData;
-use super::em::{m_step, MvStats};
-use super::model::{Model, MvParams, Structure};
+use super::em::{constrain, m_step, MvStats};
+use super::model::{terms, Model, MvParams, Structure};
 use crate::limits::NOISE_START;
 use crate::starts::start_rng;
 
@@ -139,6 +139,26 @@ fn partition_params(data: &MvData, seeds: &[usize], block: &[usize], structure: 
     Some(p)
 }
 
+/// A start the user gave (`init`, in the data's units) as the fits take
+/// it: standardised, its covariances made into the structure's (a full
+/// matrix given to a diagonal fit keeps its diagonal), t's ν from `df`
+/// where the start has none, and with a noise component a weight for it
+/// (NOISE_START, the components' weights scaled to share the rest, where
+/// the start has none); `None` if a covariance is not positive definite
+/// in the standardised units.
+pub fn given_params(data: &MvData, given: &MvParams, structure: Structure, df: &[f64]) -> Option<MvParams> {
+    let mut p = given.to_standardised(&data.scaling);
+    if p.df.len() != df.len() || p.df.iter().any(|v| !v.is_finite()) {
+        p.df = df.to_vec();
+    }
+    if data.log_noise.is_some() && !(p.noise > 0.0) {
+        p.alpha.iter_mut().for_each(|a| *a *= 1.0 - NOISE_START);
+        p.noise = NOISE_START;
+    }
+    constrain(&mut p, structure);
+    terms(&p).map(|_| p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +193,37 @@ mod tests {
             })
             .count();
         assert!(seeded >= 15, "{seeded}");
+    }
+
+    #[test]
+    fn a_given_start_is_standardised_and_made_into_the_structure() {
+        let d = data(200);
+        let (c, s) = (&d.scaling.center, &d.scaling.scale);
+        let given = MvParams {
+            k: 1,
+            d: 2,
+            alpha: vec![1.0],
+            mu: vec![c[0] + s[0], c[1]],
+            sigma: vec![s[0] * s[0], 0.5 * s[0] * s[1], 0.5 * s[0] * s[1], 4.0 * s[1] * s[1]],
+            noise: 0.0,
+            df: Vec::new(),
+        };
+        let p = given_params(&d, &given, Structure::Full, &[]).unwrap();
+        assert!((p.mu[0] - 1.0).abs() < 1e-12 && p.mu[1].abs() < 1e-12);
+        assert!((p.sigma[1] - 0.5).abs() < 1e-12 && (p.sigma[3] - 4.0).abs() < 1e-12);
+        let back = p.to_data_units(&d.scaling);
+        assert!(back.mu.iter().zip(&given.mu).all(|(a, b)| (a - b).abs() < 1e-12 * (1.0 + b.abs())));
+        let diagonal = given_params(&d, &given, Structure::Diagonal, &[]).unwrap();
+        assert_eq!(diagonal.sigma[1], 0.0);
+        assert!((diagonal.sigma[3] - 4.0).abs() < 1e-12);
+        let spherical = given_params(&d, &given, Structure::Spherical, &[]).unwrap();
+        assert!((spherical.sigma[0] - 2.5).abs() < 1e-12 && (spherical.sigma[3] - 2.5).abs() < 1e-12);
+        // t: the call's ν where the start has none
+        assert_eq!(given_params(&d, &given, Structure::Full, &[7.0]).unwrap().df, vec![7.0]);
+        // not positive definite: no start
+        let mut singular = given.clone();
+        singular.sigma = vec![1.0, 2.0, 2.0, 1.0];
+        assert!(given_params(&d, &singular, Structure::Full, &[]).is_none());
     }
 
     #[test]
