@@ -991,9 +991,9 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
   f <- as.matrix(faithful)
   best <- bulkem(list(f), num.components = 2, seed = 1, use.gpu = FALSE)
   for (engine in c("cpu", "cuda-batched")) {
-    one <- bulkem(list(f, f[-(1:20), ]), num.components = 2, random.inits = 3, max.iters = 1, seed = 1,
-                  init = best[[1]][c("mu", "sigma", "alpha")], use.gpu = engine != "cpu",
-                  control = list(engine = engine, restarts = 0))
+    one <- suppressWarnings(bulkem(list(f, f[-(1:20), ]), num.components = 2, random.inits = 3, max.iters = 1,
+                                   seed = 1, init = best[[1]][c("mu", "sigma", "alpha")],
+                                   use.gpu = engine != "cpu", control = list(engine = engine, restarts = 0)))
     expect_identical(one[[1]]$best_start, 4L, label = engine)
     expect_equal(one[[1]]$loglik, best[[1]]$loglik, tolerance = 1e-9, label = engine)
     expect_identical(one[[2]]$starts_run, 4L, label = engine)
