@@ -6,31 +6,36 @@
 # NULL, or a "bulkem_given" list of n lists of starts, each start a list
 # (k, alpha, mu, shape, df, noise) checked for `family` and the call's Ks.
 check_init <- function(init, n, names, family, num.components, noise, df) {
-  if (is.null(init)) return(NULL)
-  per_dataset <- if (inherits(init, "bulkem_given")) {
-    if (length(init) != n) stop_arg("`init` holds starts for ", length(init), " datasets, not ", n)
-    return(init)
-  } else if (inherits(init, "bulkem")) {
-    # a result's fits of other Ks than the call's are left out
-    lapply(init_from_result(init, n, names), function(starts) {
-      Filter(function(st) length(st$mu) %in% num.components, starts)
-    })
-  } else if (is_start(init)) {
-    rep(list(list(init)), n)
-  } else if (is.list(init) && length(init) > 0 && any(nzchar(names(init)))) {
-    init_by_name(init, n, names)
-  } else if (is.list(init) && length(init) > 0 && all(vapply(init, is_start, NA))) {
-    rep(list(init), n)
-  } else {
-    stop_arg("`init` must be a start (a list with `mu`, `", shape_name(family), "` and optionally ",
-             "`alpha`), a list of starts, a list of starts by dataset name, or a bulkem result, not ",
-             describe_type(init))
-  }
+  per_dataset <- init_per_dataset(init, n, names, num.components, function(st) length(st$mu), paste0(
+    "`init` must be a start (a list with `mu`, `", shape_name(family), "` and optionally `alpha`), a list ",
+    "of starts, a list of starts by dataset name, or a bulkem result, not "))
+  if (is.null(per_dataset) || inherits(per_dataset, "bulkem_given")) return(per_dataset)
   given <- lapply(seq_len(n), function(d) {
     lapply(per_dataset[[d]], check_start, family = family, num.components = num.components,
            noise = noise, df = df, where = if (n > 1) names[d])
   })
   structure(given, class = "bulkem_given")
+}
+
+# `init` as bulkem() takes it, as a list of n lists of starts (unchecked),
+# or NULL, or a "bulkem_given" list as it came (already checked). A
+# result's fits of other Ks than the call's (`k_of` a start) are left out;
+# `what` begins the error for anything else.
+init_per_dataset <- function(init, n, names, num.components, k_of, what) {
+  if (is.null(init)) return(NULL)
+  if (inherits(init, "bulkem_given")) {
+    if (length(init) != n) stop_arg("`init` holds starts for ", length(init), " datasets, not ", n)
+    return(init)
+  }
+  if (inherits(init, "bulkem")) {
+    return(lapply(init_from_result(init, n, names), function(starts) {
+      Filter(function(st) k_of(st) %in% num.components, starts)
+    }))
+  }
+  if (is_start(init)) return(rep(list(list(init)), n))
+  if (is.list(init) && length(init) > 0 && any(nzchar(names(init)))) return(init_by_name(init, n, names))
+  if (is.list(init) && length(init) > 0 && all(vapply(init, is_start, NA))) return(rep(list(init), n))
+  stop_arg(what, describe_type(init))
 }
 
 is_start <- function(x) is.list(x) && !inherits(x, "bulkem_fit") && !is.null(x[["mu"]])
@@ -153,26 +158,11 @@ given_records <- function(given) {
 # resolves it: NULL, or a "bulkem_given" list of n lists of starts, each
 # (k, alpha, mu (K x d), sigma (d x d x K), df, noise) checked.
 check_mv_init <- function(init, n, names, family, num.components, noise, df, variables) {
-  if (is.null(init)) return(NULL)
-  is_mv_start <- function(x) is.list(x) && !inherits(x, "bulkem_fit") && !is.null(x[["mu"]])
-  per_dataset <- if (inherits(init, "bulkem_given")) {
-    if (length(init) != n) stop_arg("`init` holds starts for ", length(init), " datasets, not ", n)
-    return(init)
-  } else if (inherits(init, "bulkem")) {
-    lapply(init_from_result(init, n, names), function(starts) {
-      Filter(function(st) NROW(st$mu) %in% num.components, starts)
-    })
-  } else if (is_mv_start(init)) {
-    rep(list(list(init)), n)
-  } else if (is.list(init) && length(init) > 0 && any(nzchar(names(init)))) {
-    init_by_name(init, n, names)
-  } else if (is.list(init) && length(init) > 0 && all(vapply(init, is_mv_start, NA))) {
-    rep(list(init), n)
-  } else {
-    stop_arg("`init` for multivariate data must be a start (a list with `mu`, a K x d matrix, `sigma`, ",
-             "a d x d x K array, and optionally `alpha`), a list of starts, a list of starts by dataset ",
-             "name, or a bulkem result, not ", describe_type(init))
-  }
+  per_dataset <- init_per_dataset(init, n, names, num.components, function(st) NROW(st$mu), paste0(
+    "`init` for multivariate data must be a start (a list with `mu`, a K x d matrix, `sigma`, a d x d x K ",
+    "array, and optionally `alpha`), a list of starts, a list of starts by dataset name, or a bulkem ",
+    "result, not "))
+  if (is.null(per_dataset) || inherits(per_dataset, "bulkem_given")) return(per_dataset)
   given <- lapply(seq_len(n), function(d) {
     lapply(per_dataset[[d]], check_mv_start, family = family, num.components = num.components,
            noise = noise, df = df, variables = variables, where = if (n > 1) names[d])

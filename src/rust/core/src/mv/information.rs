@@ -41,7 +41,7 @@
 //! covariance in the data's units is V = J V_z J and the standard errors
 //! are √V_z,aa · J_aa.
 
-use super::data::{MvData, Standardised};
+use super::data::MvData;
 use super::model::{cholesky, Model, MvParams, Structure};
 use crate::linalg::invert;
 use crate::params::{Covariance, Singular};
@@ -474,27 +474,12 @@ fn lower_inverse(l: &[f64], d: usize) -> Vec<f64> {
     inv
 }
 
-/// `p` (in the data's units) in the standardised units of `s`.
-fn standardised(p: &MvParams, s: &Standardised) -> MvParams {
-    let d = p.d;
-    let mut q = p.clone();
-    for m in 0..p.k {
-        for j in 0..d {
-            q.mu[m * d + j] = (p.mu[m * d + j] - s.center[j]) / s.scale[j];
-            for l in 0..d {
-                q.sigma[m * d * d + j + d * l] = p.sigma[m * d * d + j + d * l] / (s.scale[j] * s.scale[l]);
-            }
-        }
-    }
-    q
-}
-
 /// The covariance of a fit's parameters `params` (in the data's units) and
 /// their standard errors, in the data's units, from the observed
 /// information on `data`; or why there are none. `se` is in the order of
 /// `parameter_names`, `vcov` of `free_parameter_names`.
 pub(crate) fn covariance(data: &MvData, params: &MvParams, model: Model) -> Result<Covariance, Singular> {
-    let info = information(data, &standardised(params, &data.scaling), model)?;
+    let info = information(data, &params.to_standardised(&data.scaling), model)?;
     let at = info.layout;
     let (k, d, np) = (at.k, at.d, at.len());
     let v = invert(&info.observed, &info.complete)?;
@@ -589,7 +574,7 @@ mod tests {
         let data = MvData::prepare(&x, n, d, structure == Structure::Spherical, noise).unwrap();
         // the truth in standardised units, put in the structure's shape and
         // moved a little
-        let mut p = standardised(&truth, &data.scaling);
+        let mut p = truth.to_standardised(&data.scaling);
         if noise {
             p.alpha.iter_mut().for_each(|a| *a *= 0.9);
             p.noise = 0.1;
@@ -820,7 +805,7 @@ mod tests {
                 // the information in the data's units by differences of the
                 // log-likelihood mapped there (θ_z from θ_data)
                 let theta = theta_of(&p, at);
-                let ll = |t: &[f64]| e_step(&data, &standardised(&params_of(t, at), &data.scaling)).unwrap().loglik;
+                let ll = |t: &[f64]| e_step(&data, &params_of(t, at).to_standardised(&data.scaling)).unwrap().loglik;
                 let h: Vec<f64> = theta.iter().map(|t| 1e-4 * t.abs().max(0.1)).collect();
                 let mut numeric = vec![0.0; np * np];
                 for a in 0..np {
