@@ -430,7 +430,8 @@
 #'   with integer weights is the fit of the data with each value repeated
 #'   that many times) or case weights, finite and >= 0. For a list of
 #'   datasets, a list as long as it of numeric vectors as long as each
-#'   dataset (`NULL` for a dataset without weights; for a list of `Surv`
+#'   dataset (a multivariate dataset: one weight per row; `NULL` for a
+#'   dataset without weights; for a list of `Surv`
 #'   objects one weight per row, a censored row's weight its window's
 #'   count, as in the formula interface); for a formula or a data
 #'   frame, as [lm()] takes them: an expression evaluated in the data, e.g.
@@ -439,8 +440,10 @@
 #'   errors, AIC, BIC (whose n is the sum of the weights, each fit's
 #'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
 #'   of distinct values, the refinement's regions and a noise component's
-#'   range look at the values alone. Every engine fits them (not with
-#'   `control$precision = "mixed"`); univariate data only.
+#'   range look at the values alone. Every engine fits univariate weighted
+#'   data (not with `control$precision = "mixed"`); multivariate weighted
+#'   data are fitted on the `cpu` engine so far (the `auto` engine picks it
+#'   for them).
 #'   `bulkem_bootstrap()` takes fits of whole-number (frequency) weights
 #'   kept with their data (`control = list(keep.data = TRUE)`, which keeps
 #'   each fit's `weights` beside its `data`) as the data they stand for.
@@ -758,11 +761,8 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     })
   datasets <- input$datasets
   multivariate <- isTRUE(input$multivariate)
-  if (multivariate && is.null(input$weights) && !missing(weights) && !is.null(weights)) {
-    stop_arg("`weights` are taken for univariate data; multivariate fits do not take them yet")
-  }
   # (binned data's midpoints have weight 0: not the user's weights, unchecked)
-  weights <- if (is.null(input$binned_weights)) check_weights(input$weights, datasets, multivariate) else input$binned_weights
+  weights <- if (is.null(input$binned_weights)) check_weights(input$weights, datasets) else input$binned_weights
   if (!multivariate && !missing(covariance)) {
     stop_arg("`covariance` applies to multivariate data (a list of matrices, or a formula ",
              "with a matrix response); univariate data have one variance per component")
@@ -820,7 +820,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
                                         random.inits = random.inits, epsilon = epsilon,
                                         seed = seed, use.gpu = use.gpu, noise = noise,
                                         family = family, df = df, noise.support = noise.support,
-                                        criterion = criterion, given = given),
+                                        criterion = criterion, given = given, weights = weights),
                             control, covariance, verbose, started))
   }
   if (shift) {

@@ -60,11 +60,13 @@ fit_ <- function(datasets, weights, settings, report) .Call(wrap__fit_, datasets
 
 #' Fits every dataset of `datasets`, a list of double matrices with the same
 #' number of columns (observations in rows), checked by bulkem() in R and
-#' read in place, on the CPU engine or cuda-batched. `settings` is core_settings()'s list with `covariance`
-#' and `variables` (the columns' names) added. Returns the fits (each a list, see ?bulkem) or the condition that
-#' stopped the call.
+#' read in place, on the CPU engine or cuda-batched; `weights` (an empty
+#' list, or per dataset NULL or one weight per row) read in place too.
+#' `settings` is core_settings()'s list with `covariance` and `variables`
+#' (the columns' names) added. Returns the fits (each a list, see ?bulkem)
+#' or the condition that stopped the call.
 #' @noRd
-fit_mv_ <- function(datasets, settings, report) .Call(wrap__fit_mv_, datasets, settings, report)
+fit_mv_ <- function(datasets, weights, settings, report) .Call(wrap__fit_mv_, datasets, weights, settings, report)
 
 #' `TRUE` if the CUDA engines can run here, or else the condition saying
 #' why not, for R to decide by its class (sets up the GPU on first call:

@@ -101,14 +101,14 @@ make_datasets <- function(datasets, data, subset, na.action, value, group, formu
     return(out)
   }
   checked <- check_datasets(datasets, threads)
-  if (!is.null(checked$variables)) {
-    dropped <- drop_missing_rows(checked$datasets, checked$has_na, na, checked$variables)
-    return(list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
-                multivariate = TRUE, variables = checked$variables))
+  multivariate <- !is.null(checked$variables)
+  dropped <- if (multivariate) {
+    drop_missing_rows(checked$datasets, checked$has_na, na, checked$variables)
+  } else {
+    drop_missing(checked$datasets, checked$has_na, na)
   }
-  dropped <- drop_missing(checked$datasets, checked$has_na, na)
   out <- list(datasets = dropped$datasets, n_dropped = dropped$n_dropped, na.action = NULL,
-              multivariate = FALSE, variables = NULL)
+              multivariate = multivariate, variables = checked$variables)
   w <- eval(weights, env)
   if (!is.null(w)) out$weights <- weights_of_list(w, checked$datasets, checked$has_na, dropped$datasets)
   out

@@ -111,7 +111,9 @@ print.bulkem_mvfit <- function(x, ...) {
   cat(sprintf("bulkem fit: multivariate %s mixture of %d component%s (%s %s), ",
               mv_family_name(x), x$k, if (x$k == 1) "" else "s", x$covariance,
               if (mv_is_t(x)) "scale" else "covariance"),
-      sprintf("%d variables, n = %d, status %s\n", x$d, x$n, x$status), sep = "")
+      sprintf("%d variables, n = %d%s, status %s\n", x$d, x$n,
+              if (!is.null(x$nobs) && !isTRUE(x$nobs == x$n)) paste0(" (weights summing to ", format(x$nobs), ")") else "",
+              x$status), sep = "")
   if (nzchar(x$message)) cat(x$message, "\n")
   if (isTRUE(x$fit_success)) {
     cat(sprintf("loglik %.4f, AIC %.4f, BIC %.4f, %d iterations, best of %d good start%s\n\n",

@@ -42,8 +42,10 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   variables <- input$variables
   # chosen as for univariate data: cuda-batched where a GPU is usable (it
   # agrees with the CPU engine and is about 30 times the GPU machine's 16
-  # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU
-  engine <- choose_engine(args$use.gpu, control$engine)
+  # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU; but
+  # weighted data on the CPU (cuda-batched does not weigh them yet)
+  weights <- args$weights
+  engine <- choose_engine(args$use.gpu, control$engine, cpu_only = !is.null(weights))
   if (verbose) {
     message(sprintf("bulkem: %d multivariate datasets of %d variables, %s (%s covariance), ",
                     length(datasets), length(variables), args$family, covariance),
@@ -60,7 +62,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
     settings$noise.box <- noise_box
     # the standard errors' names and messages (mu1.<variable>, ...)
     settings$variables <- variables
-    fit_mv_(unname(datasets), settings, reporter$update)
+    fit_mv_(unname(datasets), if (is.null(weights)) list() else weights, settings, reporter$update)
   }
   checked <- proc.time()[["elapsed"]]
   reporter <- progress_reporter()
@@ -69,7 +71,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   returned <- proc.time()[["elapsed"]]
   reporter$finish()
   fits <- lapply(res$fits, label_mv_fit, variables = variables)
-  fits <- attach_inputs(fits, datasets, input, control$keep.data)
+  fits <- attach_inputs(fits, datasets, input, control$keep.data, weights)
   finished <- proc.time()[["elapsed"]]
   elapsed <- finished - started
   if (verbose) message(sprintf("bulkem: done in %.3f s (%s engine, %d thread(s))", elapsed, engine, res$threads))
@@ -81,7 +83,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
              timings = c(check = checked - started, res$timings, after = finished - returned,
                          total = elapsed),
              na.action = input$na.action, groups = input$groups, response = input$response,
-             covariance = covariance, variables = variables)
+             covariance = covariance, variables = variables, weighted = if (!is.null(weights)) TRUE)
 }
 
 # `noise.support` for multivariate data: NULL (each dataset's bounding

@@ -10,9 +10,10 @@ weights_in_data <- function(datasets, formula) {
 }
 
 # The weights of a list of datasets, `w` as the caller gave it, aligned with
-# the datasets after `na.action`: `before` are the datasets as given,
-# `has_na` which held missing values, `after` the datasets kept. A value
-# dropped for being missing takes its weight with it.
+# the datasets after `na.action`: `before` are the datasets as given
+# (vectors, or matrices with an observation per row), `has_na` which held
+# missing values, `after` the datasets kept. An observation dropped for
+# being missing takes its weight with it.
 weights_of_list <- function(w, before, has_na, after) {
   if (is.numeric(w) && !is.list(w) && length(before) == 1) w <- list(w)
   if (!is.list(w) || is.data.frame(w) || length(w) != length(before)) {
@@ -22,14 +23,15 @@ weights_of_list <- function(w, before, has_na, after) {
   lapply(seq_along(before), function(i) {
     wi <- w[[i]]
     if (is.null(wi)) return(NULL)
-    if (!is.numeric(wi) || is.factor(wi) || !is.null(dim(wi)) || length(wi) != length(before[[i]])) {
+    rows <- is.matrix(before[[i]])
+    if (!is.numeric(wi) || is.factor(wi) || !is.null(dim(wi)) || length(wi) != NROW(before[[i]])) {
       stop_arg("`weights[[", i, "]]` must be a numeric vector as long as its dataset (",
-               length(before[[i]]), " values), not ", describe_type(wi))
+               NROW(before[[i]]), if (rows) " rows" else " values", "), not ", describe_type(wi))
     }
     wi <- as.double(wi)
     if (isTRUE(has_na[i])) {
-      kept <- !is.na(before[[i]])
-      if (sum(kept) != length(after[[i]])) {
+      kept <- if (rows) stats::complete.cases(before[[i]]) else !is.na(before[[i]])
+      if (sum(kept) != NROW(after[[i]])) {
         stop_arg("with `weights`, `na.action` must drop exactly the missing values, as na.omit ",
                  "does (dataset ", i, ")")
       }
@@ -40,14 +42,12 @@ weights_of_list <- function(w, before, has_na, after) {
 }
 
 # The weights checked against the datasets: NULL (none), or a list as
-# long as `datasets` of NULLs and vectors as long as their dataset, every
-# weight a finite number >= 0, at least one positive per dataset; a
-# dataset's weights all 1 are no weights. `multivariate` data take none yet.
-check_weights <- function(weights, datasets, multivariate) {
+# long as `datasets` of NULLs and vectors as long as their dataset (one
+# weight per row of a multivariate dataset), every weight a finite number
+# >= 0, at least one positive per dataset; a dataset's weights all 1 are no
+# weights.
+check_weights <- function(weights, datasets) {
   if (is.null(weights)) return(NULL)
-  if (multivariate) {
-    stop_arg("`weights` are taken for univariate data; multivariate fits do not take them yet")
-  }
   names <- dataset_names(datasets)
   out <- lapply(seq_along(datasets), function(i) {
     wi <- weights[[i]]

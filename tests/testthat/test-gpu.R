@@ -1050,3 +1050,17 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
     }
   }
 })
+
+test_that("weighted multivariate data go to the CPU engine; cuda-batched asked for says why not", {
+  skip_if_no_gpu()
+  set.seed(65)
+  x <- list(rbind(matrix(rnorm(200), 100), matrix(rnorm(200, 3), 100)))
+  w <- list(rpois(200, 2) + 1)
+  auto <- bulkem(x, 2, seed = 1, weights = w)
+  expect_identical(attr(auto, "engine"), "cpu")
+  expect_equal(auto[[1]]$loglik, bulkem(x, 2, seed = 1, weights = w, use.gpu = FALSE)[[1]]$loglik)
+  expect_error(bulkem(x, 2, seed = 1, weights = w, control = list(engine = "cuda-batched")),
+               class = "bulkem_error_argument", regexp = "weights.*cpu engine")
+  # unweighted, the same data go to the GPU as before
+  expect_identical(attr(bulkem(x, 2, seed = 1), "engine"), "cuda-batched")
+})

@@ -151,8 +151,10 @@ test_that("bad weights are classed argument errors naming weights", {
   bad("w", "must be a list of 1 numeric vectors")
   bad(list(1:100, 1:100), "must be a list of 1")
   m <- list(cbind(rnorm(50), rnorm(50)))
-  expect_error(bulkem(m, use.gpu = FALSE, weights = list(rep(1, 50))),
-               class = "bulkem_error_argument", regexp = "multivariate fits do not take them")
+  expect_error(bulkem(m, use.gpu = FALSE, weights = list(rep(1, 49))),
+               class = "bulkem_error_argument", regexp = "as long as its dataset \\(50 rows\\)")
+  expect_error(bulkem(m, use.gpu = FALSE, weights = list(c(Inf, rep(1, 49)))),
+               class = "bulkem_error_argument", regexp = "finite numbers >= 0")
   fits <- bulkem(list(a = x), family = "normal", use.gpu = FALSE, weights = list(runif(100)),
                  control = list(keep.data = TRUE))
   expect_error(bulkem_bootstrap(fits, B = 9), class = "bulkem_error_argument", regexp = "whole numbers")

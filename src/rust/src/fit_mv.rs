@@ -9,23 +9,25 @@ use bulkem_core::mv::information::{free_parameter_names, parameter_names};
 use bulkem_core::{fit_mv, Counters, MvFit, MvJob, Status, Structure};
 use extendr_api::prelude::*;
 
-use crate::datasets::borrow_matrices;
+use crate::datasets::{borrow_doubles, borrow_matrices};
 use crate::error::{or_condition, Stop};
 use crate::settings::{Call, Named};
 use crate::watch::{run_watched, timings};
 
 /// Fits every dataset of `datasets`, a list of double matrices with the same
 /// number of columns (observations in rows), checked by bulkem() in R and
-/// read in place, on the CPU engine or cuda-batched. `settings` is core_settings()'s list with `covariance`
-/// and `variables` (the columns' names) added. Returns the fits (each a list, see ?bulkem) or the condition that
-/// stopped the call.
+/// read in place, on the CPU engine or cuda-batched; `weights` (an empty
+/// list, or per dataset NULL or one weight per row) read in place too.
+/// `settings` is core_settings()'s list with `covariance` and `variables`
+/// (the columns' names) added. Returns the fits (each a list, see ?bulkem)
+/// or the condition that stopped the call.
 /// @noRd
 #[extendr]
-fn fit_mv_(datasets: List, settings: List, report: Robj) -> Robj {
-    or_condition(fit(datasets, settings, report))
+fn fit_mv_(datasets: List, weights: List, settings: List, report: Robj) -> Robj {
+    or_condition(fit(datasets, weights, settings, report))
 }
 
-fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
+fn fit(datasets: List, weights: List, settings: List, report: Robj) -> Result<List, Stop> {
     let started = std::time::Instant::now();
     let call = Call::from_r(&settings)?;
     let named = Named::of(&settings);
@@ -36,6 +38,7 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
     let noise_boxes = noise_boxes(&named.reals("noise.box")?, variables.len());
     let datasets = borrow_matrices(&datasets)?;
     let given_starts = call.given_mv_starts_for(datasets.len(), variables.len())?;
+    let weights = borrow_doubles(&weights)?.into_iter().map(|w| (!w.is_empty()).then_some(w)).collect();
     let job = MvJob {
         datasets,
         settings: call.settings,
@@ -44,6 +47,7 @@ fn fit(datasets: List, settings: List, report: Robj) -> Result<List, Stop> {
         variables,
         noise_boxes,
         given_starts,
+        weights,
     };
     let counters = Counters::default();
     let report = Function::try_from(report).ok();
@@ -121,6 +125,7 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool, names_of_se: &mut SeNames) -> 
         "family",
         "covariance",
         "n",
+        "nobs",
         "d",
         "k",
         "converged",
@@ -151,6 +156,7 @@ fn fit_to_r(f: &MvFit, job: &MvJob, choice: bool, names_of_se: &mut SeNames) -> 
         Robj::from(model.family().name()),
         Robj::from(model.structure.name()),
         Robj::from(i32::try_from(f.n).unwrap_or(i32::MAX)),
+        Robj::from(f.nobs),
         Robj::from(d as i32),
         Robj::from(k as i32),
         Robj::from(f.status == Status::Converged),

@@ -53,6 +53,9 @@ pub struct MvJob<'a> {
     /// that K only, beside the random starts and numbered after every start
     /// their rounds may take (`given_from`).
     pub given_starts: Vec<Vec<MvParams>>,
+    /// Each observation's weight by dataset (`weights`): empty, or one
+    /// entry per dataset, `None` for a dataset without weights.
+    pub weights: Vec<Option<&'a [f64]>>,
 }
 
 /// The best fit of one dataset, in the data's units, components in the
@@ -61,6 +64,8 @@ pub struct MvJob<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MvFit {
     pub n: usize,
+    /// Σ w, or n without weights: BIC's n.
+    pub nobs: f64,
     pub d: usize,
     pub k: usize,
     pub status: Status,
@@ -96,7 +101,7 @@ impl MvFit {
             return (f64::NAN, f64::NAN);
         }
         let p = self.free_parameters as f64;
-        (-2.0 * self.loglik + 2.0 * p, -2.0 * self.loglik + p * (self.n as f64).ln())
+        (-2.0 * self.loglik + 2.0 * p, -2.0 * self.loglik + p * self.nobs.ln())
     }
 
     /// ICL: BIC − 2 Σ log of each observation's largest posterior
@@ -113,6 +118,7 @@ impl MvFit {
     fn without_params(n: usize, d: usize, k: usize, status: Status, message: String) -> MvFit {
         MvFit {
             n,
+            nobs: n as f64,
             d,
             k,
             status,
@@ -178,6 +184,13 @@ impl MvJob<'_> {
         let d = self.datasets.first().map_or(0, |m| m.d);
         if let Some(i) = self.datasets.iter().position(|m| m.d != d || m.values.len() != m.n.saturating_mul(m.d)) {
             return bad("datasets", format!("dataset {} is not a matrix of {d} variables", i + 1));
+        }
+        let weights = self.weights.len();
+        if weights != 0 && weights != self.datasets.len() {
+            return bad("weights", format!("weights for {weights} datasets, not {}", self.datasets.len()));
+        }
+        if self.engine == EngineKind::CudaBatched && self.weights.iter().any(Option::is_some) {
+            return bad("weights", "multivariate weights are fitted on the cpu engine so far".into());
         }
         let given = self.given_starts.len();
         if given != 0 && given != self.datasets.len() {
@@ -276,7 +289,9 @@ pub fn fit_mv(job: &MvJob, threads: usize, cancel: &AtomicBool, counters: &Count
     let started = std::time::Instant::now();
     let common = job.structure == Structure::Spherical;
     let prepared = queue::map(job.datasets.len(), threads, cancel, |i| {
-        let data = MvData::prepare(job.datasets[i].values, job.datasets[i].n, job.datasets[i].d, common, s.noise)?;
+        let m = &job.datasets[i];
+        let w = job.weights.get(i).copied().flatten();
+        let data = MvData::prepare(m.values, m.n, m.d, w, common, s.noise)?;
         let noise_box = match job.noise_boxes.as_slice() {
             [one] => one.as_ref(),
             each => each.get(i).and_then(Option::as_ref),
@@ -321,7 +336,7 @@ fn fit_k(
     let model = job.model();
     let df = job.start_df(k);
     let need = k * (job.datasets.first().map_or(1, |m| m.d) + 1);
-    let fittable: Vec<bool> = prepared.iter().map(|p| p.as_ref().is_ok_and(|m| m.n >= need)).collect();
+    let fittable: Vec<bool> = prepared.iter().map(|p| p.as_ref().is_ok_and(|m| m.positive >= need)).collect();
     let tallies: Vec<Mutex<Tally>> = prepared.iter().map(|_| Mutex::new(Tally::default())).collect();
     let mut round = 0;
     let mut todo: Vec<usize> = (0..prepared.len()).filter(|&i| fittable[i]).collect();
@@ -352,7 +367,7 @@ fn fit_k(
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
             }
-            let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.n));
+            let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.total));
             tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
         };
         match gpus {
@@ -385,12 +400,17 @@ fn fit_k(
         let m = &job.datasets[i];
         match &prepared[i] {
             Err(why) => MvFit::without_params(m.n, m.d, k, Status::Invalid, why.clone()),
-            Ok(data) if data.n < need => MvFit::without_params(
+            Ok(data) if data.positive < need => MvFit::without_params(
                 m.n,
                 m.d,
                 k,
                 Status::Invalid,
-                format!("{} observations are too few for {k} components of {} variables (at least {need})", m.n, m.d),
+                format!(
+                    "{} observations{} are too few for {k} components of {} variables (at least {need})",
+                    data.positive,
+                    if data.w.is_some() { " of positive weight" } else { "" },
+                    m.d
+                ),
             ),
             Ok(data) => finish(job, data, k, tally),
         }
@@ -434,12 +454,13 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
     }
     MvFit {
         n: data.n,
+        nobs: data.total,
         d: data.d,
         k,
         status,
         message,
         params: Some(params),
-        loglik: best.loglik - data.scaling.log_jacobian(data.n),
+        loglik: best.loglik - data.scaling.log_jacobian(data.total),
         log_map,
         iterations: best.iterations,
         best_start: Some(start),

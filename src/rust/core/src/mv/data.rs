@@ -1,8 +1,9 @@
 //! A multivariate dataset as the fits see it: n observations of d
 //! variables, variable-major (all of variable 1, then variable 2: R's
 //! column-major matrix, and the coalesced layout of DESIGN §11), each
-//! variable standardised to mean 0 and standard deviation 1. Parameters
-//! fitted on the standardised data are mapped back by `Standardised`.
+//! variable standardised to mean 0 and standard deviation 1 (weighted by
+//! the observations' weights, where given). Parameters fitted on the
+//! standardised data are mapped back by `Standardised`.
 
 use crate::dataset::hash_values;
 
@@ -22,6 +23,18 @@ pub struct MvData {
     pub log_noise: Option<f64>,
     /// The bounding box in the data's units, (lower, upper) per variable.
     pub support: Vec<(f64, f64)>,
+    /// Each observation's weight (`weights`: frequency or case weights, at
+    /// least 0), where given: every sum of the E-step, the information and
+    /// the log-likelihood weighs its observation by it. (The starts and the
+    /// noise's bounding box look at the values alone, as the univariate
+    /// fits' do.)
+    pub w: Option<Vec<f64>>,
+    /// Σ w, or n without weights: the n of BIC, of the weights' M-step and
+    /// of the screen's expected counts and the standardisation's Jacobian.
+    pub total: f64,
+    /// The observations of positive weight (n without weights): what the
+    /// check of enough observations for K components counts.
+    pub positive: usize,
 }
 
 /// x = center + scale · z, variable by variable.
@@ -33,33 +46,61 @@ pub struct Standardised {
 
 impl Standardised {
     /// log |det| of the map from z to x: what the log-likelihood of n
-    /// observations loses in the data's units.
-    pub fn log_jacobian(&self, n: usize) -> f64 {
-        n as f64 * self.scale.iter().map(|s| s.ln()).sum::<f64>()
+    /// observations (Σ w, weighted) loses in the data's units.
+    pub fn log_jacobian(&self, n: f64) -> f64 {
+        n * self.scale.iter().map(|s| s.ln()).sum::<f64>()
     }
 }
 
 impl MvData {
-    /// `x` holds n × d values, variable-major; with `common_scale` every
-    /// variable is divided by one scale (the root mean variance), which
-    /// keeps a spherical covariance spherical. Why the data cannot be
-    /// fitted, if it cannot: a non-finite value, or a variable without
-    /// spread.
-    pub fn prepare(x: &[f64], n: usize, d: usize, common_scale: bool, noise: bool) -> Result<MvData, String> {
+    /// `x` holds n × d values, variable-major, `w` the observations'
+    /// weights if any; with `common_scale` every variable is divided by one
+    /// scale (the root mean variance), which keeps a spherical covariance
+    /// spherical. Why the data cannot be fitted, if it cannot: a non-finite
+    /// value, bad weights, or a variable without spread.
+    pub fn prepare(
+        x: &[f64],
+        n: usize,
+        d: usize,
+        w: Option<&[f64]>,
+        common_scale: bool,
+        noise: bool,
+    ) -> Result<MvData, String> {
         if x.len() != n.saturating_mul(d) || d == 0 {
             return Err(format!("{} values do not make {n} observations of {d} variables", x.len()));
         }
         if let Some(at) = x.iter().position(|v| !v.is_finite()) {
             return Err(format!("observation {} of variable {} is not finite", at % n.max(1) + 1, at / n.max(1) + 1));
         }
-        if n < 2 {
-            return Err(format!("{n} observation(s): too few to fit"));
+        let (total, positive) = match w {
+            None => (n as f64, n),
+            Some(w) => {
+                if w.len() != n {
+                    return Err(format!("{} weights for {n} observations", w.len()));
+                }
+                if let Some(at) = w.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Err(format!("the weight of observation {} is not a finite number >= 0", at + 1));
+                }
+                (w.iter().sum(), w.iter().filter(|&&v| v > 0.0).count())
+            }
+        };
+        if positive < 2 {
+            let of = if w.is_some() { " of positive weight" } else { "" };
+            return Err(format!("{positive} observation(s){of}: too few to fit"));
         }
         let mut center = Vec::with_capacity(d);
         let mut scale = Vec::with_capacity(d);
         for (j, col) in x.chunks_exact(n).enumerate() {
-            let mean = col.iter().sum::<f64>() / n as f64;
-            let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+            let (mean, var) = match w {
+                None => {
+                    let mean = col.iter().sum::<f64>() / n as f64;
+                    (mean, col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64)
+                }
+                Some(w) => {
+                    let mean = col.iter().zip(w).map(|(v, w)| w * v).sum::<f64>() / total;
+                    (mean, col.iter().zip(w).map(|(v, w)| w * (v - mean) * (v - mean)).sum::<f64>() / total)
+                }
+            };
             let sd = var.sqrt();
             // a variable whose spread is lost in its values' rounding
             if !(sd > 1e-12 * mean.abs()) || !sd.is_finite() {
@@ -82,7 +123,9 @@ impl MvData {
             .collect();
         let log_noise =
             noise.then(|| -support.iter().zip(&scale).map(|(&(lo, hi), s)| ((hi - lo) / s).ln()).sum::<f64>());
-        Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash: hash_values(x), log_noise, support })
+        let w = w.map(<[f64]>::to_vec);
+        let hash = hash_values(x);
+        Ok(MvData { n, d, z, scaling: Standardised { center, scale }, hash, log_noise, support, w, total, positive })
     }
 
     /// The noise component uniform over `support` ((lower, upper) per
@@ -115,6 +158,13 @@ impl MvData {
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.z[j * self.n + i]
     }
+
+    /// Observation i's weight: 1 without weights (a product with it is the
+    /// unweighted value bit for bit).
+    #[inline(always)]
+    pub fn weight(&self, i: usize) -> f64 {
+        self.w.as_ref().map_or(1.0, |w| w[i])
+    }
 }
 
 #[cfg(test)]
@@ -124,16 +174,16 @@ mod tests {
     #[test]
     fn standardises_each_variable() {
         let x = [1.0, 2.0, 3.0, 4.0, 10.0, 10.0, 20.0, 20.0];
-        let m = MvData::prepare(&x, 4, 2, false, false).unwrap();
+        let m = MvData::prepare(&x, 4, 2, None, false, false).unwrap();
         assert_eq!(m.scaling.center, vec![2.5, 15.0]);
         assert!((m.scaling.scale[1] - 5.0).abs() < 1e-15);
         assert_eq!(m.at(0, 1), -1.0);
         let mean: f64 = m.z[..4].iter().sum();
         assert!(mean.abs() < 1e-15);
-        let common = MvData::prepare(&x, 4, 2, true, false).unwrap();
+        let common = MvData::prepare(&x, 4, 2, None, true, false).unwrap();
         assert_eq!(common.scaling.scale[0], common.scaling.scale[1]);
         // the box [1, 4] x [10, 20], of volume 30 in the data's units
-        let noisy = MvData::prepare(&x, 4, 2, false, true).unwrap();
+        let noisy = MvData::prepare(&x, 4, 2, None, false, true).unwrap();
         assert_eq!(noisy.support, vec![(1.0, 4.0), (10.0, 20.0)]);
         let in_data_units = noisy.log_noise.unwrap() - noisy.scaling.scale.iter().map(|s| s.ln()).sum::<f64>();
         assert!((in_data_units + 30f64.ln()).abs() < 1e-14);
@@ -142,11 +192,12 @@ mod tests {
     #[test]
     fn a_noise_box_of_the_users_replaces_the_bounding_box() {
         let x = [1.0, 2.0, 3.0, 4.0, 10.0, 10.0, 20.0, 20.0];
-        let m = MvData::prepare(&x, 4, 2, false, true).unwrap().with_noise_box(&[(0.0, 5.0), (0.0, 30.0)]).unwrap();
+        let m =
+            MvData::prepare(&x, 4, 2, None, false, true).unwrap().with_noise_box(&[(0.0, 5.0), (0.0, 30.0)]).unwrap();
         assert_eq!(m.support, vec![(0.0, 5.0), (0.0, 30.0)]);
         let in_data_units = m.log_noise.unwrap() - m.scaling.scale.iter().map(|s| s.ln()).sum::<f64>();
         assert!((in_data_units + 150f64.ln()).abs() < 1e-14);
-        let m = || MvData::prepare(&x, 4, 2, false, true).unwrap();
+        let m = || MvData::prepare(&x, 4, 2, None, false, true).unwrap();
         assert!(m().with_noise_box(&[(0.0, 5.0), (11.0, 30.0)]).unwrap_err().contains("variable 2"));
         assert!(m().with_noise_box(&[(0.0, 5.0)]).is_err());
         assert!(m().with_noise_box(&[(5.0, 0.0), (0.0, 30.0)]).is_err());
@@ -154,9 +205,13 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_be_fitted() {
-        assert!(MvData::prepare(&[1.0, 2.0, f64::NAN, 4.0], 2, 2, false, false).unwrap_err().contains("variable 2"));
-        assert!(MvData::prepare(&[1.0, 2.0, 3.0, 3.0, 3.0, 3.0], 3, 2, false, false).unwrap_err().contains("constant"));
-        assert!(MvData::prepare(&[1.0, 2.0, 3.0], 2, 2, false, false).is_err());
-        assert!(MvData::prepare(&[1.0, 2.0], 1, 2, false, false).is_err());
+        assert!(MvData::prepare(&[1.0, 2.0, f64::NAN, 4.0], 2, 2, None, false, false)
+            .unwrap_err()
+            .contains("variable 2"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0, 3.0, 3.0, 3.0], 3, 2, None, false, false)
+            .unwrap_err()
+            .contains("constant"));
+        assert!(MvData::prepare(&[1.0, 2.0, 3.0], 2, 2, None, false, false).is_err());
+        assert!(MvData::prepare(&[1.0, 2.0], 1, 2, None, false, false).is_err());
     }
 }

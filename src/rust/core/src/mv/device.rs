@@ -339,7 +339,7 @@ mod tests {
 
     fn data(n: usize) -> Result<MvData, String> {
         let x: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.618).fract()).collect();
-        MvData::prepare(&x, n, 2, false, false)
+        MvData::prepare(&x, n, 2, None, false, false)
     }
 
     #[test]

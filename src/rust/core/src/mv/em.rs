@@ -52,7 +52,8 @@ pub struct MvStats {
 }
 
 /// The E-step at `p` (standardised units), with its log-likelihood on the
-/// standardised data; `None` if some covariance is not positive definite.
+/// standardised data (each observation's terms weighted by its weight);
+/// `None` if some covariance is not positive definite.
 pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
     let (n, d, k) = (data.n, data.d, p.k);
     let terms = terms(p)?;
@@ -124,9 +125,11 @@ pub fn e_step(data: &MvData, p: &MvParams) -> Option<MvStats> {
                 total += e;
             }
             let log_total = total.ln();
-            st.loglik += top + log_total;
-            st.log_map -= log_total;
-            let inv = 1.0 / total;
+            // weighted, every sum below takes r · w
+            let w = data.weight(start + i);
+            st.loglik += w * (top + log_total);
+            st.log_map -= w * log_total;
+            let inv = w / total;
             for m in 0..k {
                 ll[m * BLOCK + i] *= inv;
             }
@@ -201,8 +204,8 @@ fn component_block(data: &MvData, t: &Term, start: usize, b: usize, centred: &mu
 /// The M-step from the E-step's sums: the next parameters, or why the fit
 /// degenerated (a component of fewer than MIN_COMPONENT_OBS expected
 /// observations, a covariance that lost a direction, a ν that is not a
-/// number).
-pub fn m_step(st: &MvStats, n: usize, d: usize, model: Model) -> Result<MvParams, Degenerate> {
+/// number). `n` is the data's total weight (MvData::total).
+pub fn m_step(st: &MvStats, n: f64, d: usize, model: Model) -> Result<MvParams, Degenerate> {
     let k = st.s0.len();
     let t = !st.su.is_empty();
     let mut p = MvParams {
@@ -211,7 +214,7 @@ pub fn m_step(st: &MvStats, n: usize, d: usize, model: Model) -> Result<MvParams
         alpha: vec![0.0; k],
         mu: vec![0.0; k * d],
         sigma: vec![0.0; k * d * d],
-        noise: st.s_noise / n as f64,
+        noise: st.s_noise / n,
         df: st.df.clone(),
     };
     for m in 0..k {
@@ -219,7 +222,7 @@ pub fn m_step(st: &MvStats, n: usize, d: usize, model: Model) -> Result<MvParams
         if !(nk >= MIN_COMPONENT_OBS) {
             return Err(if nk.is_finite() { Degenerate::WeightCollapsed } else { Degenerate::NotFinite });
         }
-        p.alpha[m] = nk / n as f64;
+        p.alpha[m] = nk / n;
         // Normal: Su = S0, and su / nk is exactly 1
         let su = if t { st.su[m] } else { nk };
         let shift: Vec<f64> = (0..d).map(|j| st.s1[m * d + j] / su).collect();
@@ -376,7 +379,7 @@ pub fn run_em(
             return end(params, loglik, Outcome::Failed(Degenerate::NotFinite));
         }
         if let Some(prev) = previous {
-            if loglik < prev - fall_tolerance(prev, data.n as f64) {
+            if loglik < prev - fall_tolerance(prev, data.total) {
                 return end(params, loglik, Outcome::Failed(Degenerate::LoglikFell));
             }
             if loglik - prev < epsilon {
@@ -386,7 +389,7 @@ pub fn run_em(
         if iterations >= max_iters {
             return end(params, loglik, Outcome::MaxIters);
         }
-        match m_step(&st, data.n, data.d, model) {
+        match m_step(&st, data.total, data.d, model) {
             Ok(next) => params = next,
             Err(why) => return end(params, loglik, Outcome::Failed(why)),
         }
@@ -428,7 +431,7 @@ mod tests {
             x[i] = c + t + 0.3 * u;
             x[n + i] = c + 0.5 * t - u;
         }
-        MvData::prepare(&x, n, 2, false, false).unwrap()
+        MvData::prepare(&x, n, 2, None, false, false).unwrap()
     }
 
     fn start() -> MvParams {
@@ -458,7 +461,7 @@ mod tests {
         let n = 150;
         // a dataset in known units (two_clusters' standardised values)
         let x = two_clusters(n).z;
-        let data = MvData::prepare(&x, n, 2, false, true).unwrap();
+        let data = MvData::prepare(&x, n, 2, None, false, true).unwrap();
         let mut p = start();
         p.alpha = vec![0.45, 0.45];
         p.noise = 0.1;
@@ -481,11 +484,11 @@ mod tests {
                 (comps + p.noise / volume).ln()
             })
             .sum();
-        let in_x_units = st.loglik - data.scaling.log_jacobian(n);
+        let in_x_units = st.loglik - data.scaling.log_jacobian(n as f64);
         assert!((in_x_units - brute).abs() < 1e-9 * brute.abs(), "{in_x_units} {brute}");
         let sum_r: f64 = st.s0.iter().sum::<f64>() + st.s_noise;
         assert!((sum_r - n as f64).abs() < 1e-9);
-        let next = m_step(&st, n, 2, Model::normal(Structure::Full)).unwrap();
+        let next = m_step(&st, n as f64, 2, Model::normal(Structure::Full)).unwrap();
         assert!((next.alpha.iter().sum::<f64>() + next.noise - 1.0).abs() < 1e-12);
     }
 
@@ -594,7 +597,7 @@ mod tests {
             let st = e_step(&data, &p).unwrap();
             assert!(st.loglik >= last - 1e-9 * last.abs(), "{} < {last}", st.loglik);
             last = st.loglik;
-            p = m_step(&st, data.n, 2, model).unwrap();
+            p = m_step(&st, data.total, 2, model).unwrap();
         }
         assert!(p.df.iter().all(|&v| crate::student::df_ok(v)) && p.df != t_start().df);
         for s in Structure::ALL {

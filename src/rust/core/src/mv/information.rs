@@ -308,7 +308,10 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
             *v = (*v - top).exp();
             total += *v;
         }
-        loglik += top + total.ln();
+        // the observation's weight: every sum takes its terms times it (g,
+        // the observation's own score, does not)
+        let wi = data.weight(i);
+        loglik += wi * (top + total.ln());
         l.iter_mut().for_each(|v| *v /= total);
         let r = &l;
         g.iter_mut().for_each(|v| *v = 0.0);
@@ -317,10 +320,11 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
         for j in 0..last {
             let r_j = r[j] / weight[j];
             g[j] = r_j - r_last;
-            complete[j] += r_j / weight[j] + r_last / weight[last];
+            complete[j] += wi * (r_j / weight[j] + r_last / weight[last]);
         }
         for m in 0..k {
             let (rm, am, pm) = (r[m], &a[m * d..(m + 1) * d], &prec[m * d * d..(m + 1) * d * d]);
+            let rmw = wi * rm;
             let w = wt[m];
             for (uj, aj) in u[..d].iter_mut().zip(am) {
                 *uj = w * aj;
@@ -335,6 +339,7 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
             for (s, &idx) in own[m].iter().enumerate() {
                 let ru = rm * u[s];
                 g[idx] += ru;
+                let ru = wi * ru;
                 complete[idx] += ru * u[s];
                 own_score[m * own_len + s] += ru;
                 // entry (s, t ≥ s) at s·own_len + t: contiguous in t
@@ -356,23 +361,23 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
                     v[d + c] = -dir.iter().map(|&(j, l)| am[j] * am[l]).sum::<f64>();
                 }
                 let block = &mut uu[m * own_len * own_len..(m + 1) * own_len * own_len];
-                let coef = rm * w / (2.0 * (nu + q));
+                let coef = rmw * w / (2.0 * (nu + q));
                 for s in 0..cov_len {
                     for t in s..cov_len {
                         block[s * own_len + t] += coef * v[s] * v[t];
                     }
                 }
                 if at.df {
-                    let cross = -0.5 * rm * (q - dd) / ((nu + q) * (nu + q));
+                    let cross = -0.5 * rmw * (q - dd) / ((nu + q) * (nu + q));
                     for s in 0..cov_len {
                         block[s * own_len + cov_len] += cross * v[s];
                     }
                     block[cov_len * own_len + cov_len] +=
-                        rm * 0.5 * (psi[m][1] + q / (nu * (nu + q)) - (q - dd) / ((nu + q) * (nu + q)));
+                        rmw * 0.5 * (psi[m][1] + q / (nu * (nu + q)) - (q - dd) / ((nu + q) * (nu + q)));
                 }
             }
-            r0[m] += rm;
-            let rw = rm * w;
+            r0[m] += rmw;
+            let rw = rmw * w;
             rw0[m] += rw;
             for j in 0..d {
                 let raj = rw * am[j];
@@ -383,8 +388,8 @@ pub(crate) fn information(data: &MvData, p: &MvParams, model: Model) -> Result<M
             }
         }
         for s in 0..np {
-            score[s] += g[s];
-            let gs = g[s];
+            score[s] += wi * g[s];
+            let gs = wi * g[s];
             if gs != 0.0 {
                 // entry (s, t ≥ s) at s·np + t: contiguous in t
                 for (v, gt) in gg[s * np + s..(s + 1) * np].iter_mut().zip(&g[s..]) {
@@ -571,7 +576,7 @@ mod tests {
                 x[j * n + i] = truth.mu[m * d + j] + (0..=j).map(|c| l[j + d * c] * z[c]).sum::<f64>();
             }
         }
-        let data = MvData::prepare(&x, n, d, structure == Structure::Spherical, noise).unwrap();
+        let data = MvData::prepare(&x, n, d, None, structure == Structure::Spherical, noise).unwrap();
         // the truth in standardised units, put in the structure's shape and
         // moved a little
         let mut p = truth.to_standardised(&data.scaling);
@@ -759,6 +764,65 @@ mod tests {
         }
     }
 
+    /// Integer weights are repeated rows: the weighted E-step's sums and
+    /// log-likelihood, the M-step and the information (score, observed and
+    /// complete) are the expanded data's, Normal and t, with noise.
+    #[test]
+    fn weighted_data_are_the_expanded_datas() {
+        for (structure, t, noise) in [(Structure::Full, false, true), (Structure::Diagonal, true, false)] {
+            let (data, mut p) = case(structure, 2, 3, noise, 23);
+            if t {
+                p.df = vec![4.0, 9.0];
+            }
+            let (n, d) = (data.n, data.d);
+            let x: Vec<f64> = (0..d)
+                .flat_map(|j| (0..n).map(move |i| (j, i)))
+                .map(|(j, i)| data.scaling.center[j] + data.scaling.scale[j] * data.at(i, j))
+                .collect();
+            let w: Vec<f64> = (0..n).map(|i| (i % 4) as f64).collect();
+            let rows: Vec<usize> = (0..n).flat_map(|i| std::iter::repeat_n(i, i % 4)).collect();
+            let big: Vec<f64> = (0..d).flat_map(|j| rows.iter().map(|&i| x[j * n + i]).collect::<Vec<_>>()).collect();
+            let weighted = MvData::prepare(&x, n, d, Some(&w), false, noise).unwrap();
+            let expanded = MvData::prepare(&big, rows.len(), d, None, false, noise).unwrap();
+            assert_eq!(weighted.total, rows.len() as f64);
+            assert_eq!(weighted.positive, (0..n).filter(|i| i % 4 > 0).count());
+            for (a, b) in weighted.scaling.center.iter().zip(&expanded.scaling.center) {
+                assert!((a - b).abs() < 1e-12, "centre {a} {b}");
+            }
+            let in_data = p.to_data_units(&data.scaling);
+            let (pw, pe) = (in_data.to_standardised(&weighted.scaling), in_data.to_standardised(&expanded.scaling));
+            let close =
+                |a: f64, b: f64, what: &str| assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{what}: {a} {b}");
+            let (sw, se) = (e_step(&weighted, &pw).unwrap(), e_step(&expanded, &pe).unwrap());
+            close(sw.loglik, se.loglik, "loglik");
+            close(sw.log_map, se.log_map, "log_map");
+            close(sw.s_noise, se.s_noise, "noise");
+            for (a, b) in sw.s0.iter().chain(&sw.su).chain(&sw.s_l1p).zip(se.s0.iter().chain(&se.su).chain(&se.s_l1p)) {
+                close(*a, *b, "sums");
+            }
+            let model = Model { structure, t, df_fixed: false };
+            let (mw, me) = (
+                crate::mv::em::m_step(&sw, weighted.total, d, model).unwrap(),
+                crate::mv::em::m_step(&se, expanded.total, d, model).unwrap(),
+            );
+            let (mw, me) = (mw.to_data_units(&weighted.scaling), me.to_data_units(&expanded.scaling));
+            for (a, b) in
+                mw.alpha.iter().chain(&mw.mu).chain(&mw.sigma).zip(me.alpha.iter().chain(&me.mu).chain(&me.sigma))
+            {
+                close(*a, *b, "M-step");
+            }
+            // the information in the data's units (the two standardisations
+            // differ at rounding level), compared through the covariance
+            let (cw, ce) =
+                (covariance(&weighted, &in_data, model).unwrap(), covariance(&expanded, &in_data, model).unwrap());
+            for (a, b) in cw.se.iter().zip(&ce.se) {
+                close(*a, *b, "se");
+            }
+            let (iw, ie) = (information(&weighted, &pw, model).unwrap(), information(&expanded, &pe, model).unwrap());
+            close(iw.loglik, ie.loglik, "information's loglik");
+        }
+    }
+
     #[test]
     fn the_score_is_the_gradient_of_the_e_steps_log_likelihood() {
         for structure in Structure::ALL {
@@ -788,7 +852,7 @@ mod tests {
                 break;
             }
             previous = st.loglik;
-            p = crate::mv::em::m_step(&st, data.n, data.d, crate::mv::model::Model::normal(structure)).unwrap();
+            p = crate::mv::em::m_step(&st, data.total, data.d, crate::mv::model::Model::normal(structure)).unwrap();
         }
         p
     }

@@ -11,8 +11,9 @@ use crate::linalg::symmetric_eigen;
 use crate::screen::Screen;
 
 /// Whether a start that ended at `p` (any units: the rules are ratios) on
-/// n observations is spurious under `screen`'s thresholds.
-pub fn spurious(screen: &Screen, p: &MvParams, n: usize) -> bool {
+/// n observations (their total weight, weighted) is spurious under
+/// `screen`'s thresholds.
+pub fn spurious(screen: &Screen, p: &MvParams, n: f64) -> bool {
     let d = p.d;
     let ranges: Vec<(f64, f64)> = (0..p.k)
         .map(|m| {
@@ -25,7 +26,7 @@ pub fn spurious(screen: &Screen, p: &MvParams, n: usize) -> bool {
     let widest = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
     (0..p.k).any(|m| {
         let sd_ratio = (ranges[m].0 / widest).max(0.0).sqrt();
-        !(sd_ratio >= screen.ratio) || (n as f64 * p.alpha[m] < screen.count && sd_ratio < screen.count_ratio)
+        !(sd_ratio >= screen.ratio) || (n * p.alpha[m] < screen.count && sd_ratio < screen.count_ratio)
     })
 }
 
@@ -49,13 +50,13 @@ mod tests {
     fn flat_and_small_narrow_components_are_spurious() {
         let s = Screen::default();
         // sd ratio sqrt(1e-7) < 1e-3: flattened onto a line
-        assert!(spurious(&s, &two(1e-7, 0.3), 1000));
-        assert!(!spurious(&s, &two(0.04, 0.3), 1000));
+        assert!(spurious(&s, &two(1e-7, 0.3), 1000.0));
+        assert!(!spurious(&s, &two(0.04, 0.3), 1000.0));
         // 5 expected observations with sd ratio 0.2: small but not narrow
-        assert!(!spurious(&s, &two(0.04, 0.005), 1000));
+        assert!(!spurious(&s, &two(0.04, 0.005), 1000.0));
         // and 5 with sd ratio 0.05: small and narrow
-        assert!(spurious(&s, &two(0.0025, 0.005), 1000));
+        assert!(spurious(&s, &two(0.0025, 0.005), 1000.0));
         let off = Screen { ratio: 0.0, count: 0.0, count_ratio: 0.0, distinct: 0.0 };
-        assert!(!spurious(&off, &two(1e-12, 0.001), 1000));
+        assert!(!spurious(&off, &two(1e-12, 0.001), 1000.0));
     }
 }

@@ -129,7 +129,7 @@ fn partition_params(data: &MvData, seeds: &[usize], block: &[usize], structure: 
     if st.s0.iter().any(|&c| c < (d + 1) as f64) && structure != Structure::Tied {
         return None;
     }
-    let mut p = m_step(&st, n, d, Model::normal(structure)).ok()?;
+    let mut p = m_step(&st, n as f64, d, Model::normal(structure)).ok()?;
     // a noise component starts small, the components where the partition
     // put them (as univariate starts, limits::NOISE_START)
     if data.log_noise.is_some() {
@@ -171,7 +171,7 @@ mod tests {
             x[i] = c + t;
             x[n + i] = c + (i as f64 * 0.414_213_562_37).fract();
         }
-        MvData::prepare(&x, n, 2, false, false).unwrap()
+        MvData::prepare(&x, n, 2, None, false, false).unwrap()
     }
 
     #[test]
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn too_few_distinct_points_give_no_start() {
         let x = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0];
-        let d = MvData::prepare(&x, 4, 2, false, false).unwrap();
+        let d = MvData::prepare(&x, 4, 2, None, false, false).unwrap();
         assert!(initial_params(&d, 3, Structure::Full, &[], 1, 0).is_none());
     }
 }
