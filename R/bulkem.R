@@ -440,10 +440,8 @@
 #'   errors, AIC, BIC (whose n is the sum of the weights, each fit's
 #'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
 #'   of distinct values, the refinement's regions and a noise component's
-#'   range look at the values alone. Every engine fits univariate weighted
-#'   data (not with `control$precision = "mixed"`); multivariate weighted
-#'   data are fitted on the `cpu` engine so far (the `auto` engine picks it
-#'   for them).
+#'   range look at the values alone. Every engine fits them (not with
+#'   `control$precision = "mixed"`).
 #'   `bulkem_bootstrap()` takes fits of whole-number (frequency) weights
 #'   kept with their data (`control = list(keep.data = TRUE)`, which keeps
 #'   each fit's `weights` beside its `data`) as the data they stand for.

@@ -7,10 +7,8 @@ gpu_engine_default <- "cuda-batched"
 
 # The engine for use.gpu and control$engine, or an error naming the conflict.
 # `streams_only` calls (truncated or censored data) go to cuda-streams on a
-# GPU: cuda-batched does not fit them yet. `cpu_only` calls (weighted
-# multivariate data) stay on the CPU unless a GPU engine is asked for by
-# name or use.gpu = TRUE (which the core then refuses, saying why).
-choose_engine <- function(use.gpu, engine, streams_only = FALSE, cpu_only = FALSE) {
+# GPU: cuda-batched does not fit them yet.
+choose_engine <- function(use.gpu, engine, streams_only = FALSE) {
   if (engine == "cpu" || isFALSE(use.gpu)) {
     if (isTRUE(use.gpu)) {
       stop_arg("`use.gpu = TRUE` conflicts with `control$engine = \"cpu\"`")
@@ -20,7 +18,6 @@ choose_engine <- function(use.gpu, engine, streams_only = FALSE, cpu_only = FALS
     }
     return("cpu")
   }
-  if (cpu_only && engine == "auto" && !isTRUE(use.gpu)) return("cpu")
   gpu <- gpu_usable_()
   if (isTRUE(gpu)) {
     if (engine != "auto") return(engine)

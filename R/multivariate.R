@@ -42,10 +42,9 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   variables <- input$variables
   # chosen as for univariate data: cuda-batched where a GPU is usable (it
   # agrees with the CPU engine and is about 30 times the GPU machine's 16
-  # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU; but
-  # weighted data on the CPU (cuda-batched does not weigh them yet)
+  # cores on M1's shape, inst/bench/results-mv-gpu.md), else the CPU
   weights <- args$weights
-  engine <- choose_engine(args$use.gpu, control$engine, cpu_only = !is.null(weights))
+  engine <- choose_engine(args$use.gpu, control$engine)
   if (verbose) {
     message(sprintf("bulkem: %d multivariate datasets of %d variables, %s (%s covariance), ",
                     length(datasets), length(variables), args$family, covariance),

@@ -1051,16 +1051,25 @@ test_that("cuda-batched fits multivariate data as the CPU engine does", {
   }
 })
 
-test_that("weighted multivariate data go to the CPU engine; cuda-batched asked for says why not", {
+test_that("cuda-batched fits weighted multivariate data as the CPU engine does", {
   skip_if_no_gpu()
   set.seed(65)
-  x <- list(rbind(matrix(rnorm(200), 100), matrix(rnorm(200, 3), 100)))
-  w <- list(rpois(200, 2) + 1)
-  auto <- bulkem(x, 2, seed = 1, weights = w)
-  expect_identical(attr(auto, "engine"), "cpu")
-  expect_equal(auto[[1]]$loglik, bulkem(x, 2, seed = 1, weights = w, use.gpu = FALSE)[[1]]$loglik)
-  expect_error(bulkem(x, 2, seed = 1, weights = w, control = list(engine = "cuda-batched")),
-               class = "bulkem_error_argument", regexp = "weights.*cpu engine")
-  # unweighted, the same data go to the GPU as before
-  expect_identical(attr(bulkem(x, 2, seed = 1), "engine"), "cuda-batched")
+  x <- replicate(6, rbind(matrix(rnorm(200), 100), matrix(rnorm(200, 3), 100)), simplify = FALSE)
+  # weights on some datasets only: a launch mixes weighted and unweighted
+  w <- c(lapply(1:4, function(i) rpois(200, 2) + (i > 2) * runif(200)), list(NULL, NULL))
+  for (args in list(list(covariance = "full"), list(covariance = "diagonal", noise = TRUE),
+                    list(family = "t", covariance = "tied"))) {
+    cpu <- do.call(bulkem, c(list(x, 2, seed = 1, weights = w, use.gpu = FALSE), args))
+    gpu <- do.call(bulkem, c(list(x, 2, seed = 1, weights = w, control = list(engine = "cuda-batched")), args))
+    expect_identical(attr(gpu, "engine"), "cuda-batched")
+    ll <- function(f) vapply(unclass(f), `[[`, 0, "loglik")
+    expect_equal(ll(gpu), ll(cpu), tolerance = 1e-9, label = deparse(args))
+    expect_identical(vapply(unclass(gpu), `[[`, 0, "nobs"), vapply(unclass(cpu), `[[`, 0, "nobs"))
+    for (i in seq_along(x)) expect_equal(gpu[[i]]$mu, cpu[[i]]$mu, tolerance = 1e-5, label = paste(deparse(args), i))
+  }
+  # the unweighted datasets of a weighted call fit as in an unweighted one
+  plain <- bulkem(x[5:6], 2, seed = 1, control = list(engine = "cuda-batched"))
+  mixed <- bulkem(x, 2, seed = 1, weights = w, control = list(engine = "cuda-batched"))
+  expect_identical(unclass(mixed)[[5]]$loglik, unclass(plain)[[1]]$loglik)
+  expect_identical(unclass(mixed)[[6]]$mu, unclass(plain)[[2]]$mu)
 })

@@ -25,6 +25,12 @@
 // column-major), as mv::MvParams lays them out, for t nu (K), then with N = 1 the noise
 // component's weight (a uniform over the dataset's box, whose log-density
 // in the standardised units, mv::MvData::log_noise, comes per dataset).
+//
+// W = 1: the observations are weighted (mv::MvData::w, one weight per
+// observation, the datasets' weights one after the other as their values
+// are), and every sum of the E-step takes r times the weight; nobs is the
+// dataset's total weight (n without weights), the M-step's and the stop
+// rule's n.
 
 #define TRI(D) ((D) * ((D) + 1) / 2)
 // t's per-component arrays: K of them for t, one unused for Normal
@@ -151,11 +157,11 @@ template <int K, int D, int S, int N, int T>
 __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T>& g, const double (&s0)[K],
                                       const double (&s1)[K][D], const double (&s2)[K][TRI(D)],
                                       const double (&su)[TK(T, K)], const double (&sb)[TK(T, K)],
-                                      const double (&su2)[TK(T, K)], double s_noise, double log_noise, long long n,
+                                      const double (&su2)[TK(T, K)], double s_noise, double log_noise, double nobs,
                                       int lane) {
     const int m = lane < K ? lane : 0;
     const bool mine = lane < K;
-    const double noise = N ? s_noise / (double)n : 0.0;
+    const double noise = N ? s_noise / nobs : 0.0;
     if (lane == 0) g.noise = noise;
     int code = -1;
     const double nk = of_lane(s0, m);
@@ -209,7 +215,7 @@ __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T
             }
         }
         if (mine) {
-            g.alpha[m] = nk / (double)n;
+            g.alpha[m] = nk / nobs;
 #pragma unroll
             for (int j = 0; j < D; j++) g.mean[m][j] = mean[j];
 #pragma unroll
@@ -259,8 +265,9 @@ __device__ __forceinline__ int m_step(const MvState<K, D, T>& f, MvState<K, D, T
 
 // One fit on the calling warp; `a` and `b` are the warp's two states in
 // shared memory (the current parameters and the next).
-template <int K, int D, int S, int N, int T>
-__device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_noise, const double* __restrict__ init,
+template <int K, int D, int S, int N, int T, int W>
+__device__ void em_mv_fit(const double* __restrict__ z, const double* __restrict__ wt, long long n, double nobs,
+                          double log_noise, const double* __restrict__ init,
                           double* __restrict__ out, double* __restrict__ out_loglik, int* __restrict__ out_info,
                           int max_iters, double epsilon, MvState<K, D, T>* a, MvState<K, D, T>* b, int* flag) {
     const int lane = threadIdx.x & 31;
@@ -344,8 +351,14 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             }
             const double e_noise = N ? exp(f->noise_term - top) : 0.0;
             if (N) total += e_noise;
-            ll += top + log(total);
-            const double inv = 1.0 / total;
+            // weighted: every sum below takes r times the weight
+            const double wi = W ? wt[i] : 1.0;
+            if (W) {
+                ll += wi * (top + log(total));
+            } else {
+                ll += top + log(total);
+            }
+            const double inv = wi / total;
             if (N) s_noise += e_noise * inv;
 #pragma unroll
             for (int m = 0; m < K; m++) {
@@ -395,7 +408,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
             break;
         }
         if (have_previous) {
-            if (ll < previous - FALL_TOLERANCE * (fabs(previous) + (double)n)) {
+            if (ll < previous - FALL_TOLERANCE * (fabs(previous) + nobs)) {
                 outcome = OUTCOME_LOGLIK_FELL;
                 break;
             }
@@ -410,7 +423,7 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
         }
         // the M-step into the other state: a degenerate update leaves the
         // parameters the last E-step was taken at, as mv/em.rs returns them
-        outcome = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sb, su2, s_noise, log_noise, n, lane);
+        outcome = m_step<K, D, S, N, T>(*f, *g, s0, s1, s2, su, sb, su2, s_noise, log_noise, nobs, lane);
         if (outcome >= 0) break;
         MvState<K, D, T>* t = f;
         f = g;
@@ -440,23 +453,26 @@ __device__ void em_mv_fit(const double* __restrict__ z, long long n, double log_
 }
 
 // One warp per fit (MV_THREADS / 32 per block): fit i runs on dataset
-// fit_ds[i] (its offset, n and noise log-density), from init row i, into
-// out row i; out_info holds (iterations, outcome).
-#define EM_MV(K, D, S, N, T)                                                                               \
+// fit_ds[i] (its offset, n, total weight and noise log-density), from init
+// row i, into out row i; out_info holds (iterations, outcome). With W = 1
+// `wt` holds the observations' weights, dataset ds's from ds_offset[ds] / D.
+#define EM_MV(K, D, S, N, T, W)                                                                            \
     extern "C" __global__ void __launch_bounds__(MV_THREADS)                                              \
-        em_mv(const double* __restrict__ z, const long long* __restrict__ ds_offset,                      \
-              const long long* __restrict__ ds_n, const double* __restrict__ ds_log_noise,                \
+        em_mv(const double* __restrict__ z, const double* __restrict__ wt,                                \
+              const long long* __restrict__ ds_offset, const long long* __restrict__ ds_n,                \
+              const double* __restrict__ ds_nobs, const double* __restrict__ ds_log_noise,                \
               const int* __restrict__ fit_ds,                                                             \
               const double* __restrict__ init, double* __restrict__ out, double* __restrict__ out_loglik, \
               int* __restrict__ out_info, int n_fits, int max_iters, double epsilon) {                    \
-        __shared__ MvState<K, D, T> states[MV_THREADS / 32][2];                                              \
+        __shared__ MvState<K, D, T> states[MV_THREADS / 32][2];                                           \
         __shared__ int flags[MV_THREADS / 32];                                                            \
         const int w = threadIdx.x / 32;                                                                   \
         const long long i = (long long)blockIdx.x * (MV_THREADS / 32) + w;                                \
         if (i >= n_fits) return;                                                                          \
-        const long long row = K + K * D + K * D * D + (T ? K : 0) + N;                                               \
+        const long long row = K + K * D + K * D * D + (T ? K : 0) + N;                                    \
         const int ds = fit_ds[i];                                                                         \
-        em_mv_fit<K, D, S, N, T>(z + ds_offset[ds], ds_n[ds], ds_log_noise[ds], init + i * row, out + i * row, \
-                              out_loglik + i, out_info + 2 * i, max_iters, epsilon, &states[w][0],        \
-                              &states[w][1], &flags[w]);                                                  \
+        em_mv_fit<K, D, S, N, T, W>(z + ds_offset[ds], W ? wt + ds_offset[ds] / D : wt, ds_n[ds],         \
+                                    ds_nobs[ds], ds_log_noise[ds], init + i * row, out + i * row,         \
+                                    out_loglik + i, out_info + 2 * i, max_iters, epsilon, &states[w][0],  \
+                                    &states[w][1], &flags[w]);                                            \
     }

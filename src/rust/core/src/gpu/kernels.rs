@@ -52,8 +52,8 @@ pub struct Kernels {
 }
 
 /// What an em_mv instance is compiled for: (K, d, covariance structure, a
-/// noise component, the components' family).
-type MvKey = (usize, usize, i32, bool, i32);
+/// noise component, the components' family, weighted observations).
+type MvKey = (usize, usize, i32, bool, i32, bool);
 
 /// What an em_batched instance is compiled for: (family, K, mixed
 /// precision, SQUAREM, a noise component).
@@ -143,19 +143,20 @@ impl Kernels {
 
     /// em_mv for K components, d variables, covariance structure `s`
     /// (mv::Structure::kernel_code), a noise component or not, and the
-    /// components' family `t` (mv::Model::kernel_family), compiled on first
-    /// use.
-    pub fn mv(&self, k: usize, d: usize, s: i32, noise: bool, t: i32) -> Result<CudaFunction, String> {
+    /// components' family `t` (mv::Model::kernel_family), weighted
+    /// observations or not, compiled on first use.
+    pub fn mv(&self, k: usize, d: usize, s: i32, noise: bool, t: i32, weighted: bool) -> Result<CudaFunction, String> {
         let mut cache = self.mv.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(f) = cache.get(&(k, d, s, noise, t)) {
+        if let Some(f) = cache.get(&(k, d, s, noise, t, weighted)) {
             return Ok(f.clone());
         }
-        let source = format!("{}{SPECIAL}{MV}\nEM_MV({k}, {d}, {s}, {}, {t})\n", prelude(), noise as i32);
+        let (n, w) = (noise as i32, weighted as i32);
+        let source = format!("{}{SPECIAL}{MV}\nEM_MV({k}, {d}, {s}, {n}, {t}, {w})\n", prelude());
         let f = contained("compiling em_mv", || build(&self.ctx, &self.arch, source, &["em_mv"]))?
             .into_iter()
             .next()
             .ok_or("em_mv missing after compilation")?;
-        cache.insert((k, d, s, noise, t), f.clone());
+        cache.insert((k, d, s, noise, t, weighted), f.clone());
         Ok(f)
     }
 

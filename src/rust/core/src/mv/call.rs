@@ -189,9 +189,6 @@ impl MvJob<'_> {
         if weights != 0 && weights != self.datasets.len() {
             return bad("weights", format!("weights for {weights} datasets, not {}", self.datasets.len()));
         }
-        if self.engine == EngineKind::CudaBatched && self.weights.iter().any(Option::is_some) {
-            return bad("weights", "multivariate weights are fitted on the cpu engine so far".into());
-        }
         let given = self.given_starts.len();
         if given != 0 && given != self.datasets.len() {
             return bad("init", format!("starts for {given} datasets, not {}", self.datasets.len()));

@@ -191,7 +191,10 @@ fn chunks(prepared: &[Result<MvData, String>], work: &[(usize, u32)]) -> Vec<Ran
     let mut out = Vec::new();
     let (mut start, mut values, mut last) = (0, 0usize, usize::MAX);
     for (i, &(dataset, _)) in work.iter().enumerate() {
-        let size = prepared.get(dataset).and_then(|p| p.as_ref().ok()).map_or(0, |m| m.z.len());
+        let size = prepared
+            .get(dataset)
+            .and_then(|p| p.as_ref().ok())
+            .map_or(0, |m| m.z.len() + m.w.as_ref().map_or(0, Vec::len));
         let new_dataset = dataset != last;
         if i > start && ((new_dataset && values + size > CHUNK_VALUES) || i - start >= CHUNK_FITS) {
             out.push(start..i);
@@ -226,13 +229,17 @@ fn run_chunk(
         .and_then(|i| prepared.get(i.dataset))
         .and_then(|p| p.as_ref().ok())
         .is_some_and(|m| m.log_noise.is_some());
+    // weighted if a dataset of the chunk is: the others' weights are 1,
+    // which leaves their fits as the unweighted kernel's, bit for bit
+    let weighted =
+        items.iter().any(|i| prepared.get(i.dataset).is_some_and(|p| p.as_ref().is_ok_and(|m| m.w.is_some())));
     // a row: alpha, mu, sigma, t's df, the noise's weight
     let kt = if model.t { k } else { 0 };
     let width = k + k * d + k * d * d + kt + usize::from(noise);
     // the chunk's datasets, each once, in the items' order
     let mut z: Vec<f64> = Vec::new();
     let (mut offset, mut ns, mut fit_ds) = (Vec::new(), Vec::new(), Vec::with_capacity(items.len()));
-    let mut log_noise = Vec::new();
+    let (mut log_noise, mut nobs, mut wt) = (Vec::new(), Vec::new(), Vec::new());
     let mut init = Vec::with_capacity(items.len() * width);
     let mut last = usize::MAX;
     for item in items {
@@ -242,7 +249,14 @@ fn run_chunk(
             offset.push(z.len() as i64);
             ns.push(data.n as i64);
             log_noise.push(data.log_noise.unwrap_or(0.0));
+            nobs.push(data.total);
             z.extend_from_slice(&data.z);
+            if weighted {
+                match &data.w {
+                    Some(w) => wt.extend_from_slice(w),
+                    None => wt.extend(std::iter::repeat_n(1.0, data.n)),
+                }
+            }
             last = item.dataset;
         }
         fit_ds.push(as_int(offset.len() - 1, "datasets in one launch")?);
@@ -260,11 +274,13 @@ fn run_chunk(
     }
     let n_fits = as_int(items.len(), "fits in one launch")?;
     let max_iters = as_int(max_iters as usize, "max.iters")?;
-    let kernel = gpu.kernels.mv(k, d, model.structure.kernel_code(), noise, model.kernel_family())?;
+    let kernel = gpu.kernels.mv(k, d, model.structure.kernel_code(), noise, model.kernel_family(), weighted)?;
     contained("running em_mv", || {
         let stream = gpu.ctx.default_stream();
         let up = |v: &[f64]| stream.clone_htod(v).map_err(fail("uploading a chunk"));
         let z_dev = up(if z.is_empty() { &[0.0] } else { &z })?;
+        let wt_dev = up(if wt.is_empty() { &[0.0] } else { &wt })?;
+        let nobs_dev = up(&nobs)?;
         let init_dev = up(&init)?;
         let offset_dev = stream.clone_htod(&offset).map_err(fail("uploading a chunk"))?;
         let n_dev = stream.clone_htod(&ns).map_err(fail("uploading a chunk"))?;
@@ -276,11 +292,13 @@ fn run_chunk(
             stream.alloc_zeros(2 * items.len()).map_err(fail("allocating GPU memory"))?;
         let blocks = (items.len() as u32).div_ceil(MV_THREADS / 32);
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (MV_THREADS, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the arguments are em_mv's (z, ds_offset, ds_n,
-        // ds_log_noise, fit_ds, init, out, out_loglik, out_info, n_fits,
-        // max_iters, epsilon) in order and type; z holds every dataset of the
-        // chunk (d x n values from its offset), ds_offset, ds_n and
-        // ds_log_noise one value per dataset,
+        // SAFETY: the arguments are em_mv's (z, wt, ds_offset, ds_n,
+        // ds_nobs, ds_log_noise, fit_ds, init, out, out_loglik, out_info,
+        // n_fits, max_iters, epsilon) in order and type; z holds every
+        // dataset of the chunk (d x n values from its offset), wt (read by
+        // the weighted kernel only) n weights per dataset from its offset
+        // / d, ds_offset, ds_n, ds_nobs and ds_log_noise one value per
+        // dataset,
         // fit_ds n_fits indices below the dataset count, init and out
         // `width` values per fit (the kernel's row for its K, D and N),
         // out_loglik one and out_info two per fit. All stay alive until the
@@ -289,8 +307,10 @@ fn run_chunk(
             stream
                 .launch_builder(&kernel)
                 .arg(&z_dev)
+                .arg(&wt_dev)
                 .arg(&offset_dev)
                 .arg(&n_dev)
+                .arg(&nobs_dev)
                 .arg(&log_noise_dev)
                 .arg(&fit_ds_dev)
                 .arg(&init_dev)
