@@ -483,12 +483,14 @@
 #'   [predict()][predict.bulkem_fit]'s densities and cdf, `quantile()`,
 #'   `simulate()` and `plot()` are the truncated mixture's, and
 #'   `bulkem_bootstrap()` refits them truncated. Every family but the t
-#'   and the ex-Gaussian; with `equal.scale` and with means and shapes
-#'   held `fixed` (the components' Newton steps then taken together, in
-#'   the free parameters), and with a `noise` component (its uniform's
+#'   and the ex-Gaussian; with `equal.scale` and with values held `fixed`
+#'   (the components' Newton steps then taken together, in the free
+#'   parameters; with a weight held, the window's renormalisation couples
+#'   them, and the free weights are then the best given the components),
+#'   and with a `noise` component (its uniform's
 #'   share of the window renormalises with the components' masses: give
 #'   `noise.support = truncation` for contaminants spread over the window);
-#'   not yet with weights held `fixed` or multivariate data; on the `cpu`
+#'   not yet multivariate data; on the `cpu`
 #'   and `cuda-streams` engines
 #'   (`cuda-batched` refuses it, and a GPU call left to choose runs on
 #'   `cuda-streams`).

@@ -1073,3 +1073,17 @@ test_that("cuda-batched fits weighted multivariate data as the CPU engine does",
   expect_identical(unclass(mixed)[[5]]$loglik, unclass(plain)[[1]]$loglik)
   expect_identical(unclass(mixed)[[6]]$mu, unclass(plain)[[2]]$mu)
 })
+
+test_that("cuda-streams fits truncated data with a weight held fixed as the CPU engine does", {
+  skip_if_no_gpu()
+  set.seed(66)
+  x <- replicate(4, c(rnorm(300, 0, 1), rnorm(200, 3, 0.7)), simplify = FALSE)
+  x <- lapply(x, function(v) v[v > -1.5 & v < 3.5])
+  args <- list(x, family = "normal", truncation = c(-1.5, 3.5), fixed = list(alpha = c(0.55, NA)), seed = 1)
+  cpu <- do.call(bulkem, c(args, use.gpu = FALSE))
+  gpu <- do.call(bulkem, c(args, control = list(list(engine = "cuda-streams"))))
+  expect_identical(attr(gpu, "engine"), "cuda-streams")
+  ll <- function(f) vapply(unclass(f), `[[`, 0, "loglik")
+  expect_equal(ll(gpu), ll(cpu), tolerance = 1e-9)
+  for (i in seq_along(x)) expect_equal(gpu[[i]]$alpha, cpu[[i]]$alpha, tolerance = 1e-6)
+})

@@ -125,10 +125,78 @@ test_that("censored values with one shape shared and a weight held fixed reach o
   expect_gte(h$loglik, best - 1e-7 * abs(best))
   hs <- stats::optimHess(c(h$mu, h$sigma[1]), function(t) -ll(t[1:2], t[3]))
   expect_equal(unname(h$se[c("mu1", "mu2", "sigma1")]), sqrt(diag(solve(hs))), tolerance = 1e-3)
-  # a truncated fit with a weight held fixed is refused, naming truncation
-  expect_error(bulkem(list(a = x[x < 4]), family = "normal", truncation = c(-Inf, 4),
-                      fixed = list(alpha = c(0.6, NA)), use.gpu = FALSE),
-               class = "bulkem_error_argument", regexp = "weights held fixed")
+})
+
+test_that("truncated fits with a weight held fixed reach optim's constrained maximum, with their standard errors", {
+  for (family in c("normal", "invgauss", "gamma")) {
+    x <- two_component_data(family, 7)
+    lo <- unname(stats::quantile(x, 0.08))
+    hi <- unname(stats::quantile(x, 0.85))
+    xt <- x[x > lo & x < hi]
+    sname <- bulkem:::shape_name(family)
+    positive <- family %in% c("invgauss", "gamma")
+    # one weight of the untruncated mixture held at 0.55 (the data's are
+    # 0.6 and 0.4); the fit is reported in ascending mu, the held weight
+    # with its component, which the fit's `fixed` names
+    g <- bulkem(list(a = xt), family = family, truncation = c(lo, hi), fixed = list(alpha = c(0.55, NA)),
+                seed = 1, use.gpu = FALSE)$a
+    expect_identical(g$status, "converged", info = family)
+    held <- which(!is.na(g$fixed[1:2]))
+    expect_length(held, 1)
+    expect_equal(g$alpha[held], 0.55, info = family)
+    expect_equal(sum(g$alpha), 1)
+    expect_equal(g$loglik, window_loglik(xt, family, g$alpha, g$mu, g[[sname]], lo, hi), tolerance = 1e-9,
+                 info = family)
+    # optim over the means and shapes with the weights (0.55, 0.45), from
+    # starts of either order (the held weight on the lower mean or the higher)
+    ll <- function(th) {
+      mu <- if (positive) exp(th[1:2]) else th[1:2]
+      window_loglik(xt, family, c(0.55, 0.45), mu, exp(th[3:4]), lo, hi)
+    }
+    fitted_sd <- function(mu, shape) switch(family, invgauss = sqrt(mu^3 / shape), gamma = mu / sqrt(shape), shape)
+    spread <- stats::sd(xt)
+    set.seed(9)
+    shape0 <- switch(family, normal = spread / 2, gamma = 5, invgauss = mean(xt)^3 / stats::var(xt))
+    starts <- unlist(lapply(1:4, function(i) {
+      m <- sort(stats::quantile(xt, stats::runif(2, 0.1, 0.9)))
+      lapply(list(m, rev(m)), function(mm) c(if (positive) log(mm) else mm, log(c(shape0, shape0))))
+    }), recursive = FALSE)
+    best <- best_optim(ll, starts, function(th) fitted_sd(if (positive) exp(th[1:2]) else th[1:2], exp(th[3:4])),
+                       spread)
+    expect_gte(g$loglik, best - 1e-7 * abs(best))
+    # the free parameters' standard errors against a numerical Hessian at
+    # the fit, in its order
+    th <- c(g$mu, g[[sname]])
+    h <- stats::optimHess(th, function(t) -window_loglik(xt, family, g$alpha, t[1:2], t[3:4], lo, hi),
+                          control = list(parscale = abs(th)))
+    expect_equal(unname(g$se[c("mu1", "mu2", paste0(sname, 1:2))]), sqrt(diag(solve(h))), tolerance = 1e-3,
+                 info = family)
+    expect_true(is.na(g$se[[paste0("alpha", held)]]))
+    expect_equal(g$bic, -2 * g$loglik + 4 * log(length(xt)), tolerance = 1e-10)
+  }
+  # with a noise component: its weight and the free component's share
+  # what the held one leaves, and the fit reaches optim's
+  x <- two_component_data("normal", 8)
+  x <- c(x, stats::runif(25, -3, 6))
+  xt <- x[x > -2 & x < 5]
+  h <- bulkem(list(a = xt), family = "normal", truncation = c(-2, 5), noise = TRUE, noise.support = c(-3, 6),
+              fixed = list(alpha = c(0.5, NA)), seed = 1, use.gpu = FALSE)$a
+  expect_identical(h$status, "converged")
+  expect_equal(h$alpha[1], 0.5)
+  expect_equal(sum(h$alpha) + h$noise, 1)
+  lln <- function(a2, mu, s) {
+    u <- 1 / 9
+    dens <- 0.5 * stats::dnorm(xt, mu[1], s[1]) + a2 * stats::dnorm(xt, mu[2], s[2]) + (0.5 - a2) * u
+    q <- 0.5 * diff(stats::pnorm(c(-2, 5), mu[1], s[1])) + a2 * diff(stats::pnorm(c(-2, 5), mu[2], s[2])) +
+      (0.5 - a2) * 7 * u
+    sum(log(dens)) - length(xt) * log(q)
+  }
+  expect_equal(h$loglik, lln(h$alpha[2], h$mu, h$sigma), tolerance = 1e-9)
+  set.seed(10)
+  best <- best_optim(function(th) lln(0.5 * stats::plogis(th[1]), th[2:3], exp(th[4:5])),
+                     c(list(c(stats::qlogis(h$alpha[2] / 0.5), h$mu, log(h$sigma))),
+                       lapply(1:6, function(i) c(0, sort(stats::runif(2, -1, 4)), log(c(1, 1))))))
+  expect_gte(h$loglik, best - 1e-7 * abs(best))
 })
 
 test_that("truncated fits with one shape shared are bootstrapped with the constraint", {

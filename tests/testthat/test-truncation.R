@@ -140,7 +140,6 @@ test_that("truncation per dataset, values outside the window and bad arguments",
   bad(truncation = c(1, NA))
   bad(truncation = "a")
   bad(truncation = list(c(0, 1), c(0, 1)))
-  bad(truncation = c(0.5, 4), fixed = list(alpha = c(0.5, NA)))
   expect_error(bulkem(list(a = a), family = "t", truncation = c(0.5, 4), use.gpu = FALSE),
                class = "bulkem_error_argument", regexp = "truncat")
   expect_error(bulkem(list(a = a), family = "gamma", truncation = c(-2, -1), use.gpu = FALSE),

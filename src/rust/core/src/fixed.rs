@@ -49,7 +49,7 @@ impl Fixed {
 
     /// The weight the fixed weights leave to the free ones (a noise
     /// component's among them).
-    fn weight_left(&self) -> f64 {
+    pub(crate) fn weight_left(&self) -> f64 {
         1.0 - (0..self.k()).filter_map(|m| self.alpha(m)).sum::<f64>()
     }
 

@@ -286,17 +286,6 @@ impl Job<'_> {
             if let Some(message) = self.truncation_problem("truncated data") {
                 return Err(Error::Argument { arg: "truncation", message });
             }
-            // a held weight ties the components' steps together through
-            // the window's mass (truncation_constrained.rs): not yet
-            let held = |d: usize| self.fixed.get(d).copied().flatten().is_some_and(|f| f.any_weight());
-            if (0..self.datasets.len()).any(|d| self.truncation.get(d).copied().flatten().is_some() && held(d)) {
-                return Err(Error::Argument {
-                    arg: "truncation",
-                    message: "truncated data cannot be fitted with weights held fixed (fixed alpha) yet; \
-                              means and shapes held fixed can"
-                        .to_string(),
-                });
-            }
         }
         if !self.censored.is_empty() && self.censored.len() != self.datasets.len() {
             return Err(Error::Argument {

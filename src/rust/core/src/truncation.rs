@@ -270,6 +270,27 @@ impl Window {
     }
 }
 
+impl Window {
+    /// log P at x = (μ, log shape) with its gradient and Hessian there:
+    /// `ln_mass_with_derivatives`' closed forms, or where the family has
+    /// none central differences (steps of TRUNCATED_DIFFERENCE of the sd in
+    /// μ and in log shape). `None` where log P is not finite.
+    pub(crate) fn ln_mass_slope<F: ComponentFamily>(&self, x: [f64; 2]) -> Option<(f64, [f64; 2], [f64; 3])> {
+        let shape = x[1].exp();
+        if let Some(terms) = self.ln_mass_with_derivatives::<F>(x[0], shape) {
+            return terms.0.is_finite().then_some(terms);
+        }
+        let ln_p = self.ln_mass_of::<F>(x[0], shape);
+        if !ln_p.is_finite() {
+            return None;
+        }
+        let h = [TRUNCATED_DIFFERENCE * F::sd(x[0], shape), TRUNCATED_DIFFERENCE];
+        let at = |d0: f64, d1: f64| self.ln_mass_of::<F>(x[0] + d0 * h[0], (x[1] + d1 * h[1]).exp());
+        let (g, hess) = differences(at, ln_p, h, false);
+        Some((ln_p, g, hess))
+    }
+}
+
 /// `Window::ln_q_derivatives`: of log Q, the gradient and the Hessian
 /// (column-major) in the free parameters, and of one observation in the
 /// window, the complete-data information's diagonal.

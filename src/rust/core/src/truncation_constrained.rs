@@ -8,9 +8,25 @@
 //! a coordinate is shared), with the same rules as the separate steps: a
 //! step of at most one sd (and a factor e in the shape), halved until the
 //! sum gains, ended by the first full Newton step that gains (a
-//! generalised EM). The weights are mapped back as there; held weights
-//! come without truncation (job.rs refuses both), and take what the
-//! untruncated M-step gives them (`weights_given`).
+//! generalised EM). The weights are mapped back as there; with weights
+//! held fixed the free ones take what the untruncated M-step gives them
+//! (`weights_given`).
+//!
+//! Weights held fixed in a truncation window take an ECM of their own: the
+//! weights are no longer the observed population's shares mapped back, so
+//! the window's −N log Q, Q = Σ_m α_m P_m (+ π_0 U), does not split into
+//! the components' −S0_m log P_m. The components' step maximises the
+//! E-step's bound with the weights where they were (`Coupling`: each
+//! component's objective with its −S0_m log P_m replaced by the shared
+//! −N log Q, whose Hessian couples them), and the free weights then
+//! maximise the log-likelihood given the components (`weights_in_window`).
+//! Both steps gain, so the log-likelihood rises every pass.
+
+/// Points of the grid in log(s + min P) along the curve the free weights'
+/// maximum lies on in a truncation window (`weights_in_window`), and the
+/// golden-section steps after it.
+const WINDOW_WEIGHT_GRID: usize = 64;
+const WINDOW_WEIGHT_STEPS: usize = 60;
 
 use crate::family::{with_family, ComponentFamily};
 use crate::fixed::Fixed;
@@ -19,7 +35,7 @@ use crate::linalg::invert;
 use crate::mstep::check_component;
 use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
-use crate::truncation::{Derivatives, Masses, Renormalised, WindowTerms};
+use crate::truncation::{Derivatives, Masses, Renormalised, Window, WindowTerms};
 
 /// Where component m's mean and log shape are in the free coordinates
 /// (`None`: held fixed).
@@ -88,6 +104,17 @@ fn m_step_of<F: ComponentFamily>(
         })
         .collect();
     let (slots, n) = slots(k, equal_scale, fixed);
+    let coupling = match (fixed.filter(|f| f.any_weight()), r.truncation) {
+        (Some(_), Some(window)) => Some(Coupling {
+            window,
+            alpha: from.alpha[..k].to_vec(),
+            noise: r.noise.map_or(0.0, |ln_u| from.noise * ln_u.exp()),
+            counts: sums.iter().map(|s| s[3]).collect(),
+            n: sums.iter().map(|s| s[3]).sum::<f64>()
+                + r.noise.map_or(0.0, |_| st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise)),
+        }),
+        _ => None,
+    };
     // every component at (μ, log shape), from where it was, else from the
     // closed-form constrained M-step (both obey the constraints)
     let point = |p: &Params| -> Vec<[f64; 2]> { (0..k).map(|m| [p.mu[m], p.shape[m].ln()]).collect() };
@@ -99,6 +126,9 @@ fn m_step_of<F: ComponentFamily>(
             v += vm;
             masses.push(mass);
         }
+        if let Some(c) = &coupling {
+            v = c.coupled(v, &masses);
+        }
         (v, masses)
     };
     let mut x = point(from);
@@ -109,7 +139,7 @@ fn m_step_of<F: ComponentFamily>(
     }
     if here.is_finite() && n > 0 {
         for _ in 0..TRUNCATED_STEPS {
-            let Some((d, newton)) = direction::<F>(r, &sums, &slots, n, &x) else { break };
+            let Some((d, newton)) = direction::<F>(r, &sums, &slots, n, &x, coupling.as_ref()) else { break };
             let move_by = |t: f64| -> Vec<[f64; 2]> {
                 x.iter()
                     .zip(&slots)
@@ -178,8 +208,14 @@ fn m_step_of<F: ComponentFamily>(
     let counts: Vec<f64> = sums.iter().map(|s| s[3]).collect();
     match fixed.filter(|f| f.any_weight()) {
         Some(f) => {
-            let noise = r.noise.map(|_| st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise));
-            weights_given(&mut p, f, &counts, noise)
+            let noise_count = st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise);
+            match (r.truncation, r.noise) {
+                (Some(_), noise) => {
+                    let noise = noise.map(|ln_u| (noise_count, ln_u));
+                    weights_in_window(&mut p, f, &counts, &ln_p[..k], noise, from)
+                }
+                (None, noise) => weights_given(&mut p, f, &counts, noise.map(|_| noise_count)),
+            }
         }
         None => {
             let l: Vec<f64> = (0..k).map(|m| counts[m].ln() - ln_p[m]).collect();
@@ -201,6 +237,7 @@ fn direction<F: ComponentFamily>(
     slots: &[Slot],
     n: usize,
     x: &[[f64; 2]],
+    coupling: Option<&Coupling>,
 ) -> Option<(Vec<f64>, bool)> {
     let mut g = vec![0.0; n];
     let mut h = vec![0.0; n * n];
@@ -219,6 +256,9 @@ fn direction<F: ComponentFamily>(
             }
         }
     }
+    if let Some(c) = coupling {
+        c.add_derivatives::<F>(slots, n, x, &mut g, &mut h)?;
+    }
     // Newton's step on −H, where −H is positive definite
     let neg: Vec<f64> = h.iter().map(|v| -v).collect();
     let diag: Vec<f64> = (0..n).map(|i| neg[i + n * i]).collect();
@@ -231,9 +271,85 @@ fn direction<F: ComponentFamily>(
     d.iter().all(|v| v.is_finite()).then_some((d, is_newton))
 }
 
-/// The weights under fixed weights, which come without truncation (a held
-/// weight and a window are refused: job.rs), so that every P_m is 1 and
-/// the weights' objective is Σ_free c_m log α_m: the fixed ones as given,
+/// The components' objective under weights held fixed in a truncation
+/// window (module docs): their separate objectives, each with its
+/// −S0_m log P_m (S0_m: `counts`) replaced by the shared −N log Q, Q =
+/// Σ_m α_m P_m + `noise` (π_0 U), the weights where the last M-step left
+/// them.
+struct Coupling<'a> {
+    window: &'a Window,
+    alpha: Vec<f64>,
+    noise: f64,
+    counts: Vec<f64>,
+    n: f64,
+}
+
+impl Coupling<'_> {
+    /// The coupled objective from the separate objectives' sum `separate`
+    /// and each component's truncation terms (−∞ where one has none).
+    fn coupled(&self, separate: f64, masses: &[Option<WindowTerms>]) -> f64 {
+        let mut v = separate;
+        let mut q = self.noise;
+        for (m, mass) in masses.iter().enumerate() {
+            let Some((ln_p, _)) = mass else { return f64::NEG_INFINITY };
+            v += self.counts[m] * ln_p;
+            q += self.alpha[m] * ln_p.exp();
+        }
+        let v = v - self.n * q.ln();
+        if v.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            v
+        }
+    }
+
+    /// Adds to the separate objectives' gradient `g` and Hessian `h` (n
+    /// free coordinates) what the coupling changes: S0_m ∇L_m back, and −N
+    /// log Q's, −N w_m ∇L_m with w_m = α_m P_m / Q, and in the Hessian −N
+    /// w_m (∇²L_m + ∇L_m ∇L_mᵀ) on each component's block and N w_m w_l
+    /// ∇L_m ∇L_lᵀ across any two (L_m = log P_m). `None` where a log P is
+    /// not finite.
+    fn add_derivatives<F: ComponentFamily>(
+        &self,
+        slots: &[Slot],
+        n: usize,
+        x: &[[f64; 2]],
+        g: &mut [f64],
+        h: &mut [f64],
+    ) -> Option<()> {
+        let terms: Vec<(f64, [f64; 2], [f64; 3])> =
+            x.iter().map(|xm| self.window.ln_mass_slope::<F>(*xm)).collect::<Option<_>>()?;
+        let q = self.noise + terms.iter().zip(&self.alpha).map(|(t, a)| a * t.0.exp()).sum::<f64>();
+        let w: Vec<f64> = terms.iter().zip(&self.alpha).map(|(t, a)| a * t.0.exp() / q).collect();
+        let at = |m: usize| [slots[m].mu, slots[m].shape];
+        for (m, (_, gl, hl)) in terms.iter().enumerate() {
+            let a_m = at(m);
+            for a in 0..2 {
+                let Some(i) = a_m[a] else { continue };
+                g[i] += (self.counts[m] - self.n * w[m]) * gl[a];
+                for b in 0..2 {
+                    let Some(j) = a_m[b] else { continue };
+                    h[i + n * j] += (self.counts[m] - self.n * w[m]) * hl[a + b] - self.n * w[m] * gl[a] * gl[b];
+                }
+            }
+            for (l, (_, gl2, _)) in terms.iter().enumerate() {
+                let a_l = at(l);
+                for a in 0..2 {
+                    let Some(i) = a_m[a] else { continue };
+                    for b in 0..2 {
+                        let Some(j) = a_l[b] else { continue };
+                        h[i + n * j] += self.n * w[m] * w[l] * gl[a] * gl2[b];
+                    }
+                }
+            }
+        }
+        g.iter().chain(h.iter()).all(|v| v.is_finite()).then_some(())
+    }
+}
+
+/// The weights under fixed weights without a truncation window, where
+/// every P_m is 1 and the weights' objective is Σ_free c_m log α_m: the
+/// fixed ones as given,
 /// the free ones (and the noise's, its count `noise`) sharing what they
 /// leave in proportion to their counts (exact and censored), as
 /// `Fixed::weights` does for the exact values.
@@ -246,6 +362,87 @@ fn weights_given(p: &mut Params, f: &Fixed, counts: &[f64], noise: Option<f64>) 
     }
     if let Some(c0) = noise {
         p.noise = left * c0 / free;
+    }
+}
+
+/// The weights under fixed weights in a truncation window: the free ones
+/// (and the noise's) maximise the log-likelihood's weight terms given the
+/// components, Σ_free c_m log α_m − N log Q with Q = Σ_m α_m P_m (+ π_0 U)
+/// and N every count, the fixed ones as given: an ECME step, as
+/// `map_weights`' closed form is without fixed weights. Lagrange's
+/// condition puts every stationary point on the curve α_m ∝ c_m / (P_m +
+/// s), s > −min P (the free ones scaled to share what the fixed leave), so
+/// the maximum is sought along it: a grid in log(s + min P), then
+/// golden-section search around the grid's best. The result replaces the
+/// weights of `from` only where it gains on them (so the step never loses).
+/// `ln_p`: each component's log P; `noise`: its count and log U.
+fn weights_in_window(
+    p: &mut Params,
+    f: &Fixed,
+    counts: &[f64],
+    ln_p: &[f64],
+    noise: Option<(f64, f64)>,
+    from: &Params,
+) {
+    let k = counts.len();
+    let left = f.weight_left();
+    let mass: Vec<f64> = ln_p.iter().map(|l| l.exp()).collect();
+    // the free members: (count, P), the components' then the noise's
+    let mut free: Vec<(f64, f64)> = (0..k).filter(|&m| f.alpha(m).is_none()).map(|m| (counts[m], mass[m])).collect();
+    if let Some((c0, ln_u)) = noise {
+        free.push((c0, ln_u.exp()));
+    }
+    let q_fixed: f64 = (0..k).filter_map(|m| f.alpha(m).map(|a| a * mass[m])).sum();
+    let n: f64 = counts.iter().sum::<f64>() + noise.map_or(0.0, |c| c.0);
+    let objective = |a: &[f64]| -> f64 {
+        let q = q_fixed + a.iter().zip(&free).map(|(a, (_, pm))| a * pm).sum::<f64>();
+        a.iter().zip(&free).map(|(a, (c, _))| if *c > 0.0 { c * a.ln() } else { 0.0 }).sum::<f64>() - n * q.ln()
+    };
+    let p_min = free.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
+    let on_curve = |t: f64| -> Vec<f64> {
+        let s = t.exp() - p_min;
+        let raw: Vec<f64> = free.iter().map(|(c, pm)| c / (pm + s)).collect();
+        let sum: f64 = raw.iter().sum();
+        raw.iter().map(|v| left * v / sum).collect()
+    };
+    let value = |t: f64| {
+        let v = objective(&on_curve(t));
+        if v.is_finite() {
+            v
+        } else {
+            f64::NEG_INFINITY
+        }
+    };
+    // t from where s is within 1e-12 P of −min P up to s = 1e6 (α ∝ c)
+    let (lo, hi) = ((p_min * 1e-12).ln(), (1e6 + p_min).ln());
+    let step = (hi - lo) / (WINDOW_WEIGHT_GRID - 1) as f64;
+    let grid: Vec<f64> = (0..WINDOW_WEIGHT_GRID).map(|i| lo + step * i as f64).collect();
+    let best = (0..grid.len()).max_by(|&a, &b| value(grid[a]).total_cmp(&value(grid[b]))).unwrap_or(0);
+    let (mut a, mut b) = (grid[best.saturating_sub(1)], grid[(best + 1).min(grid.len() - 1)]);
+    let golden = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..WINDOW_WEIGHT_STEPS {
+        let (x1, x2) = (b - golden * (b - a), a + golden * (b - a));
+        if value(x1) >= value(x2) {
+            b = x2;
+        } else {
+            a = x1;
+        }
+    }
+    let t = 0.5 * (a + b);
+    let candidate = if value(t) >= value(grid[best]) { on_curve(t) } else { on_curve(grid[best]) };
+    // the weights the step started from, in the same order
+    let before: Vec<f64> =
+        (0..k).filter(|&m| f.alpha(m).is_none()).map(|m| from.alpha[m]).chain(noise.map(|_| from.noise)).collect();
+    let chosen = if objective(&before) > objective(&candidate) { before } else { candidate };
+    let mut it = chosen.into_iter();
+    for m in 0..k {
+        p.alpha[m] = match f.alpha(m) {
+            Some(a) => a,
+            None => it.next().unwrap_or(p.alpha[m]),
+        };
+    }
+    if noise.is_some() {
+        p.noise = it.next().unwrap_or(p.noise);
     }
 }
 
