@@ -33,7 +33,15 @@ bootstrap_run_r <- function(data, nulls, B, extra, s, report) {
     }
     total <- length(data[[d]]) + sum(matrix(windows, nrow = 3)[3, ])
     draws <- draw_samples(null_fit(nulls[[d]], s$family), total, B)
-    reps[[d]] <- lapply(draws, censor_into, windows = windows)
+    side <- if (!fixed_censoring(as.double(data[[d]]), windows)) random_censoring(as.double(data[[d]]), windows)
+    reps[[d]] <- if (is.null(side)) {
+      lapply(draws, censor_into, windows = windows)
+    } else {
+      # censoring points drawn from their own distribution, estimated
+      # from the data (random_censoring_points())
+      points <- random_censoring_points(as.double(data[[d]]), windows, side, total, B)
+      Map(censor_randomly, draws, points, MoreArgs = list(side = side))
+    }
   }
   observed <- lapply(seq_len(nd), function(d) {
     if (isTRUE(nulls[[d]]$binned)) windows_histogram(nulls[[d]]$windows)
@@ -219,8 +227,9 @@ merge_windows <- function(w) {
 
 # The censored values of the fits (`items`), checked: the bootstrap draws
 # each replicate and censors it into the data's windows, which needs the
-# windows kept (keep.data), disjoint, and holding none of the data's exact
-# values (a fixed censoring scheme, such as a deadline); histograms
+# windows kept (keep.data), and either disjoint windows holding none of the
+# data's exact values (a fixed censoring scheme, such as a deadline) or
+# random censoring on one side (random_censoring()); histograms
 # (binned data: every value in a bin, drawn and binned by its breaks) all
 # of them or none. Returns whether any fit has censored values.
 bootstrap_censoring <- function(items) {
@@ -240,16 +249,84 @@ bootstrap_censoring <- function(items) {
     }
     # a histogram's midpoints (weight 0, for the starts) lie in its bins
     if (is_binned_fit(f)) next
-    m <- matrix(merge_windows(w), nrow = 3)
-    overlap <- ncol(m) > 1 && any(m[2, -ncol(m)] > m[1, -1])
     x <- as.double(f$data)
-    inside <- any(vapply(seq_len(ncol(m)), function(j) any(x > m[1, j] & x < m[2, j]), NA))
-    if (overlap || inside) {
-      stop_arg("dataset ", d, " of `fits` has censored values whose windows ",
-               if (overlap) "overlap (values censored at several points)" else "hold observed values",
-               ": bulkem_bootstrap() draws replicates censored by a fixed scheme (such as one deadline), ",
-               "where each value falling in a window of the data's is censored to it")
+    fixed <- fixed_censoring(x, w)
+    if (!fixed && is.null(random_censoring(x, w))) {
+      stop_arg("dataset ", d, " of `fits` has censored values whose windows overlap or hold observed ",
+               "values and are not all on one side (right-censored at several points, or left-censored): ",
+               "bulkem_bootstrap() draws replicates censored by a fixed scheme (such as one deadline), ",
+               "or by random censoring on one side")
+    }
+    if (!fixed && !is.null(f$weights)) {
+      stop_arg("dataset ", d, " of `fits` is randomly censored and weighted: bulkem_bootstrap() draws ",
+               "randomly censored replicates of unweighted data only, so far")
     }
   }
   TRUE
+}
+
+# Whether censored `windows` (flat triples) are a fixed scheme for exact
+# values `x`: disjoint windows holding none of them (a deadline, a
+# detection limit), each draw falling in one censored to it (censor_into()).
+fixed_censoring <- function(x, windows) {
+  m <- matrix(merge_windows(windows), nrow = 3)
+  overlap <- ncol(m) > 1 && any(m[2, -ncol(m)] > m[1, -1])
+  inside <- any(vapply(seq_len(ncol(m)), function(j) any(x > m[1, j] & x < m[2, j]), NA))
+  !overlap && !inside
+}
+
+# Random censoring (each value censored at its own point, e.g. a deadline
+# that varies from trial to trial), which the fixed scheme of censor_into()
+# cannot draw: "right" where every censored window is (c, Inf), "left"
+# where every one is (-Inf, c), else NULL (the fixed scheme, or a mix the
+# bootstrap has no model for). `x`: the exact values; `windows`: the flat
+# lower, upper, count triples.
+random_censoring <- function(x, windows) {
+  m <- matrix(as.double(windows), nrow = 3)
+  if (ncol(m) == 0) return(NULL)
+  if (all(is.infinite(m[2, ]) & m[2, ] > 0 & is.finite(m[1, ]))) return("right")
+  if (all(is.infinite(m[1, ]) & m[1, ] < 0 & is.finite(m[2, ]))) return("left")
+  NULL
+}
+
+# For B replicates of n values each, the censoring points drawn from the
+# censoring distribution the data show: the reverse Kaplan-Meier estimate
+# (survival::survfit() with the censored values as the events and the
+# exact ones as censored, the exact value a lower bound of its own
+# censoring point), its mass beyond the last point at Inf (never
+# censored). `side` "left" does the same on -x. Returns a list of B
+# vectors.
+random_censoring_points <- function(x, windows, side, n, B) {
+  if (!requireNamespace("survival", quietly = TRUE)) {
+    stop_arg("bootstrapping randomly censored values needs the survival package (install.packages(\"survival\"))")
+  }
+  m <- matrix(as.double(windows), nrow = 3)
+  flip <- if (side == "left") -1 else 1
+  points <- flip * (if (side == "left") m[2, ] else m[1, ])
+  time <- c(flip * x, rep(points, m[3, ]))
+  event <- c(rep(0, length(x)), rep(1, sum(m[3, ])))
+  km <- survival::survfit(survival::Surv(time, event) ~ 1)
+  at <- km$time[km$n.event > 0]
+  surv <- km$surv[km$n.event > 0]
+  jump <- -diff(c(1, surv))
+  beyond <- max(0, utils::tail(surv, 1))
+  lapply(seq_len(B), function(b) {
+    c_star <- sample(c(at, Inf), n, replace = TRUE, prob = c(jump, beyond))
+    flip * c_star
+  })
+}
+
+# One replicate's draws `x` randomly censored at `points` (one per draw):
+# on the right, a draw above its point is known only to exceed it; on the
+# left, a draw below its point only to lie below it. Returns the exact
+# values and the windows (flat lower, upper, count triples, equal points
+# merged) as censor_into() does.
+censor_randomly <- function(x, points, side) {
+  cut <- if (side == "right") x > points else x < points
+  if (!any(cut)) return(list(values = x, windows = NULL))
+  counts <- table(points[cut])
+  at <- as.double(names(counts))
+  lower <- if (side == "right") at else rep(-Inf, length(at))
+  upper <- if (side == "right") rep(Inf, length(at)) else at
+  list(values = x[!cut], windows = as.double(rbind(lower, upper, as.double(counts))))
 }

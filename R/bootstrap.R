@@ -83,10 +83,17 @@
 #' `control = list(keep.data = TRUE)`, which keeps their windows): each
 #' replicate draws as many values as the data had, observed and censored,
 #' and censors each draw falling in one of the data's censored windows to
-#' it, as a fixed scheme (a deadline, a detection limit) would have. The
-#' windows must not overlap and must hold none of the observed values (an
-#' error says so otherwise: values censored at several points, random
-#' censoring, need a model of the censoring this does not have).
+#' it, as a fixed scheme (a deadline, a detection limit) would have.
+#' Values censored at points of their own on one side (random censoring: a
+#' deadline that varies from trial to trial, detection limits that vary
+#' from sample to sample) are redrawn with the censoring distribution the
+#' data show: each draw gets a censoring point drawn from the reverse
+#' Kaplan-Meier estimate (the censored values as the events, the exact
+#' ones as censored; \pkg{survival}'s `survfit()`), never censored with
+#' the estimate's mass beyond the last point, and is censored at it when it
+#' falls beyond it. Windows on both sides that overlap or hold observed
+#' values, and weighted randomly censored data, are refused (an error
+#' says so).
 #' **Histograms** (binned data, fitted with `keep.data = TRUE`): each
 #' replicate draws as many values as the histogram counted and bins them
 #' by its breaks (a gap between bins that held values, bins of count 0,

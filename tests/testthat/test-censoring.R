@@ -177,13 +177,59 @@ test_that("the bootstrap draws replicates censored as the data were", {
   expect_equal(lr$loglik_alt, c(at(2), at(3)), tolerance = 1e-10)
   expect_equal(lr$p_value[1], 1 / 40)
   expect_equal(attr(lr, "selected")$k, 2L)
-  # censoring the scheme cannot redraw: windows that overlap or hold
-  # observed values, and windows not kept (histograms: test-binned.R)
-  refused <- function(y, regexp, ...) {
-    fit <- suppressWarnings(bulkem(list(a = y), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE), ...))
-    expect_error(bulkem_bootstrap(fit, B = 19, use.gpu = FALSE), class = "bulkem_error_argument", regexp = regexp)
-  }
-  deadline <- ifelse(seq_along(x) %% 2 == 0, 3, 3.5)
-  refused(survival::Surv(pmin(x, deadline), x <= deadline), "overlap")
-  refused(survival::Surv(c(x[!late], 3.5, 5), c(rep(1, sum(!late)), 0, 1)), "hold observed values")
+  # censoring neither scheme can redraw: windows on both sides that
+  # overlap or hold observed values (histograms: test-binned.R)
+  both <- survival::Surv(time = c(x[x > 0.3 & !late], 3.5, 2.5, 0.3, 0.2), time2 = c(x[x > 0.3 & !late], Inf, Inf, 0.3, 0.2),
+                         event = c(rep(1, sum(x > 0.3 & !late)), 0, 0, 2, 2), type = "interval")
+  fit <- suppressWarnings(bulkem(list(a = both), seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE)))
+  expect_error(bulkem_bootstrap(fit, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "not all on one side")
+})
+
+test_that("randomly censored values are bootstrapped with the censoring distribution the data show", {
+  # a draw above its own point is known only to exceed it; below, only to
+  # lie below it
+  r <- bulkem:::censor_randomly(c(1, 5, 3, 6), c(2, 4, Inf, 4), "right")
+  expect_equal(r$values, c(1, 3))
+  expect_equal(r$windows, c(4, Inf, 2))
+  l <- bulkem:::censor_randomly(c(1, 5, 3), c(2, 4, 0), "left")
+  expect_equal(l$values, c(5, 3))
+  expect_equal(l$windows, c(-Inf, 2, 1))
+  expect_null(bulkem:::censor_randomly(c(1, 2), c(3, Inf), "right")$windows)
+  # each trial its own deadline, uniform on (1.5, 6)
+  set.seed(11)
+  x <- c(statmod::rinvgauss(300, 1, 8), statmod::rinvgauss(200, 3, 40))
+  cens <- stats::runif(length(x), 1.5, 6)
+  late <- x > cens
+  f <- bulkem(list(a = survival::Surv(pmin(x, cens), !late)), seed = 1, use.gpu = FALSE,
+              control = list(keep.data = TRUE))
+  pts <- bulkem:::random_censoring_points(as.double(f$a$data), f$a$censored_windows, "right", 500, 40)
+  # the points drawn are the data's censoring points (or never), with the
+  # reverse Kaplan-Meier estimate's probabilities: the model's draws
+  # censored at them are censored about as often as the data were
+  expect_true(all(unlist(pts) %in% c(cens[late], Inf)))
+  draws <- lapply(pts, function(p) {
+    y <- ifelse(stats::runif(500) < 0.6, statmod::rinvgauss(500, 1, 8), statmod::rinvgauss(500, 3, 40))
+    mean(y > p)
+  })
+  expect_equal(mean(unlist(draws)), mean(late), tolerance = 0.05 / mean(late))
+  # the bootstrap's standard errors against the observed information's
+  bs <- bulkem_bootstrap(f, B = 199, seed = 2, use.gpu = FALSE)
+  expect_equal(attr(bs, "replicates")$used, 199L)
+  ratio <- bs$std.error / tidy(f)$std.error
+  expect_true(all(ratio > 0.75 & ratio < 1.25))
+  # left-censored at detection limits that vary (lognormal)
+  set.seed(12)
+  z <- exp(c(stats::rnorm(300, 0, 0.4), stats::rnorm(200, 1.5, 0.3)))
+  limit <- stats::runif(length(z), 0.4, 1)
+  low <- z < limit
+  g <- bulkem(list(b = survival::Surv(pmax(z, limit), !low, type = "left")), family = "lognormal", seed = 1,
+              use.gpu = FALSE, control = list(keep.data = TRUE))
+  gb <- bulkem_bootstrap(g, B = 99, seed = 2, use.gpu = FALSE)
+  ratio <- gb$std.error / tidy(g)$std.error
+  expect_true(all(ratio > 0.7 & ratio < 1.3))
+  # weighted and randomly censored: refused, saying so
+  w <- bulkem(list(a = survival::Surv(pmin(x, cens), !late)), seed = 1, use.gpu = FALSE, weights = list(rep(2, 500)),
+              control = list(keep.data = TRUE))
+  expect_error(bulkem_bootstrap(w, B = 19, use.gpu = FALSE), class = "bulkem_error_argument", regexp = "weighted")
 })
