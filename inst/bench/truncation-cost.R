@@ -6,7 +6,9 @@
 # bulkem()'s defaults (SQUAREM, to convergence), total time and passes.
 # B1's shape (100 datasets x 2,000, K = 2, 10 starts), IG; on the CPU
 # engine or cuda-streams (cuda-batched does not fit truncated data).
-#   Rscript inst/bench/truncation-cost.R [engine=cpu|cuda-streams] [rounds=3]
+# `fixed=alpha`: both fits with the first weight held at 0.3 (B1's), so
+# the truncated one takes the coupled M-step of truncation_constrained.rs.
+#   Rscript inst/bench/truncation-cost.R [engine=cpu|cuda-streams] [rounds=3] [fixed=none|alpha]
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
@@ -16,6 +18,7 @@ arg <- function(name, default) {
 }
 engine <- arg("engine", "cpu")
 rounds <- as.integer(arg("rounds", "3"))
+held <- if (arg("fixed", "none") == "alpha") list(alpha = c(0.3, NA))
 w <- workload("B1")
 window <- c(0.1, 8)
 datasets <- lapply(w$datasets, function(x) x[x > window[1] & x < window[2]])
@@ -24,7 +27,7 @@ run <- function(truncated, defaults = FALSE) {
   f <- suppressWarnings(bulkem(datasets, 2, random.inits = w$args$random.inits,
                                max.iters = if (defaults) 5000 else 100,
                                seed = 1, use.gpu = engine != "cpu",
-                               truncation = if (truncated) window,
+                               truncation = if (truncated) window, fixed = held,
                                control = list(accelerate = defaults, standard.errors = defaults,
                                               engine = engine)))
   s <- proc.time()[["elapsed"]] - t0
@@ -40,9 +43,9 @@ rows <- lapply(seq_len(rounds), function(r) {
   })
 })
 tab <- do.call(rbind, unlist(rows, recursive = FALSE))
-cat(sprintf("B1 cut to [%g, %g] on the %s engine (%d threads), %d datasets x %.0f (mean), K = 2, %d starts\n",
+cat(sprintf("B1 cut to [%g, %g] on the %s engine (%d threads), %d datasets x %.0f (mean), K = 2, %d starts%s\n",
             window[1], window[2], engine, parallelly::availableCores(), length(datasets), n_obs,
-            w$args$random.inits))
+            w$args$random.inits, if (!is.null(held)) ", alpha1 held at 0.3" else ""))
 print(tab, row.names = FALSE)
 best <- tapply(tab$ns_per_obs_pass, tab$truncated, min)
 cat(sprintf("plain EM, per pass, best of %d: plain %.4g ns/obs, truncated %.4g ns/obs, ratio %.3f\n",

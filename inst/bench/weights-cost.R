@@ -6,8 +6,11 @@
 # per E-step pass and the ratio. B1's shape on the CPU engine (100 datasets x
 # 2,000, K = 2, 10 starts), IG; the weighted pass is the block loops with
 # one logarithm per observation, the plain one the AVX2/AVX-512 pass. On a
-# GPU engine, B2's shape (10,000 x 1,000, K = 2, 100 starts).
+# GPU engine, B2's shape (10,000 x 1,000, K = 2, 100 starts). `shape=M1`:
+# multivariate data, M1's (1,000 x 4, K = 3, 20 starts; `datasets` of them,
+# 10,000 by default), each row a weight from 0.5-1.5.
 #   Rscript inst/bench/weights-cost.R [engine=cpu|cuda-batched|cuda-streams] [rounds=3] [noise=FALSE]
+#     [shape=M1 datasets=N]
 suppressPackageStartupMessages(library(bulkem))
 here <- if (file.exists("inst/bench/workloads.R")) "inst/bench" else system.file("bench", package = "bulkem")
 source(file.path(here, "workloads.R"))
@@ -18,15 +21,23 @@ arg <- function(name, default) {
 engine <- arg("engine", "cpu")
 rounds <- as.integer(arg("rounds", "3"))
 noise <- as.logical(arg("noise", "FALSE"))
-shape <- switch(engine, cpu = "B1", "cuda-streams" = "B1", "B2")
-w <- workload(shape)
+shape <- arg("shape", switch(engine, cpu = "B1", "cuda-streams" = "B1", "B2"))
+multivariate <- shape == "M1"
+w <- if (multivariate) {
+  set.seed(33)
+  list(datasets = m1_datasets(as.integer(arg("datasets", "10000"))), args = list(random.inits = 20))
+} else {
+  workload(shape)
+}
+k <- if (multivariate) 3 else 2
 set.seed(7)
-wts <- lapply(w$datasets, function(x) stats::runif(length(x), 0.5, 1.5))
+wts <- lapply(w$datasets, function(x) stats::runif(NROW(x), 0.5, 1.5))
 run <- function(weighted) {
   t0 <- proc.time()[["elapsed"]]
-  f <- bulkem(w$datasets, 2, random.inits = w$args$random.inits, max.iters = 100, epsilon = 1e-6, seed = 1,
-              noise = noise, use.gpu = engine != "cpu", weights = if (weighted) wts,
-              control = list(accelerate = FALSE, short.runs = 0, standard.errors = FALSE, engine = engine))
+  control <- list(standard.errors = FALSE, engine = engine)
+  if (!multivariate) control <- c(control, list(accelerate = FALSE, short.runs = 0))
+  f <- bulkem(w$datasets, k, random.inits = w$args$random.inits, max.iters = 100, epsilon = 1e-6, seed = 1,
+              noise = noise, use.gpu = engine != "cpu", weights = if (weighted) wts, control = control)
   s <- proc.time()[["elapsed"]] - t0
   c(seconds = s, passes = attr(f, "em_iterations"))
 }
@@ -35,12 +46,12 @@ rows <- lapply(seq_len(rounds), function(r) {
   lapply(c(FALSE, TRUE), function(weighted) {
     m <- run(weighted)
     data.frame(round = r, weighted = weighted, seconds = round(m[["seconds"]], 3), passes = m[["passes"]],
-               ns_per_obs_pass = signif(1e9 * m[["seconds"]] / m[["passes"]] / length(w$datasets[[1]]), 4))
+               ns_per_obs_pass = signif(1e9 * m[["seconds"]] / m[["passes"]] / NROW(w$datasets[[1]]), 4))
   })
 })
 tab <- do.call(rbind, unlist(rows, recursive = FALSE))
-cat(sprintf("%s on the %s engine (%d threads), %d datasets x %d, K = 2, %d starts, noise = %s\n",
-            shape, engine, parallelly::availableCores(), length(w$datasets), length(w$datasets[[1]]),
+cat(sprintf("%s on the %s engine (%d threads), %d datasets x %d, K = %d, %d starts, noise = %s\n",
+            shape, engine, parallelly::availableCores(), length(w$datasets), NROW(w$datasets[[1]]), k,
             w$args$random.inits, noise))
 print(tab, row.names = FALSE)
 best <- tapply(tab$ns_per_obs_pass, tab$weighted, min)

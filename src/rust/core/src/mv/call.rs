@@ -392,6 +392,7 @@ fn fit_k(
     }
     // on every thread: the standard errors take a pass over each dataset
     // with O(parameters²) work per observation
+    let finishing = std::time::Instant::now();
     let fits = queue::map(prepared.len(), threads, cancel, |i| {
         let tally = std::mem::take(&mut *tallies[i].lock().unwrap_or_else(PoisonError::into_inner));
         let m = &job.datasets[i];
@@ -412,6 +413,7 @@ fn fit_k(
             Ok(data) => finish(job, data, k, tally),
         }
     })?;
+    counters.lap("finish (standard errors)", finishing);
     Ok(fits)
 }
 
