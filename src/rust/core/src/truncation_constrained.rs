@@ -392,6 +392,16 @@ fn weights_in_window(
     if let Some((c0, ln_u)) = noise {
         free.push((c0, ln_u.exp()));
     }
+    // one free member: it takes what the fixed leave, nothing to search
+    if free.len() == 1 {
+        for m in 0..k {
+            p.alpha[m] = f.alpha(m).unwrap_or(left);
+        }
+        if noise.is_some() {
+            p.noise = left;
+        }
+        return;
+    }
     let q_fixed: f64 = (0..k).filter_map(|m| f.alpha(m).map(|a| a * mass[m])).sum();
     let n: f64 = counts.iter().sum::<f64>() + noise.map_or(0.0, |c| c.0);
     let objective = |a: &[f64]| -> f64 {
