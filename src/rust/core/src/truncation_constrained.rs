@@ -37,6 +37,10 @@ use crate::outcome::Degenerate;
 use crate::params::{Family, Params, Stats};
 use crate::truncation::{Derivatives, Masses, Renormalised, Window, WindowTerms};
 
+/// A window's log P at a component with its gradient and Hessian in (μ,
+/// log shape), as `Window::ln_mass_slope` gives them.
+type LnMassSlope = (f64, [f64; 2], [f64; 3]);
+
 /// Where component m's mean and log shape are in the free coordinates
 /// (`None`: held fixed).
 #[derive(Clone, Copy, Debug)]
@@ -241,9 +245,13 @@ fn direction<F: ComponentFamily>(
 ) -> Option<(Vec<f64>, bool)> {
     let mut g = vec![0.0; n];
     let mut h = vec![0.0; n * n];
+    // the truncation window's log P with its derivatives where `evaluate`
+    // computed them (the coupling's, not computed again)
+    let mut window_terms: Vec<Option<LnMassSlope>> = Vec::with_capacity(slots.len());
     for (m, slot) in slots.iter().enumerate() {
         // the value with all its windows' derivatives, in one pass
-        let (here, _, window) = r.evaluate::<F>(m, sums[m], x[m], None);
+        let (here, truncation, window) = r.evaluate::<F>(m, sums[m], x[m], None);
+        window_terms.push(truncation.and_then(|(ln_p, d)| d.map(|(wg, wh)| (ln_p, wg, wh))));
         let (gm, hm): Derivatives = r.slope::<F>(m, sums[m], x[m], here, window);
         let at = [slot.mu, slot.shape];
         for a in 0..2 {
@@ -257,7 +265,7 @@ fn direction<F: ComponentFamily>(
         }
     }
     if let Some(c) = coupling {
-        c.add_derivatives::<F>(slots, n, x, &mut g, &mut h)?;
+        c.add_derivatives::<F>(slots, n, x, &window_terms, &mut g, &mut h)?;
     }
     // Newton's step on −H, where −H is positive definite
     let neg: Vec<f64> = h.iter().map(|v| -v).collect();
@@ -307,18 +315,23 @@ impl Coupling<'_> {
     /// free coordinates) what the coupling changes: S0_m ∇L_m back, and −N
     /// log Q's, −N w_m ∇L_m with w_m = α_m P_m / Q, and in the Hessian −N
     /// w_m (∇²L_m + ∇L_m ∇L_mᵀ) on each component's block and N w_m w_l
-    /// ∇L_m ∇L_lᵀ across any two (L_m = log P_m). `None` where a log P is
+    /// ∇L_m ∇L_lᵀ across any two (L_m = log P_m; `known`, each
+    /// component's where already computed at x). `None` where a log P is
     /// not finite.
     fn add_derivatives<F: ComponentFamily>(
         &self,
         slots: &[Slot],
         n: usize,
         x: &[[f64; 2]],
+        known: &[Option<LnMassSlope>],
         g: &mut [f64],
         h: &mut [f64],
     ) -> Option<()> {
-        let terms: Vec<(f64, [f64; 2], [f64; 3])> =
-            x.iter().map(|xm| self.window.ln_mass_slope::<F>(*xm)).collect::<Option<_>>()?;
+        let terms: Vec<LnMassSlope> = x
+            .iter()
+            .zip(known)
+            .map(|(xm, k)| k.filter(|t| t.0.is_finite()).or_else(|| self.window.ln_mass_slope::<F>(*xm)))
+            .collect::<Option<_>>()?;
         let q = self.noise + terms.iter().zip(&self.alpha).map(|(t, a)| a * t.0.exp()).sum::<f64>();
         let w: Vec<f64> = terms.iter().zip(&self.alpha).map(|(t, a)| a * t.0.exp() / q).collect();
         let at = |m: usize| [slots[m].mu, slots[m].shape];
