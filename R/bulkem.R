@@ -440,7 +440,9 @@
 #'   errors, AIC, BIC (whose n is the sum of the weights, each fit's
 #'   `nobs`) and ICL are weighted; the starts, the spurious screen's count
 #'   of distinct values, the refinement's regions and a noise component's
-#'   range look at the values alone. Every engine fits them (not with
+#'   range look at the values alone (a multivariate start draws its seeds
+#'   with probability proportional to weight times D², so a row of weight
+#'   0 never seeds). Every engine fits them (not with
 #'   `control$precision = "mixed"`).
 #'   `bulkem_bootstrap()` takes fits of whole-number (frequency) weights
 #'   kept with their data (`control = list(keep.data = TRUE)`, which keeps

@@ -25,9 +25,9 @@ pub struct MvData {
     pub support: Vec<(f64, f64)>,
     /// Each observation's weight (`weights`: frequency or case weights, at
     /// least 0), where given: every sum of the E-step, the information and
-    /// the log-likelihood weighs its observation by it. (The starts and the
-    /// noise's bounding box look at the values alone, as the univariate
-    /// fits' do.)
+    /// the log-likelihood weighs its observation by it, and the starts draw
+    /// their seeds by it (starts.rs). (The noise's bounding box looks at
+    /// the values alone.)
     pub w: Option<Vec<f64>>,
     /// Σ w, or n without weights: the n of BIC, of the weights' M-step and
     /// of the screen's expected counts and the standardisation's Jacobian.

@@ -6,6 +6,10 @@
 //! a pure function of (seed, start index, the dataset's values), so a
 //! start never depends on threads, order, chunking or engine. A t
 //! mixture's start is the Normal's with every ν at its start value.
+//! Weighted data (MvData::w) draw each seed with probability proportional
+//! to its weight times its D² (the first by weight alone), so that a row of
+//! weight c is drawn as c repeated rows would be, and a row of weight 0
+//! never; the partition's M-step weighs its rows.
 
 use rand::RngExt;
 
@@ -45,7 +49,11 @@ pub fn initial_params(
 /// points.
 fn d2_partition(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<(Vec<usize>, Vec<usize>)> {
     let n = data.n;
-    let mut seeds = vec![rng.random_range(0..n)];
+    let first = match &data.w {
+        None => rng.random_range(0..n),
+        Some(w) => pick(w.iter().copied(), rng.random::<f64>() * data.total, n)?,
+    };
+    let mut seeds = vec![first];
     let mut nearest = vec![f64::INFINITY; n];
     let mut block = vec![0usize; n];
     let mut dist = vec![0.0; n];
@@ -61,20 +69,38 @@ fn d2_partition(data: &MvData, k: usize, rng: &mut rand_pcg::Pcg64) -> Option<(V
         if seeds.len() == k {
             return Some((seeds, block));
         }
-        let total: f64 = nearest.iter().sum();
-        if !(total > 0.0 && total.is_finite()) {
-            return None;
-        }
-        let mut target = rng.random::<f64>() * total;
-        let pick = nearest
-            .iter()
-            .position(|&w| {
-                target -= w;
-                target < 0.0 && w > 0.0
-            })
-            .or_else(|| nearest.iter().rposition(|&w| w > 0.0))?;
-        seeds.push(pick);
+        let next = match &data.w {
+            None => {
+                let total: f64 = nearest.iter().sum();
+                if !(total > 0.0 && total.is_finite()) {
+                    return None;
+                }
+                pick(nearest.iter().copied(), rng.random::<f64>() * total, n)?
+            }
+            Some(w) => {
+                let weighted = || nearest.iter().zip(w).map(|(d, w)| d * w);
+                let total: f64 = weighted().sum();
+                if !(total > 0.0 && total.is_finite()) {
+                    return None;
+                }
+                pick(weighted(), rng.random::<f64>() * total, n)?
+            }
+        };
+        seeds.push(next);
     }
+}
+
+/// The index `target` falls on when the n `weights` are laid end to end
+/// (the last positive one where rounding leaves it past the end); `None`
+/// if none is positive.
+fn pick(weights: impl Iterator<Item = f64> + Clone, mut target: f64, n: usize) -> Option<usize> {
+    weights
+        .clone()
+        .position(|w| {
+            target -= w;
+            target < 0.0 && w > 0.0
+        })
+        .or_else(|| weights.take(n).enumerate().filter(|&(_, w)| w > 0.0).map(|(i, _)| i).last())
 }
 
 /// Every observation's squared distance from observation `from`, into
@@ -109,9 +135,13 @@ fn partition_params(data: &MvData, seeds: &[usize], block: &[usize], structure: 
         log_map: 0.0,
     };
     // one pass over the observations, each sum taken over them in order
+    // (each term times the row's weight: 1 without weights, the same bits)
     let mut c = vec![0.0; d];
+    let mut members = vec![0usize; k];
     for (i, &m) in block.iter().enumerate().take(n) {
-        st.s0[m] += 1.0;
+        let w = data.weight(i);
+        st.s0[m] += w;
+        members[m] += usize::from(w > 0.0);
         let centre = &st.centre[m * d..(m + 1) * d];
         for (j, cj) in c.iter_mut().enumerate() {
             *cj = data.at(i, j) - centre[j];
@@ -119,17 +149,19 @@ fn partition_params(data: &MvData, seeds: &[usize], block: &[usize], structure: 
         let s1 = &mut st.s1[m * d..(m + 1) * d];
         let s2 = &mut st.s2[m * d * d..(m + 1) * d * d];
         for j in 0..d {
-            s1[j] += c[j];
+            let wc = w * c[j];
+            s1[j] += wc;
             for l in 0..=j {
-                s2[j + d * l] += c[j] * c[l];
+                s2[j + d * l] += wc * c[l];
             }
         }
     }
-    // a block needs more observations than dimensions for a covariance
-    if st.s0.iter().any(|&c| c < (d + 1) as f64) && structure != Structure::Tied {
+    // a block needs more observations (of positive weight) than dimensions
+    // for a covariance
+    if members.iter().any(|&c| c < d + 1) && structure != Structure::Tied {
         return None;
     }
-    let mut p = m_step(&st, n as f64, d, Model::normal(structure)).ok()?;
+    let mut p = m_step(&st, data.total, d, Model::normal(structure)).ok()?;
     // a noise component starts small, the components where the partition
     // put them (as univariate starts, limits::NOISE_START)
     if data.log_noise.is_some() {
@@ -224,6 +256,27 @@ mod tests {
         let mut singular = given.clone();
         singular.sigma = vec![1.0, 2.0, 2.0, 1.0];
         assert!(given_params(&d, &singular, Structure::Full, &[]).is_none());
+    }
+
+    #[test]
+    fn weighted_rows_are_seeded_by_weight_and_rows_of_weight_0_never() {
+        let n = 300;
+        let plain = data(n);
+        let x: Vec<f64> = (0..2)
+            .flat_map(|j| (0..n).map(move |i| (j, i)))
+            .map(|(j, i)| plain.scaling.center[j] + plain.scaling.scale[j] * plain.at(i, j))
+            .collect();
+        // the far group (every tenth row) weighted 0: never a seed, and the
+        // partition's weights are the rest's alone
+        let w: Vec<f64> = (0..n).map(|i| if i % 10 == 0 { 0.0 } else { 1.0 + (i % 3) as f64 }).collect();
+        let d = MvData::prepare(&x, n, 2, Some(&w), false, false).unwrap();
+        for start in 0..30 {
+            let mut rng = start_rng(1, d.hash, start);
+            let (seeds, _) = d2_partition(&d, 3, &mut rng).unwrap();
+            assert!(seeds.iter().all(|&s| w[s] > 0.0), "start {start}: {seeds:?}");
+            let p = initial_params(&d, 2, Structure::Full, &[], 1, start).unwrap();
+            assert!((p.alpha.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
     }
 
     #[test]
