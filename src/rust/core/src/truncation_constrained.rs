@@ -108,14 +108,16 @@ fn m_step_of<F: ComponentFamily>(
         })
         .collect();
     let (slots, n) = slots(k, equal_scale, fixed);
+    // each component's count (exact and censored) and the noise's
+    let counts: Vec<f64> = sums.iter().map(|s| s[3]).collect();
+    let noise_count = st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise);
     let coupling = match (fixed.filter(|f| f.any_weight()), r.truncation) {
         (Some(_), Some(window)) => Some(Coupling {
             window,
             alpha: from.alpha[..k].to_vec(),
             noise: r.noise.map_or(0.0, |ln_u| from.noise * ln_u.exp()),
-            counts: sums.iter().map(|s| s[3]).collect(),
-            n: sums.iter().map(|s| s[3]).sum::<f64>()
-                + r.noise.map_or(0.0, |_| st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise)),
+            n: counts.iter().sum::<f64>() + r.noise.map_or(0.0, |_| noise_count),
+            counts: counts.clone(),
         }),
         _ => None,
     };
@@ -209,18 +211,14 @@ fn m_step_of<F: ComponentFamily>(
             p.shape[m] = f.shape(m).unwrap_or(p.shape[m]);
         }
     }
-    let counts: Vec<f64> = sums.iter().map(|s| s[3]).collect();
     match fixed.filter(|f| f.any_weight()) {
-        Some(f) => {
-            let noise_count = st.s0_noise + r.stats.map_or(0.0, |c| c.total_noise);
-            match (r.truncation, r.noise) {
-                (Some(_), noise) => {
-                    let noise = noise.map(|ln_u| (noise_count, ln_u));
-                    weights_in_window(&mut p, f, &counts, &ln_p[..k], noise, from)
-                }
-                (None, noise) => weights_given(&mut p, f, &counts, noise.map(|_| noise_count)),
+        Some(f) => match (r.truncation, r.noise) {
+            (Some(_), noise) => {
+                let noise = noise.map(|ln_u| (noise_count, ln_u));
+                weights_in_window(&mut p, f, &counts, &ln_p[..k], noise, from)
             }
-        }
+            (None, noise) => weights_given(&mut p, f, &counts, noise.map(|_| noise_count)),
+        },
         None => {
             let l: Vec<f64> = (0..k).map(|m| counts[m].ln() - ln_p[m]).collect();
             r.map_weights(&mut p, st, &l);
