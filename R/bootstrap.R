@@ -117,6 +117,24 @@
 #' per K fitted, so a shifted bootstrap takes far longer than an unshifted
 #' one. The fits must all be shifted or none.
 #'
+#' **Multivariate fits** (a list of matrices, [bulkem-multivariate]): the
+#' replicates are drawn as [simulate()][simulate.bulkem_mvfit] draws (R's
+#' random number generator, set from `seed` and the dataset's position and
+#' put back after; a noise component over the fit's box) and refitted by
+#' [bulkem()] with the fits' family, covariance structure, noise and `df`,
+#' on the engine it chooses (the CPU or `cuda-batched`), every replicate of
+#' one K in one call (in chunks of about 2e7 values). Each refit runs the
+#' fit (or, for K + 1, the fit with its heaviest component split in two
+#' along its major axis, the pair's mean and covariance the component's)
+#' and `random.inits - 1` random starts (at least one). A replicate's
+#' components are matched to the estimate's by the permutation minimising
+#' the sum of the Mahalanobis distances of the matched means under the
+#' estimate's covariances (for K > 6, greedily in the estimate's order).
+#' The rows are those of [tidy()][tidy.bulkem_mv] (`variable`, `variable2`
+#' name a mean's or a covariance entry's variables; a noise weight is term
+#' `"noise"`), with the bootstrap's columns; a t's fixed `df` get none.
+#' Frequency-weighted fits are drawn as their expanded data, as above.
+#'
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.
 #'
@@ -133,8 +151,9 @@
 #' @param level The level at which the sequential procedure stops (and
 #'   `selected` is chosen).
 #' @param data The datasets the fits were made on, a list with one numeric
-#'   vector per dataset in the order of `fits` (missing values are dropped,
-#'   as the fit's default `na.action` did); default: the data kept in the
+#'   vector (for multivariate fits, a matrix) per dataset in the order of
+#'   `fits` (missing values, or rows with one, are dropped, as the fit's
+#'   default `na.action` did); default: the data kept in the
 #'   fits by `bulkem(..., control = list(keep.data = TRUE))` (an error if
 #'   there is none).
 #' @param seed A whole number from 0 to `.Machine$integer.max` fixing the
@@ -221,7 +240,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
                              use.gpu = NA, verbose = FALSE, control = list()) {
   started <- proc.time()[["elapsed"]]
   if (!inherits(fits, "bulkem")) stop_arg("`fits` must be a bulkem result")
-  if (inherits(fits, "bulkem_mv")) not_for_multivariate("bulkem_bootstrap()")
+  multivariate <- inherits(fits, "bulkem_mv")
   # a truncated fit's replicates are drawn from its mixture, those outside
   # its window dropped: a window holding little of the mixture would take
   # too many draws
@@ -230,8 +249,8 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
     stop_arg("`fits` has truncated fits whose window holds under 1% of their mixture (first: dataset ",
              which(thin)[1], "): their replicates cannot be drawn by keeping the mixture's draws inside it")
   }
-  shifted <- bootstrap_shift(unclass(fits))
-  censored <- bootstrap_censoring(unclass(fits))
+  shifted <- !multivariate && bootstrap_shift(unclass(fits))
+  censored <- !multivariate && bootstrap_censoring(unclass(fits))
   B <- as.integer(check_whole(B, "B", 2, .Machine$integer.max))
   test <- check_choice(test, "test", c("none", "lrt"))
   check_unit(conf.level, "conf.level")
@@ -246,6 +265,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   }
   max.iters <- as.integer(check_whole(max.iters, "max.iters", 1, .Machine$integer.max))
   check_positive(epsilon, "epsilon")
+  random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   check_flag(use.gpu, "use.gpu", na_ok = TRUE)
   check_flag(verbose, "verbose")
   seed <- if (is.null(seed)) {
@@ -257,6 +277,10 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control <- check_control(control)
   control$keep.data <- FALSE
   control$keep.starts <- FALSE
+  if (multivariate) {
+    return(bootstrap_mv(fits, B, test, max.components, level, data, seed, conf.level, random.inits,
+                        max.iters, epsilon, use.gpu, verbose, control, started))
+  }
   # the refits start from the fit (start 1): their other starts are drawn
   # as before bulkem()'s default search had short runs (the calibration of
   # results-bootstrap.md), unless the call says otherwise
@@ -269,7 +293,6 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
              "test = \"lrt\" does not apply (test = \"none\" refits them with their values held)")
   }
   data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
-  random.inits <- as.integer(check_whole(random.inits, "random.inits", 1, .Machine$integer.max))
   family <- attr(fits, "family")
   if (is.null(family)) family <- items[[1]]$family
   noise <- bootstrap_noise(items)
@@ -401,6 +424,7 @@ given_support <- function(fit, data) {
 # CPU), or sharded over future workers. `report` is a progress reporter.
 # Returns the refits, one list per e (bootstrap_() in src/rust/src).
 bootstrap_run <- function(data, nulls, B, extra, s, report) {
+  if (isTRUE(s$multivariate)) return(bootstrap_run_mv(data, nulls, B, extra, s, report))
   if (isTRUE(s$shift) || isTRUE(s$censored)) return(bootstrap_run_r(data, nulls, B, extra, s, report))
   if (isTRUE(s$control$future)) return(bootstrap_future(data, nulls, B, extra, s))
   noise <- isTRUE(s$noise)
@@ -483,6 +507,8 @@ bootstrap_nulls <- function(items, supports = NULL) {
   lapply(seq_along(items), function(d) {
     f <- items[[d]]
     if (!has_fit(f)) return(NULL)
+    # a multivariate null is its fit, with the box its refits take
+    if (inherits(f, "bulkem_mvfit")) return(c(unclass(f), list(support = supports[[d]])))
     list(alpha = f$alpha, mu = f$mu, shape = fit_shape(f), noise = if (has_noise(f)) f$noise else 0,
          support = if (has_noise(f)) supports[[d]], df = if (length(fit_third(f)) > 0) fit_third(f),
          noise_support = if (has_noise(f)) f$noise_support,
@@ -575,14 +601,16 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       } else {
         data[idx]
       }
-      fk <- withCallingHandlers(
-        bulkem(given_k, num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
-               use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
-               control = s$given_control, noise = s$noise,
-               noise.support = if (s$noise) s$noise.support[idx], df = s$df,
-               truncation = if (any(lengths(s$truncation[idx]) == 2)) s$truncation[idx],
-               shift = isTRUE(s$shift)),
-        bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
+      args <- list(given_k, num.components = k, max.iters = s$max.iters, random.inits = s$random.inits,
+                   use.gpu = s$use.gpu, epsilon = s$epsilon, family = s$family, seed = s$seed,
+                   control = s$given_control, noise = s$noise,
+                   noise.support = if (s$noise) s$noise.support[idx], df = s$df,
+                   truncation = if (any(lengths(s$truncation[idx]) == 2)) s$truncation[idx],
+                   shift = isTRUE(s$shift))
+      # (multivariate fits: their covariance structure)
+      if (isTRUE(s$multivariate)) args$covariance <- s$covariance
+      fk <- withCallingHandlers(do.call(bulkem, args),
+                                bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
       fits_k[idx] <- unclass(fk)
       phase <- phase + 1
       base$update(phase, phases)
@@ -618,7 +646,7 @@ bootstrap_lrt <- function(items, data, B, max.components, level, s, names_d) {
       t_obs <- if (obs_ok) 2 * (l1 - l0) else NA_real_
       p <- if (obs_ok && length(t_null) > 0) (1 + sum(t_null >= t_obs)) / (1 + length(t_null)) else NA_real_
       rows[[length(rows) + 1]] <- data.frame(
-        dataset = names_d[d], k = if (k0[d] > 0) k0[d] else if (is.na(k)) length(items[[d]]$mu) else k,
+        dataset = names_d[d], k = if (k0[d] > 0) k0[d] else if (is.na(k)) NROW(items[[d]]$mu) else k,
         loglik = if (k0[d] > 0) l0 else NA_real_, loglik_alt = if (k0[d] > 0) l1 else NA_real_,
         lrt = t_obs, p_value = p, B = if (k0[d] > 0) B else 0L, B_used = length(t_null),
         failed = if (k0[d] > 0) sum(!used & !spur) else 0L, spurious = if (k0[d] > 0) sum(spur) else 0L,

@@ -26,8 +26,9 @@
 #' `augment()` adds each observation's component, posteriors and
 #' uncertainty to the data, `simulate()` draws samples from the mixture;
 #' [plot()][plot.bulkem_mvfit] draws a scatter-plot matrix with the
-#' components' ellipses. `quantile()` and [bulkem_bootstrap()] do not
-#' take multivariate fits yet: they say so with an error of class
+#' components' ellipses; [bulkem_bootstrap()] gives bootstrap standard
+#' errors and the likelihood-ratio test of K vs K + 1. `quantile()` does
+#' not take multivariate fits: it says so with an error of class
 #' `bulkem_error_argument`.
 #'
 #' @section Standard errors:

@@ -69,7 +69,7 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
   engine <- res$engine
   returned <- proc.time()[["elapsed"]]
   reporter$finish()
-  fits <- lapply(res$fits, label_mv_fit, variables = variables)
+  fits <- lapply(res$fits, label_mv_fit, variables = variables, df_fixed = !is.null(args$df))
   fits <- attach_inputs(fits, datasets, input, control$keep.data, weights)
   finished <- proc.time()[["elapsed"]]
   elapsed <- finished - started
@@ -115,12 +115,15 @@ check_noise_box <- function(support, n_datasets, variables, noise) {
   one(support)
 }
 
-# The variables' names on a fit's mu and sigma (and on every K's fit).
-label_mv_fit <- function(fit, variables) {
+# The variables' names on a fit's mu and sigma (and on every K's fit); a
+# t's `df` fixed by bulkem(df =) marked so (attribute "fixed"), as the
+# univariate fits' are.
+label_mv_fit <- function(fit, variables, df_fixed = FALSE) {
   dimnames(fit$mu) <- list(NULL, variables)
   dimnames(fit$sigma) <- list(variables, variables, NULL)
   if (!is.null(fit$noise_support)) dimnames(fit$noise_support) <- list(variables, c("lower", "upper"))
-  if (!is.null(fit$all_k)) fit$all_k <- lapply(fit$all_k, label_mv_fit, variables = variables)
+  if (df_fixed && !is.null(fit$df)) attr(fit$df, "fixed") <- TRUE
+  if (!is.null(fit$all_k)) fit$all_k <- lapply(fit$all_k, label_mv_fit, variables = variables, df_fixed = df_fixed)
   fit
 }
 

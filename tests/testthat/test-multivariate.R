@@ -19,18 +19,6 @@ mv_loglik <- function(x, fit) {
   sum(log(rowSums(dens)))
 }
 
-mclust_model <- c(full = "VVV", tied = "EEE", diagonal = "VVI", spherical = "VII")
-
-# mclust's fit of one model and K (Mclust(), whose helpers look each other
-# up on the search path: mclust is attached for the call only)
-mclust_fit <- function(x, k, model) {
-  if (!"package:mclust" %in% search()) {
-    suppressPackageStartupMessages(attachNamespace("mclust"))
-    on.exit(detach("package:mclust"), add = TRUE)
-  }
-  mclust::Mclust(x, G = k, modelNames = model, verbose = FALSE)
-}
-
 test_that("iris with K = 3 reaches mclust's optimum and its classes", {
   skip_if_not_installed("mclust")
   x <- as.matrix(iris[1:4])
@@ -171,8 +159,9 @@ test_that("what multivariate fits do not take is an argument error naming it", {
     expect_error(eval(call), class = "bulkem_error_argument")
   }
   fit <- bulkem(x, num.components = 2, seed = 1, control = list(threads = 1))
-  # vcov() and confint() take them (test-vcov-multivariate.R); these do not
-  expect_error(bulkem_bootstrap(fit), class = "bulkem_error_argument")
+  # vcov() and confint() take them (test-vcov-multivariate.R); quantile()
+  # does not; bulkem_bootstrap() needs the data (test-bootstrap-multivariate.R)
+  expect_error(bulkem_bootstrap(fit), "keep.data", class = "bulkem_error_argument")
   expect_error(quantile(fit[[1]]), class = "bulkem_error_argument")
 })
 
