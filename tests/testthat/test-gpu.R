@@ -1087,3 +1087,26 @@ test_that("cuda-streams fits truncated data with a weight held fixed as the CPU 
   expect_equal(ll(gpu), ll(cpu), tolerance = 1e-9)
   for (i in seq_along(x)) expect_equal(gpu[[i]]$alpha, cpu[[i]]$alpha, tolerance = 1e-6)
 })
+
+test_that("the bootstrap of multivariate fits refits them alike on cuda-batched", {
+  skip_if_no_gpu()
+  set.seed(67)
+  x <- replicate(3, rbind(matrix(rnorm(300), 150), matrix(rnorm(200, 4), 100)), simplify = FALSE)
+  for (args in list(list(family = "normal"), list(family = "t", noise = TRUE))) {
+    fit <- do.call(bulkem, c(list(x, 2, seed = 1, use.gpu = FALSE, control = list(keep.data = TRUE)), args))
+    # (tight stops: refits that stop loosely stop at points that differ by engine)
+    run <- function(engine, test = "none") {
+      bulkem_bootstrap(fit, B = 20, test = test, seed = 2, random.inits = 3, epsilon = 1e-10,
+                       max.iters = 20000, control = list(engine = engine))
+    }
+    cpu <- run("cpu")
+    gpu <- run("cuda-batched")
+    expect_identical(attr(gpu, "engine"), "cuda-batched")
+    expect_identical(attr(gpu, "replicates"), attr(cpu, "replicates"))
+    expect_equal(gpu$std.error, cpu$std.error, tolerance = 1e-5, label = deparse(args))
+    lrt_cpu <- run("cpu", "lrt")
+    lrt_gpu <- run("cuda-batched", "lrt")
+    expect_equal(lrt_gpu$lrt, lrt_cpu$lrt, tolerance = 1e-6, label = deparse(args))
+    expect_equal(lrt_gpu$p_value, lrt_cpu$p_value, label = deparse(args))
+  }
+})
