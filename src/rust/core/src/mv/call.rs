@@ -241,20 +241,22 @@ struct Tally {
     /// Every finished start's (log-likelihood, admissible).
     finished: Vec<(f64, bool)>,
     run: u32,
-    /// The first way a start degenerated, for the message of a failed fit.
-    failure: Option<Degenerate>,
+    /// How the lowest-numbered start that degenerated did, for the message
+    /// of a failed fit (the lowest, not the first recorded: starts finish in
+    /// an order that depends on threads).
+    failure: Option<(u32, Degenerate)>,
 }
 
 impl Tally {
     fn record(&mut self, start: u32, fit: Option<MvStartFit>, admissible: bool) {
         self.run += 1;
         let Some(fit) = fit else {
-            self.failure.get_or_insert(Degenerate::NoStart);
+            self.degenerated(start, Degenerate::NoStart);
             return;
         };
         match fit.outcome {
             Outcome::Failed(why) => {
-                self.failure.get_or_insert(why);
+                self.degenerated(start, why);
                 return;
             }
             Outcome::Cancelled => return,
@@ -270,6 +272,12 @@ impl Tally {
         };
         if better {
             self.best = Some((admissible, fit, start));
+        }
+    }
+
+    fn degenerated(&mut self, start: u32, why: Degenerate) {
+        if self.failure.is_none_or(|(first, _)| start < first) {
+            self.failure = Some((start, why));
         }
     }
 
@@ -424,7 +432,7 @@ fn finish(job: &MvJob, data: &MvData, k: usize, tally: Tally) -> MvFit {
     let ok = tally.finished.len() as u32;
     let spurious_starts = tally.finished.iter().filter(|f| !f.1).count() as u32;
     let Some((admissible, best, start)) = tally.best else {
-        let why = tally.failure.unwrap_or(Degenerate::NoStart).describe();
+        let why = tally.failure.map_or(Degenerate::NoStart, |(_, why)| why).describe();
         let mut f =
             MvFit::without_params(data.n, data.d, k, Status::Failed, format!("every start degenerated ({why})"));
         f.starts_run = tally.run;
@@ -505,4 +513,24 @@ fn choose_k(by_k: Vec<Vec<MvFit>>, criterion: Criterion) -> Vec<MvFit> {
             fit
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_fit_tells_of_its_lowest_numbered_start_whatever_the_order() {
+        let mut a = Tally::default();
+        a.record(5, None, false);
+        a.degenerated(2, Degenerate::WeightCollapsed);
+        a.degenerated(9, Degenerate::SpreadCollapsed);
+        let mut b = Tally::default();
+        b.degenerated(9, Degenerate::SpreadCollapsed);
+        b.degenerated(2, Degenerate::WeightCollapsed);
+        b.record(5, None, false);
+        assert_eq!(a.failure, Some((2, Degenerate::WeightCollapsed)));
+        assert_eq!(a.failure, b.failure);
+        assert_eq!((a.run, b.run), (1, 1));
+    }
 }
