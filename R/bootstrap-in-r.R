@@ -257,10 +257,6 @@ bootstrap_censoring <- function(items) {
                "bulkem_bootstrap() draws replicates censored by a fixed scheme (such as one deadline), ",
                "or by random censoring on one side")
     }
-    if (!fixed && !is.null(f$weights)) {
-      stop_arg("dataset ", d, " of `fits` is randomly censored and weighted: bulkem_bootstrap() draws ",
-               "randomly censored replicates of unweighted data only, so far")
-    }
   }
   TRUE
 }

@@ -92,8 +92,8 @@
 #' ones as censored; \pkg{survival}'s `survfit()`), never censored with
 #' the estimate's mass beyond the last point, and is censored at it when it
 #' falls beyond it. Windows on both sides that overlap or hold observed
-#' values, and weighted randomly censored data, are refused (an error
-#' says so).
+#' values are refused (an error says so). Weighted censored data are drawn
+#' as the rows they stand for (see Weighted fits).
 #' **Histograms** (binned data, fitted with `keep.data = TRUE`): each
 #' replicate draws as many values as the histogram counted and bins them
 #' by its breaks (a gap between bins that held values, bins of count 0,
@@ -117,6 +117,13 @@
 #' per K fitted, so a shifted bootstrap takes far longer than an unshifted
 #' one. The fits must all be shifted or none.
 #'
+#' **Weighted fits** (`bulkem(weights =)` of whole numbers, fitted with
+#' `keep.data = TRUE`, which keeps the weights beside the data): each value
+#' (or row) stands for as many as its weight says, so the replicates have
+#' the sum of the weights values and are refitted without weights, as
+#' fits of the expanded data are. Weights that are not whole numbers are
+#' refused.
+#'
 #' **Multivariate fits** (a list of matrices, [bulkem-multivariate]): the
 #' replicates are drawn as [simulate()][simulate.bulkem_mvfit] draws (R's
 #' random number generator, set from `seed` and the dataset's position and
@@ -133,7 +140,7 @@
 #' The rows are those of [tidy()][tidy.bulkem_mv] (`variable`, `variable2`
 #' name a mean's or a covariance entry's variables; a noise weight is term
 #' `"noise"`), with the bootstrap's columns; a t's fixed `df` get none.
-#' Frequency-weighted fits are drawn as their expanded data, as above.
+#' Weighted multivariate fits are drawn as any weighted fit (above).
 #'
 #' Datasets without a fit (status `"failed"` or `"invalid"`) get rows with
 #' `NA` values and `B_used = 0`; nothing is simulated for them.

@@ -228,8 +228,33 @@ test_that("randomly censored values are bootstrapped with the censoring distribu
   gb <- bulkem_bootstrap(g, B = 99, seed = 2, use.gpu = FALSE)
   ratio <- gb$std.error / tidy(g)$std.error
   expect_true(all(ratio > 0.7 & ratio < 1.3))
-  # weighted and randomly censored: refused, saying so
-  w <- bulkem(list(a = survival::Surv(pmin(x, cens), !late)), seed = 1, use.gpu = FALSE, weights = list(rep(2, 500)),
-              control = list(keep.data = TRUE))
-  expect_error(bulkem_bootstrap(w, B = 19, use.gpu = FALSE), class = "bulkem_error_argument", regexp = "weighted")
+})
+
+test_that("weighted randomly censored values are bootstrapped as the rows they stand for", {
+  # rows rounded so that they repeat: the distinct rows with their counts
+  # as frequency weights against the expanded rows, each deadline its own
+  set.seed(13)
+  x <- round(c(stats::rnorm(150, 2, 0.5), stats::rnorm(100, 5, 0.7)), 1)
+  cens <- round(stats::runif(250, 3, 8))
+  time <- pmin(x, cens)
+  event <- x <= cens
+  key <- paste(time, event)
+  first <- !duplicated(key)
+  w <- as.numeric(table(factor(key, levels = key[first])))
+  rows <- rep(which(first), w)
+  fit <- function(s, weights = NULL) {
+    bulkem(list(a = s), weights = weights, family = "normal", seed = 1, use.gpu = FALSE, epsilon = 1e-12,
+           control = list(keep.data = TRUE))
+  }
+  fw <- fit(survival::Surv(time[first], event[first]), list(w))
+  fe <- fit(survival::Surv(time[rows], event[rows]))
+  expect_equal(fw$a$loglik, fe$a$loglik, tolerance = 1e-10)
+  bw <- bulkem_bootstrap(fw, B = 39, seed = 2, use.gpu = FALSE, epsilon = 1e-12)
+  be <- bulkem_bootstrap(fe, B = 39, seed = 2, use.gpu = FALSE, epsilon = 1e-12)
+  expect_equal(attr(bw, "replicates"), attr(be, "replicates"))
+  expect_equal(bw$std.error, be$std.error, tolerance = 1e-8)
+  # weights that are not whole numbers have no data to stand for
+  fc <- fit(survival::Surv(time[first], event[first]), list(w + 0.5))
+  expect_error(bulkem_bootstrap(fc, B = 19, use.gpu = FALSE), class = "bulkem_error_argument",
+               regexp = "whole numbers")
 })
