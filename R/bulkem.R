@@ -409,8 +409,8 @@
 #'   a `"diagonal"` fit keeps its diagonal; `"spherical"`, its mean
 #'   variance; `"tied"`, the weights' average of the components'), and the
 #'   j-th start of a K is numbered `random.inits * (control$restarts + 1) +
-#'   j`. A multivariate `bulkem` result starts the refit as a univariate
-#'   one does.
+#'   j` (plus `control$short.runs` where given). A multivariate `bulkem`
+#'   result starts the refit as a univariate one does.
 #' @param equal.scale If `TRUE`, one shape shared by the components: equal
 #'   variances for the Normal (mclust's "E" model), equal `sigma` for
 #'   the lognormal (on the logarithms) and Student's t (its scale; `df`

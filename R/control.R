@@ -174,6 +174,13 @@
 #'   and B2's easy two-component fits). On the GPU the short runs are one
 #'   more round of the engine: on an H200 B2 takes 1.0-1.9 times the wall
 #'   time, B4 1.2-1.3 times (`inst/bench/short-runs-cost.R`).
+#'   Multivariate data run short runs only where `short.runs` is given
+#'   (the default there is 0): the draws' D² seeding finds minor clusters
+#'   about as often without them (`inst/bench/mv-starts.R`, see
+#'   `inst/bench/results-mv-starts.md`); a continued start is numbered by
+#'   its draw (`best_start`), a restart round runs the next draws in index
+#'   order not continued already, and the user's starts (`init`) are
+#'   numbered after every draw the rounds may take.
 #' @param short.iters EM iterations of each short run (default 10: 5 rank
 #'   the short runs poorly, 10-20 well; SQUAREM's extrapolated passes count
 #'   as iterations, as in `max.iters`).

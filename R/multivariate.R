@@ -8,8 +8,8 @@ covariance_structures <- c("full", "tied", "diagonal", "spherical")
 
 # What the multivariate fits do not take yet: control settings of the
 # univariate engines, given explicitly.
-univariate_only_control <- c("precision", "accelerate", "keep.starts", "refine", "short.runs",
-                             "short.iters", "starts", "spurious.distinct", "future", "shards")
+univariate_only_control <- c("precision", "accelerate", "keep.starts", "refine", "starts",
+                             "spurious.distinct", "future", "shards")
 
 # Checks what bulkem() was given for multivariate data; returns the family.
 check_multivariate_args <- function(family, family_given, noise, noise.support, df, control,
@@ -52,6 +52,8 @@ fit_multivariate <- function(input, args, control, covariance, verbose, started)
                     paste(args$num.components, collapse = ", "), args$random.inits, engine))
   }
   noise_box <- check_noise_box(args$noise.support, length(datasets), variables, args$noise)
+  # emEM only where asked for (control$short.runs)
+  if (!"short.runs" %in% attr(control, "given")) control$short.runs <- 0L
   run <- function(engine) {
     settings <- core_settings(args$family, args$num.components, args$max.iters, args$random.inits,
                               args$epsilon, args$seed, control, engine, noise = args$noise,

@@ -155,7 +155,7 @@ test_that("bad multivariate bootstrap calls are classed errors", {
                class = "bulkem_error_argument")
   expect_error(bulkem_bootstrap(f, B = 10, data = list(d[[1]][, 1]), use.gpu = FALSE),
                class = "bulkem_error_argument")
-  expect_error(bulkem_bootstrap(f, B = 10, data = d, use.gpu = FALSE, control = list(short.runs = 10)),
+  expect_error(bulkem_bootstrap(f, B = 10, data = d, use.gpu = FALSE, control = list(refine = 1)),
                "univariate data only", class = "bulkem_error_argument")
   fn <- bulkem(d, num.components = 2, family = "normal", noise = TRUE, use.gpu = FALSE, seed = 1,
                control = list(threads = 1))

@@ -1110,3 +1110,18 @@ test_that("the bootstrap of multivariate fits refits them alike on cuda-batched"
     expect_equal(lrt_gpu$p_value, lrt_cpu$p_value, label = deparse(args))
   }
 })
+
+test_that("cuda-batched runs multivariate short runs (emEM) as the CPU engine does", {
+  skip_if_no_gpu()
+  set.seed(68)
+  x <- replicate(5, rbind(matrix(rnorm(400), 200), matrix(rnorm(200, 3), 100), matrix(rnorm(40, -3, 0.3), 20)),
+                 simplify = FALSE)
+  ctl <- list(short.runs = 40, short.iters = 8, restarts = 1)
+  cpu <- bulkem(x, 3, seed = 1, random.inits = 10, use.gpu = FALSE, control = ctl)
+  gpu <- bulkem(x, 3, seed = 1, random.inits = 10, control = c(ctl, engine = "cuda-batched"))
+  expect_identical(attr(gpu, "engine"), "cuda-batched")
+  ll <- function(f) vapply(unclass(f), `[[`, 0, "loglik")
+  expect_equal(ll(gpu), ll(cpu), tolerance = 1e-9)
+  expect_identical(vapply(unclass(gpu), `[[`, 0L, "best_start"), vapply(unclass(cpu), `[[`, 0L, "best_start"))
+  expect_equal(attr(gpu, "em_iterations"), attr(cpu, "em_iterations"), tolerance = 1e-3)
+})

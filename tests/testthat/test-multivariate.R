@@ -285,3 +285,41 @@ test_that("noise.support gives the noise component a box of the user's, per call
   expect_match(each[[2]]$message, "noise.support")
 })
 
+
+test_that("multivariate short runs (emEM) continue their best draws, reproducibly", {
+  set.seed(69)
+  x <- replicate(4, rbind(matrix(rnorm(400), 200), matrix(rnorm(200, 3), 100), matrix(rnorm(40, -3, 0.3), 20)),
+                 simplify = FALSE)
+  ctl <- list(short.runs = 40, short.iters = 8)
+  one <- bulkem(x, 3, seed = 1, random.inits = 10, control = c(ctl, threads = 1))
+  two <- bulkem(x, 3, seed = 1, random.inits = 10, control = c(ctl, threads = 2))
+  expect_identical(lapply(unclass(one), `[[`, "mu"), lapply(unclass(two), `[[`, "mu"))
+  plain <- bulkem(x, 3, seed = 1, random.inits = 10, control = list(threads = 2))
+  ll <- function(f) vapply(unclass(f), `[[`, 0, "loglik")
+  # these well-separated clusters: the same optimum either way
+  expect_equal(ll(one), ll(plain), tolerance = 1e-8)
+  for (f in unclass(one)) {
+    expect_identical(f$starts_run, 10L)
+    # a continued start is numbered by its draw, one of the 40
+    expect_true(f$best_start >= 1 && f$best_start <= 40)
+    # the continued draw run alone (a given start of the same parameters
+    # as the draw is not available from R, so: its optimum is the fit's)
+    expect_identical(f$status, "converged")
+  }
+  # without an explicit short.runs, multivariate fits run none: the
+  # results of a call with short.runs = 0
+  zero <- bulkem(x, 3, seed = 1, random.inits = 10, control = list(threads = 2, short.runs = 0))
+  expect_identical(lapply(unclass(plain), `[[`, "mu"), lapply(unclass(zero), `[[`, "mu"))
+  expect_identical(attr(plain, "em_iterations"), attr(zero, "em_iterations"))
+  # the short runs' passes count: 4 datasets x 40 runs of up to 8 iterations
+  # (each run's first pass too) beside the continued starts'
+  expect_gt(attr(one, "em_iterations"), 4 * 40 * 2)
+  # fewer short runs than continued starts: an error naming the setting
+  expect_error(bulkem(x, 3, seed = 1, random.inits = 10, control = list(short.runs = 5)),
+               "short.runs", class = "bulkem_error_argument")
+  # a user's start is numbered after every draw the rounds may take
+  st <- list(mu = one[[1]]$mu, sigma = one[[1]]$sigma, alpha = one[[1]]$alpha)
+  g <- bulkem(x[1], 3, seed = 1, random.inits = 10, init = st, control = c(ctl, restarts = 2, threads = 1))
+  expect_identical(g[[1]]$starts_run, 11L)
+  expect_true(g[[1]]$best_start <= 40 || g[[1]]$best_start == 10 * 3 + 40 + 1)
+})

@@ -217,7 +217,11 @@ impl MvJob<'_> {
     /// every round (the random starts are the draws they are without
     /// `init`).
     pub fn given_from(&self) -> u64 {
-        u64::from(self.settings.starts) * (u64::from(self.settings.restarts) + 1)
+        // with short runs, a restart round's draws skip those continued:
+        // every draw is below the short runs' count plus the rounds'
+        let s = &self.settings;
+        let short = s.components.iter().map(|&k| s.short_runs.for_k(k, s.starts)).max().unwrap_or(0);
+        u64::from(s.starts) * (u64::from(s.restarts) + 1) + u64::from(short)
     }
 
     /// Dataset `i`'s given starts of `k` components, with their indices.
@@ -232,6 +236,14 @@ impl MvJob<'_> {
             .map(move |(j, p)| (u32::try_from(from + j as u64).unwrap_or(u32::MAX), p))
     }
 }
+
+/// What becomes of one (dataset, start)'s run: `record(dataset, start,
+/// its fit, None where it could not start)`.
+type Record<'a> = dyn Fn(usize, u32, Option<MvStartFit>) + Sync + 'a;
+
+/// Runs (dataset, start) pairs to a number of EM iterations on the call's
+/// engine, each outcome to a Record.
+type RunWork<'a> = dyn Fn(&[(usize, u32)], u32, &Record) -> Result<(), Error> + 'a;
 
 /// What a dataset's starts of one K have given so far.
 #[derive(Default)]
@@ -343,30 +355,66 @@ fn fit_k(
     let need = k * (job.datasets.first().map_or(1, |m| m.d) + 1);
     let fittable: Vec<bool> = prepared.iter().map(|p| p.as_ref().is_ok_and(|m| m.positive >= need)).collect();
     let tallies: Vec<Mutex<Tally>> = prepared.iter().map(|_| Mutex::new(Tally::default())).collect();
-    let mut round = 0;
+    // a start's initial parameters: drawn, or the user's
+    let draw = |d: usize, start: u32| {
+        let data = prepared.get(d).and_then(|p| p.as_ref().ok())?;
+        match job.given_of(d, k).find(|&(i, _)| i == start) {
+            Some((_, given)) => given_params(data, given, job.structure, &df),
+            None => initial_params(data, k, job.structure, &df, s.seed, start),
+        }
+    };
+    // (dataset, start) pairs run to `max_iters` on the call's engine, each
+    // outcome to `record`
+    let run = |work: &[(usize, u32)], max_iters: u32, record: &Record| -> Result<(), Error> {
+        match gpus {
+            None => queue::for_each_index(work.len(), threads, cancel, |item| {
+                let Some(&(d, start)) = work.get(item) else { return };
+                let Some(Ok(data)) = prepared.get(d) else { return };
+                record(d, start, draw(d, start).map(|p| run_em(data, p, model, max_iters, s.epsilon, cancel)));
+                counters.done.fetch_add(1, Ordering::Relaxed);
+            }),
+            // the starts on the host (the same draws as the CPU engine's),
+            // the fits on the GPUs
+            Some(gpus) => {
+                let fitting = (k, model, max_iters, s.epsilon);
+                gpus.run(prepared, work, draw, record, fitting, threads, cancel, counters)
+            }
+        }
+    };
     let mut todo: Vec<usize> = (0..prepared.len()).filter(|&i| fittable[i]).collect();
+    let short = s.short_runs.for_k(k, starts);
+    // with short runs (emEM, short.rs): per dataset, the draws whose short
+    // runs ranked best, to be continued; `None`: the rounds' draws in order
+    let continued = if short > 0 && !todo.is_empty() {
+        Some(short_runs(&todo, prepared, short, starts, &run, &tallies, job, counters)?)
+    } else {
+        None
+    };
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    let mut drawn = vec![0u32; prepared.len()];
+    let mut round = 0;
     while !todo.is_empty() {
         if round > 0 {
             counters.total.fetch_add(todo.len() * starts as usize, Ordering::Relaxed);
         }
-        // each dataset's (dataset, start) pairs together: the round's random
-        // starts, and in the first round the user's starts of this K
-        let first = round * starts;
+        // each dataset's (dataset, start) pairs together: the round's starts
+        // (its continued short runs' draws; in a restart round with short
+        // runs, the next draws in index order not continued already), and
+        // in the first round the user's starts of this K
         let work: Vec<(usize, u32)> = todo
             .iter()
             .flat_map(|&d| {
                 let given = job.given_of(d, k).map(|(i, _)| i).filter(|_| round == 0);
-                (first..first + starts).chain(given).map(move |start| (d, start))
+                let draws: Vec<u32> = match &continued {
+                    None => (round * starts..(round + 1) * starts).collect(),
+                    Some(best) if round == 0 => best[d].clone(),
+                    Some(best) => next_draws(&mut drawn[d], &best[d], starts),
+                };
+                draws.into_iter().chain(given).map(move |start| (d, start))
             })
             .collect();
-        // a start's initial parameters: drawn, or the user's
-        let draw = |d: usize, start: u32| {
-            let data = prepared.get(d).and_then(|p| p.as_ref().ok())?;
-            match job.given_of(d, k).find(|&(i, _)| i == start) {
-                Some((_, given)) => given_params(data, given, job.structure, &df),
-                None => initial_params(data, k, job.structure, &df, s.seed, start),
-            }
-        };
         let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
             let Some(Ok(data)) = prepared.get(d) else { return };
             if let Some(f) = &fit {
@@ -375,20 +423,7 @@ fn fit_k(
             let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.total));
             tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
         };
-        match gpus {
-            None => queue::for_each_index(work.len(), threads, cancel, |item| {
-                let Some(&(d, start)) = work.get(item) else { return };
-                let Some(Ok(data)) = prepared.get(d) else { return };
-                record(d, start, draw(d, start).map(|p| run_em(data, p, model, s.max_iters, s.epsilon, cancel)));
-                counters.done.fetch_add(1, Ordering::Relaxed);
-            })?,
-            // the starts on the host (the same draws as the CPU engine's),
-            // the fits on the GPUs
-            Some(gpus) => {
-                let fitting = (k, model, s.max_iters, s.epsilon);
-                gpus.run(prepared, &work, draw, record, fitting, threads, cancel, counters)?;
-            }
-        }
+        run(&work, s.max_iters, &record)?;
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::Cancelled);
         }
@@ -423,6 +458,73 @@ fn fit_k(
     })?;
     counters.lap("finish (standard errors)", finishing);
     Ok(fits)
+}
+
+/// A restart round's draws after short runs: the `count` lowest draw
+/// indices from `*from` on that were not `continued`; `*from` moves past
+/// them.
+fn next_draws(from: &mut u32, continued: &[u32], count: u32) -> Vec<u32> {
+    let draws: Vec<u32> = (*from..).filter(|i| !continued.contains(i)).take(count as usize).collect();
+    *from = draws.last().map_or(*from, |&i| i + 1);
+    draws
+}
+
+/// emEM's short runs (short.rs) of the datasets `todo` (of `n`): draws
+/// 0..`short` each run for control$short.iters EM iterations; returns, per
+/// dataset, the draws of its best `starts` short runs (admissible ones
+/// first, then by log-likelihood, ties to the lower draw: an order that
+/// depends on the runs' results alone), best first. A short run that
+/// degenerates is remembered in its dataset's tally, for the message of a
+/// fit none of whose starts finishes; the short runs are counted as starts
+/// to run and their passes as E-step passes, not as the fit's starts.
+#[allow(clippy::too_many_arguments)]
+fn short_runs(
+    todo: &[usize],
+    prepared: &[Result<MvData, String>],
+    short: u32,
+    starts: u32,
+    run: &RunWork,
+    tallies: &[Mutex<Tally>],
+    job: &MvJob,
+    counters: &Counters,
+) -> Result<Vec<Vec<u32>>, Error> {
+    let s = &job.settings;
+    counters.total.fetch_add(todo.len() * short as usize, Ordering::Relaxed);
+    let ranked: Vec<Mutex<Vec<(bool, f64, u32)>>> = prepared.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let work: Vec<(usize, u32)> = todo.iter().flat_map(|&d| (0..short).map(move |j| (d, j))).collect();
+    let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
+        let Some(fit) = fit else {
+            if let Some(t) = tallies.get(d) {
+                t.lock().unwrap_or_else(PoisonError::into_inner).degenerated(start, Degenerate::NoStart);
+            }
+            return;
+        };
+        counters.em_iterations.fetch_add(fit.iterations as usize + 1, Ordering::Relaxed);
+        match fit.outcome {
+            Outcome::Failed(why) => {
+                if let Some(t) = tallies.get(d) {
+                    t.lock().unwrap_or_else(PoisonError::into_inner).degenerated(start, why);
+                }
+            }
+            Outcome::Cancelled => {}
+            Outcome::Converged | Outcome::MaxIters => {
+                let Some(Ok(data)) = prepared.get(d) else { return };
+                let admissible = !spurious(&s.screen, &fit.params, data.total);
+                if let Some(r) = ranked.get(d) {
+                    r.lock().unwrap_or_else(PoisonError::into_inner).push((admissible, fit.loglik, start));
+                }
+            }
+        }
+    };
+    run(&work, s.short_runs.iters.min(s.max_iters), &record)?;
+    Ok(ranked
+        .into_iter()
+        .map(|r| {
+            let mut r = r.into_inner().unwrap_or_else(PoisonError::into_inner);
+            r.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+            r.into_iter().take(starts as usize).map(|(_, _, start)| start).collect()
+        })
+        .collect())
 }
 
 /// A dataset's fit from its starts' tally.
@@ -532,5 +634,16 @@ mod tests {
         assert_eq!(a.failure, Some((2, Degenerate::WeightCollapsed)));
         assert_eq!(a.failure, b.failure);
         assert_eq!((a.run, b.run), (1, 1));
+    }
+
+    #[test]
+    fn restart_rounds_after_short_runs_take_the_draws_not_continued_in_order() {
+        let continued = [4, 0, 7, 2];
+        let mut from = 0;
+        assert_eq!(next_draws(&mut from, &continued, 3), [1, 3, 5]);
+        assert_eq!(next_draws(&mut from, &continued, 3), [6, 8, 9]);
+        assert_eq!(from, 10);
+        assert_eq!(next_draws(&mut from, &continued, 0), Vec::<u32>::new());
+        assert_eq!(from, 10);
     }
 }
