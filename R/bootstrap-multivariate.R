@@ -146,12 +146,19 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
   live <- which(k0 > 0)
   rng <- simulation_seed(NULL)
   on.exit(assign(".Random.seed", rng$state, envir = .GlobalEnv), add = TRUE)
-  reps <- vector("list", nd)
-  for (d in live) {
+  # dataset d's B replicates, drawn where a chunk needs them (the same
+  # draws for every e and chunking: the generator is set from d)
+  replicates <- function(d) {
     set.seed((s$seed + d) %% .Machine$integer.max)
     n <- nrow(data[[d]])
-    reps[[d]] <- lapply(seq_len(B), function(b) unname(mv_draws(nulls[[d]], n)))
+    lapply(seq_len(B), function(b) unname(mv_draws(nulls[[d]], n)))
   }
+  # what the summaries read of a refit (its standard errors are not
+  # computed, and the rest not kept, so that B refits per dataset stay small)
+  slim <- function(f) f[intersect(names(f), c("fit_success", "status", "spurious", "loglik", "alpha", "mu",
+                                               "sigma", "df", "noise", "noise_support"))]
+  control <- s$given_control
+  control$standard.errors <- FALSE
   df_fixed <- !is.null(s$df)
   levels <- c("converged", "max_iters", "failed", "invalid", "not_fitted")
   status_of <- function(f) {
@@ -169,7 +176,7 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
       size <- vapply(ds, function(d) (B + 1) * length(data[[d]]), 0)
       chunk <- cumsum(size) %/% 2e7
       for (part in split(ds, chunk)) {
-        sets <- unlist(lapply(part, function(d) c(list(data[[d]]), reps[[d]])), recursive = FALSE)
+        sets <- unlist(lapply(part, function(d) c(list(data[[d]]), replicates(d))), recursive = FALSE)
         starts <- unlist(lapply(part, function(d) {
           rep(list(list(bootstrap_start_mv(nulls[[d]], e, df_fixed))), B + 1)
         }), recursive = FALSE)
@@ -180,10 +187,11 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
                  df = s$df, init = structure(starts, class = "bulkem_given"),
                  random.inits = max(1L, s$random.inits - 1L), max.iters = s$max.iters,
                  epsilon = s$epsilon, seed = s$seed, use.gpu = s$use.gpu, criterion = "bic",
-                 control = s$given_control),
+                 control = control),
           bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
         engines <<- c(engines, attr(result, "engine"))
-        fits <- unclass(result)
+        fits <- lapply(unclass(result), slim)
+        rm(result, sets)
         for (i in seq_along(part)) refits[[part[i]]] <- fits[(i - 1) * (B + 1) + seq_len(B + 1)]
       }
     }
