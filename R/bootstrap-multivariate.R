@@ -137,9 +137,9 @@ bootstrap_start_mv <- function(f, e, df_fixed) {
 # each refit with start 1 from the null (bootstrap_start_mv()) and
 # `random.inits` - 1 random starts (at least one). Returns, per e, the
 # layout bootstrap_lrt() reads (replicates' log-likelihoods, statuses and
-# spurious flags, dataset by dataset; the observed ones) and the refits
-# themselves (`fits`: per dataset its B replicate fits, NULL without a
-# null).
+# spurious flags, dataset by dataset; the observed ones) and, where
+# `s$summarise(d, refits, statuses, spurious)` is given, its value per
+# dataset (`summaries`, NULL without a null).
 bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
   nd <- length(nulls)
   k0 <- vapply(nulls, function(p) if (is.null(p)) 0L else as.integer(p$k), 0L)
@@ -153,10 +153,7 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
     n <- nrow(data[[d]])
     lapply(seq_len(B), function(b) unname(mv_draws(nulls[[d]], n)))
   }
-  # what the summaries read of a refit (its standard errors are not
-  # computed, and the rest not kept, so that B refits per dataset stay small)
-  slim <- function(f) f[intersect(names(f), c("fit_success", "status", "spurious", "loglik", "alpha", "mu",
-                                               "sigma", "df", "noise", "noise_support"))]
+  # (the refits' standard errors are not needed)
   control <- s$given_control
   control$standard.errors <- FALSE
   df_fixed <- !is.null(s$df)
@@ -190,25 +187,37 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
                  control = control),
           bulkem_warning_convergence = function(w) invokeRestart("muffleWarning"))
         engines <<- c(engines, attr(result, "engine"))
-        fits <- lapply(unclass(result), slim)
+        fits <- unclass(result)
         rm(result, sets)
-        for (i in seq_along(part)) refits[[part[i]]] <- fits[(i - 1) * (B + 1) + seq_len(B + 1)]
+        # each dataset's refits reduced to what is read of them (with
+        # `s$summarise`, its rows of standard errors), chunk by chunk, so
+        # that memory stays bounded whatever B and the number of datasets
+        for (i in seq_along(part)) {
+          mine <- fits[(i - 1) * (B + 1) + seq_len(B + 1)]
+          reps <- mine[-1]
+          r <- list(loglik = vapply(reps, fit_loglik, 0), status = vapply(reps, status_of, 0L),
+                    spurious = vapply(reps, function(f) isTRUE(f$spurious), NA),
+                    observed = list(loglik = fit_loglik(mine[[1]]), status = status_of(mine[[1]]),
+                                    spurious = isTRUE(mine[[1]]$spurious)))
+          if (!is.null(s$summarise)) r$summary <- s$summarise(part[i], reps, levels[r$status], r$spurious)
+          refits[[part[i]]] <- r
+        }
+        rm(fits)
       }
     }
     if (!is.null(report)) report(j, length(extra))
-    reps_of <- lapply(seq_len(nd), function(d) if (k0[d] > 0) refits[[d]][-1])
-    per <- function(fun, v) {
-      unlist(lapply(seq_len(nd), function(d) if (k0[d] > 0) vapply(reps_of[[d]], fun, v) else rep(v, B)))
+    per <- function(field, v) {
+      unlist(lapply(seq_len(nd), function(d) if (k0[d] > 0) refits[[d]][[field]] else rep(v, B)))
     }
-    obs <- lapply(seq_len(nd), function(d) if (k0[d] > 0) refits[[d]][[1]])
+    obs <- function(field, v) vapply(seq_len(nd), function(d) if (k0[d] > 0) refits[[d]]$observed[[field]] else v, v)
     list(extra = e,
-         loglik = per(fit_loglik, NA_real_),
-         status = per(status_of, NA_integer_), status_levels = levels,
-         spurious = per(function(f) isTRUE(f$spurious), NA),
-         observed_loglik = vapply(obs, fit_loglik, 0),
-         observed_status = vapply(obs, function(f) if (is.null(f)) NA_integer_ else status_of(f), 0L),
-         observed_spurious = vapply(obs, function(f) isTRUE(f$spurious), NA),
-         fits = reps_of)
+         loglik = per("loglik", NA_real_),
+         status = per("status", NA_integer_), status_levels = levels,
+         spurious = per("spurious", NA),
+         observed_loglik = obs("loglik", NA_real_),
+         observed_status = obs("status", NA_integer_),
+         observed_spurious = obs("spurious", FALSE),
+         summaries = lapply(refits, `[[`, "summary"))
   })
   engine <- paste(unique(engines), collapse = ", ")
   lapply(out, function(r) c(r, list(engine = engine, costs = NULL)))
@@ -220,12 +229,14 @@ bootstrap_run_mv <- function(data, nulls, B, extra, s, report) {
 bootstrap_se_mv <- function(items, data, B, conf.level, s, names_d) {
   nulls <- bootstrap_nulls(items, s$noise.support)
   reporter <- progress_reporter()
+  s$summarise <- function(d, reps, status, spurious) {
+    mv_bootstrap_summary(items[[d]], reps, status, spurious, B, conf.level)
+  }
   r <- bootstrap_run(data, nulls, B, 0L, s, reporter$update)[[1]]
   reporter$finish()
-  status <- r$status_levels[r$status]
   parts <- lapply(seq_along(items), function(d) {
-    i <- (d - 1) * B + seq_len(B)
-    mv_bootstrap_summary(items[[d]], r$fits[[d]], status[i], r$spurious[i], B, conf.level)
+    if (is.null(r$summaries[[d]])) mv_bootstrap_summary(items[[d]], NULL, character(), logical(), B, conf.level)
+    else r$summaries[[d]]
   })
   rows <- do.call(rbind, lapply(seq_along(parts), function(d) {
     p <- parts[[d]]$rows

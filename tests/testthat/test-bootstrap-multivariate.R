@@ -177,3 +177,21 @@ test_that("the test's statistic on faithful is mclust's", {
   expect_equal(lrt$lrt, 2 * (m2$loglik - m1$loglik), tolerance = 1e-6)
   expect_equal(lrt$p_value, 1 / 20)
 })
+
+test_that("a dataset without a fit gets no replicates while the others are bootstrapped", {
+  set.seed(17)
+  d <- list(ok = rmvmix(200, c(0.5, 0.5), rbind(c(0, 0), c(4, 4)), list(diag(2), diag(2))),
+            tiny = matrix(rnorm(8), 4, dimnames = list(NULL, c("v1", "v2"))))
+  f <- suppressWarnings(bulkem(d, num.components = 2, family = "normal", use.gpu = FALSE, seed = 1,
+                               control = list(keep.data = TRUE, threads = 1)))
+  expect_identical(f$tiny$status, "invalid")
+  bs <- bulkem_bootstrap(f, B = 10, seed = 1, random.inits = 2, use.gpu = FALSE, control = list(threads = 1))
+  expect_identical(unique(bs$dataset), "ok")
+  reps <- attr(bs, "replicates")
+  expect_identical(reps$B, c(10L, 0L))
+  expect_identical(reps$used[2], 0L)
+  lrt <- bulkem_bootstrap(f, B = 19, test = "lrt", seed = 1, random.inits = 2, use.gpu = FALSE,
+                          control = list(threads = 1))
+  expect_true(is.na(lrt$p_value[lrt$dataset == "tiny"]))
+  expect_true(is.finite(lrt$p_value[lrt$dataset == "ok"]))
+})
