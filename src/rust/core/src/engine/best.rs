@@ -59,7 +59,7 @@ impl Leaders {
         Leaders { keep, runs: Vec::with_capacity(keep + 1) }
     }
 
-    fn offer(&mut self, start: u32, spurious: bool, loglik: f64) {
+    pub(crate) fn offer(&mut self, start: u32, spurious: bool, loglik: f64) {
         // ahead of this start: admissible before spurious, then a higher
         // log-likelihood, then a lower index
         let ahead =

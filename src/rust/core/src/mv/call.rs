@@ -16,6 +16,7 @@ use super::information::{covariance, describe, free_parameter_names};
 use super::model::{Model, MvParams, Structure};
 use super::screen::spurious;
 use super::starts::{given_params, initial_params};
+use crate::engine::best::Leaders;
 use crate::engine::counters::Counters;
 use crate::engine::{queue, EngineKind};
 use crate::error::Error;
@@ -469,11 +470,11 @@ fn next_draws(from: &mut u32, continued: &[u32], count: u32) -> Vec<u32> {
     draws
 }
 
-/// emEM's short runs (short.rs) of the datasets `todo` (of `n`): draws
-/// 0..`short` each run for control$short.iters EM iterations; returns, per
-/// dataset, the draws of its best `starts` short runs (admissible ones
-/// first, then by log-likelihood, ties to the lower draw: an order that
-/// depends on the runs' results alone), best first. A short run that
+/// emEM's short runs (short.rs) of the datasets `todo`: draws 0..`short`
+/// each run for control$short.iters EM iterations; returns, per dataset,
+/// the draws of its best `starts` short runs, best first (the univariate
+/// rounds' `Leaders`: admissible ones first, then by log-likelihood, ties
+/// to the lower draw, an order that depends on the runs' results alone). A short run that
 /// degenerates is remembered in its dataset's tally, for the message of a
 /// fit none of whose starts finishes; the short runs are counted as starts
 /// to run and their passes as E-step passes, not as the fit's starts.
@@ -490,7 +491,7 @@ fn short_runs(
 ) -> Result<Vec<Vec<u32>>, Error> {
     let s = &job.settings;
     counters.total.fetch_add(todo.len() * short as usize, Ordering::Relaxed);
-    let ranked: Vec<Mutex<Vec<(bool, f64, u32)>>> = prepared.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let ranked: Vec<Mutex<Leaders>> = prepared.iter().map(|_| Mutex::new(Leaders::new(starts as usize))).collect();
     let work: Vec<(usize, u32)> = todo.iter().flat_map(|&d| (0..short).map(move |j| (d, j))).collect();
     let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
         let Some(fit) = fit else {
@@ -511,7 +512,7 @@ fn short_runs(
                 let Some(Ok(data)) = prepared.get(d) else { return };
                 let admissible = !spurious(&s.screen, &fit.params, data.total);
                 if let Some(r) = ranked.get(d) {
-                    r.lock().unwrap_or_else(PoisonError::into_inner).push((admissible, fit.loglik, start));
+                    r.lock().unwrap_or_else(PoisonError::into_inner).offer(start, !admissible, fit.loglik);
                 }
             }
         }
@@ -519,11 +520,7 @@ fn short_runs(
     run(&work, s.short_runs.iters.min(s.max_iters), &record)?;
     Ok(ranked
         .into_iter()
-        .map(|r| {
-            let mut r = r.into_inner().unwrap_or_else(PoisonError::into_inner);
-            r.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
-            r.into_iter().take(starts as usize).map(|(_, _, start)| start).collect()
-        })
+        .map(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner).runs.iter().map(|run| run.0).collect())
         .collect())
 }
 
