@@ -15,22 +15,7 @@
 bootstrap_data_mv <- function(items, data, weighted, variables) {
   nd <- length(items)
   d <- length(variables)
-  if (weighted) {
-    if (!is.null(data) || !all(vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE))) {
-      stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() takes them with the data and ",
-               "weights the fits kept (fit with control = list(keep.data = TRUE)), not `data`")
-    }
-    return(unname(lapply(items, function(f) {
-      w <- f$weights
-      x <- unname(as.matrix(f$data))
-      if (is.null(w)) return(x)
-      if (any(w != round(w))) {
-        stop_arg("`fits` were fitted with weights that are not whole numbers: bulkem_bootstrap() ",
-                 "draws replicates of frequency-weighted data only")
-      }
-      x[rep(seq_len(nrow(x)), w), , drop = FALSE]
-    })))
-  }
+  if (weighted) return(bootstrap_weighted_data(items, data))
   if (is.null(data)) {
     if (!all(vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE))) {
       stop_arg("the fits hold no data: fit with control = list(keep.data = TRUE), or pass `data` ",
@@ -68,10 +53,17 @@ given_box <- function(fit, x) {
   if (identical(as.double(box), as.double(own))) NULL else box
 }
 
-# The settings of a multivariate bootstrap's refits, checked: the fits'
-# family, structure and noise (all with a noise component or none) and t's
-# degrees of freedom where bulkem(df =) fixed them (NULL where estimated).
-bootstrap_settings_mv <- function(fits, items, data) {
+# The settings of a multivariate bootstrap's refits (bootstrap_run_mv()),
+# checked: the fits' family, structure and noise (all with a noise
+# component or none), t's degrees of freedom where bulkem(df =) fixed them
+# (NULL where estimated), and bulkem_bootstrap()'s checked arguments.
+bootstrap_settings_mv <- function(fits, items, data, control, max.iters, epsilon, random.inits, seed,
+                                  use.gpu) {
+  given <- intersect(attr(control, "given"), univariate_only_control)
+  if (length(given) > 0) {
+    stop_arg("`control$", given[1], "` applies to univariate data only, so far: ",
+             "multivariate refits run plain EM")
+  }
   fitted <- vapply(items, has_fit, NA, USE.NAMES = FALSE)
   noisy <- vapply(items, mv_has_noise, NA, USE.NAMES = FALSE)
   if (any(noisy) && any(fitted & !noisy)) {
@@ -97,8 +89,20 @@ bootstrap_settings_mv <- function(fits, items, data) {
     stop_arg("`fits` are t fits whose degrees of freedom were fixed to several values: ",
              "bulkem_bootstrap() refits them with one value")
   }
-  list(family = family, covariance = covariance, noise = any(noisy), df = df,
-       noise.support = if (any(noisy)) Map(given_box, items, data))
+  list(multivariate = TRUE, family = family, covariance = covariance, noise = any(noisy), df = df,
+       noise.support = if (any(noisy)) Map(given_box, items, data), max.iters = max.iters,
+       epsilon = epsilon, random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
+       control = control, given_control = given_control(control, drop = c("keep.data", "keep.starts")))
+}
+
+# The variables of a multivariate result (its fits' where it lost them).
+fits_variables <- function(fits) {
+  variables <- attr(fits, "variables")
+  if (is.null(variables)) {
+    first <- Find(has_fit, unclass(fits))
+    variables <- if (!is.null(first)) colnames(first$mu)
+  }
+  variables
 }
 
 # The start a refit of K + e components takes from null fit `f` (e = 0:
@@ -312,41 +316,4 @@ mv_bootstrap_summary <- function(fit, reps, status, spurious, B, conf.level) {
     rows[rows$term == "df", c("std.error", "conf.low", "conf.high")] <- NA_real_
   }
   list(rows = rows, counts = counts)
-}
-
-# bulkem_bootstrap() for a multivariate result, its arguments checked
-# there: the test or the standard errors, laid out as for univariate fits.
-bootstrap_mv <- function(fits, B, test, max.components, level, data, seed, conf.level, random.inits,
-                         max.iters, epsilon, use.gpu, verbose, control, started) {
-  given <- intersect(attr(control, "given"), univariate_only_control)
-  if (length(given) > 0) {
-    stop_arg("`control$", given[1], "` applies to univariate data only, so far: ",
-             "multivariate refits run plain EM")
-  }
-  items <- unclass(fits)
-  variables <- attr(fits, "variables")
-  if (is.null(variables)) {
-    first <- Find(has_fit, items)
-    variables <- if (!is.null(first)) colnames(first$mu)
-  }
-  data <- bootstrap_data_mv(items, data, isTRUE(attr(fits, "weighted")), variables)
-  s <- c(bootstrap_settings_mv(fits, items, data),
-         list(multivariate = TRUE, max.iters = max.iters, epsilon = epsilon, random.inits = random.inits,
-              seed = as.double(seed), use.gpu = use.gpu, control = control,
-              given_control = given_control(control, drop = c("keep.data", "keep.starts"))))
-  if (verbose) {
-    message(sprintf("bulkem_bootstrap: %d multivariate datasets, B = %d, %s, %d start(s) per refit",
-                    length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
-                    random.inits))
-  }
-  out <- if (test == "none") {
-    bootstrap_se_mv(items, data, B, conf.level, s, dataset_names(fits))
-  } else {
-    bootstrap_lrt(items, data, B, max.components, level, s, dataset_names(fits))
-  }
-  attr(out, "seed") <- s$seed
-  attr(out, "random.inits") <- random.inits
-  attr(out, "elapsed") <- proc.time()[["elapsed"]] - started
-  if (verbose) message(sprintf("bulkem_bootstrap: done in %.3f s", attr(out, "elapsed")))
-  out
 }

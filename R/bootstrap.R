@@ -284,45 +284,49 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
   control <- check_control(control)
   control$keep.data <- FALSE
   control$keep.starts <- FALSE
-  if (multivariate) {
-    return(bootstrap_mv(fits, B, test, max.components, level, data, seed, conf.level, random.inits,
-                        max.iters, epsilon, use.gpu, verbose, control, started))
-  }
-  # the refits start from the fit (start 1): their other starts are drawn
-  # as before bulkem()'s default search had short runs (the calibration of
-  # results-bootstrap.md), unless the call says otherwise
-  if (!"short.runs" %in% attr(control, "given")) control$short.runs <- 0L
-  if (!"starts" %in% attr(control, "given")) control$starts <- "mixed"
-  given <- given_control(control, drop = c("keep.data", "keep.starts"))
   items <- unclass(fits)
-  if (test == "lrt" && any(vapply(items, function(f) !is.null(f$fixed), NA))) {
-    stop_arg("`fits` hold values fixed by bulkem(fixed =), which no fit of K + 1 components has: ",
-             "test = \"lrt\" does not apply (test = \"none\" refits them with their values held)")
+  if (multivariate) {
+    # (R/bootstrap-multivariate.R)
+    data <- bootstrap_data_mv(items, data, isTRUE(attr(fits, "weighted")), fits_variables(fits))
+    settings <- bootstrap_settings_mv(fits, items, data, control, max.iters, epsilon, random.inits, seed,
+                                      use.gpu)
+  } else {
+    # the refits start from the fit (start 1): their other starts are drawn
+    # as before bulkem()'s default search had short runs (the calibration of
+    # results-bootstrap.md), unless the call says otherwise
+    if (!"short.runs" %in% attr(control, "given")) control$short.runs <- 0L
+    if (!"starts" %in% attr(control, "given")) control$starts <- "mixed"
+    given <- given_control(control, drop = c("keep.data", "keep.starts"))
+    if (test == "lrt" && any(vapply(items, function(f) !is.null(f$fixed), NA))) {
+      stop_arg("`fits` hold values fixed by bulkem(fixed =), which no fit of K + 1 components has: ",
+               "test = \"lrt\" does not apply (test = \"none\" refits them with their values held)")
+    }
+    data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
+    family <- attr(fits, "family")
+    if (is.null(family)) family <- items[[1]]$family
+    noise <- bootstrap_noise(items)
+    settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
+                     random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
+                     control = control, given_control = given, noise = noise,
+                     noise.support = if (noise) Map(given_support, items, data),
+                     df = bootstrap_df(items),
+                     # each fit's window (NULL where not truncated)
+                     truncation = lapply(items, function(f) if (is_truncated(f)) as.double(f$truncation)),
+                     # fits of one shape shared (bulkem(equal.scale = TRUE)) are
+                     # refitted so, under the null and the alternative alike
+                     equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)),
+                     # shifted fits are refitted shifted, and censored
+                     # values drawn censored (R/bootstrap-in-r.R)
+                     shift = shifted, censored = censored)
   }
-  data <- bootstrap_data(items, data, isTRUE(attr(fits, "weighted")))
-  family <- attr(fits, "family")
-  if (is.null(family)) family <- items[[1]]$family
-  noise <- bootstrap_noise(items)
-  settings <- list(family = family, max.iters = max.iters, epsilon = epsilon,
-                   random.inits = random.inits, seed = as.double(seed), use.gpu = use.gpu,
-                   control = control, given_control = given, noise = noise,
-                   noise.support = if (noise) Map(given_support, items, data),
-                   df = bootstrap_df(items),
-                   # each fit's window (NULL where not truncated)
-                   truncation = lapply(items, function(f) if (is_truncated(f)) as.double(f$truncation)),
-                   # fits of one shape shared (bulkem(equal.scale = TRUE)) are
-                   # refitted so, under the null and the alternative alike
-                   equal.scale = any(vapply(items, function(f) isTRUE(f$equal_scale), NA)),
-                   # shifted fits are refitted shifted, and censored
-                   # values drawn censored (R/bootstrap-in-r.R)
-                   shift = shifted, censored = censored)
   if (verbose) {
-    message(sprintf("bulkem_bootstrap: %d datasets, B = %d, %s, %d start(s) per refit",
-                    length(items), B, if (test == "lrt") "likelihood-ratio test" else "standard errors",
-                    random.inits))
+    message(sprintf("bulkem_bootstrap: %d %sdatasets, B = %d, %s, %d start(s) per refit",
+                    length(items), if (multivariate) "multivariate " else "", B,
+                    if (test == "lrt") "likelihood-ratio test" else "standard errors", random.inits))
   }
   out <- if (test == "none") {
-    bootstrap_se(items, data, B, conf.level, settings, dataset_names(fits))
+    se <- if (multivariate) bootstrap_se_mv else bootstrap_se
+    se(items, data, B, conf.level, settings, dataset_names(fits))
   } else {
     bootstrap_lrt(items, data, B, max.components, level, settings, dataset_names(fits))
   }
@@ -341,21 +345,7 @@ bulkem_bootstrap <- function(fits, B = 200, test = c("none", "lrt"), max.compone
 # the sum of the weights, refitted without weights.
 bootstrap_data <- function(items, data, weighted = FALSE) {
   nd <- length(items)
-  if (weighted) {
-    if (!is.null(data) || !all(vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE))) {
-      stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() takes them with the data and ",
-               "weights the fits kept (fit with control = list(keep.data = TRUE)), not `data`")
-    }
-    return(unname(lapply(items, function(f) {
-      w <- f$weights
-      if (is.null(w)) return(as.double(f$data))
-      if (any(w != round(w))) {
-        stop_arg("`fits` were fitted with weights that are not whole numbers: bulkem_bootstrap() ",
-                 "draws replicates of frequency-weighted data only")
-      }
-      rep(as.double(f$data), w)
-    })))
-  }
+  if (weighted) return(bootstrap_weighted_data(items, data))
   if (is.null(data)) {
     kept <- vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE)
     if (!all(kept)) {
@@ -376,6 +366,27 @@ bootstrap_data <- function(items, data, weighted = FALSE) {
              " non-missing values, its fit ", items[[bad[1]]]$n)
   }
   unname(data)
+}
+
+# The data that frequency-weighted fits stand for, from the data and
+# weights they kept (`data` given is refused: it has no weights): each
+# value, or each row of a multivariate dataset, repeated as often as its
+# weight says.
+bootstrap_weighted_data <- function(items, data) {
+  if (!is.null(data) || !all(vapply(items, function(f) !is.null(f$data), NA, USE.NAMES = FALSE))) {
+    stop_arg("`fits` were fitted with `weights`: bulkem_bootstrap() takes them with the data and ",
+             "weights the fits kept (fit with control = list(keep.data = TRUE)), not `data`")
+  }
+  unname(lapply(items, function(f) {
+    w <- f$weights
+    x <- if (is.matrix(f$data)) unname(f$data) else as.double(f$data)
+    if (is.null(w)) return(x)
+    if (any(w != round(w))) {
+      stop_arg("`fits` were fitted with weights that are not whole numbers: bulkem_bootstrap() ",
+               "draws replicates of frequency-weighted data only")
+    }
+    if (is.matrix(x)) x[rep(seq_len(nrow(x)), w), , drop = FALSE] else rep(x, w)
+  }))
 }
 
 # Whether the fits are bootstrapped with a noise component: all fits or
