@@ -59,11 +59,8 @@ given_box <- function(fit, x) {
 # (NULL where estimated), and bulkem_bootstrap()'s checked arguments.
 bootstrap_settings_mv <- function(fits, items, data, control, max.iters, epsilon, random.inits, seed,
                                   use.gpu) {
-  given <- intersect(attr(control, "given"), univariate_only_control)
-  if (length(given) > 0) {
-    stop_arg("`control$", given[1], "` applies to univariate data only, so far: ",
-             "multivariate refits run plain EM")
-  }
+  # (control settings multivariate fits do not take: bulkem()'s refits
+  # refuse them, check_multivariate_args())
   fitted <- vapply(items, has_fit, NA, USE.NAMES = FALSE)
   noisy <- vapply(items, mv_has_noise, NA, USE.NAMES = FALSE)
   if (any(noisy) && any(fitted & !noisy)) {
