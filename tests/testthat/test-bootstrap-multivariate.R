@@ -162,6 +162,19 @@ test_that("bad multivariate bootstrap calls are classed errors", {
   both <- c(f, fn)
   expect_error(bulkem_bootstrap(both, B = 10, data = c(d, d), use.gpu = FALSE), "noise",
                class = "bulkem_error_argument")
+  # results of two structures combined (c() itself refuses two families)
+  fd <- bulkem(d, num.components = 2, family = "normal", covariance = "diagonal", use.gpu = FALSE, seed = 1,
+               control = list(threads = 1))
+  expect_error(bulkem_bootstrap(c(f, fd), B = 10, data = c(d, d), use.gpu = FALSE),
+               "mix families or covariance structures", class = "bulkem_error_argument")
+  # t fits whose df were fixed to two values: one refit call takes one
+  f4 <- bulkem(d, num.components = 2, family = "t", df = 4, use.gpu = FALSE, seed = 1, control = list(threads = 1))
+  f8 <- bulkem(d, num.components = 2, family = "t", df = 8, use.gpu = FALSE, seed = 1, control = list(threads = 1))
+  expect_error(bulkem_bootstrap(c(f4, f8), B = 10, data = c(d, d), use.gpu = FALSE),
+               "fixed to several values", class = "bulkem_error_argument")
+  # the same fixed value twice is one refit call
+  expect_s3_class(bulkem_bootstrap(c(f4, f4), B = 5, data = c(d, d), use.gpu = FALSE, random.inits = 2),
+                  "data.frame")
 })
 
 test_that("the test's statistic on faithful is mclust's", {
