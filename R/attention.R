@@ -195,8 +195,50 @@ over_reasons <- function(fits) {
   paste(paste(words[-length(words)], collapse = ", "), "or", words[length(words)])
 }
 
+# Values far from the rest of their dataset (the core's far.rs: beyond
+# Tukey's fences drawn at 4 interquartile ranges from the quartiles where
+# the family's tail is light and 10 where it may be heavy (the Normal's on
+# both sides), on the
+# logarithms for the families of positive values; at most 1% of a dataset;
+# none for the t): each fit of `datasets` that has some gets `far`, the
+# values named by their positions in the dataset. Not looked for in fits
+# with a noise component (it takes such values), nor in weighted data (a
+# weight counts observations, so a far value may be many).
+attach_far <- function(fits, datasets, family, noise, weighted, threads) {
+  if (isTRUE(noise) || weighted || length(fits) == 0) return(fits)
+  far <- core_value(far_values_(datasets, family, as.integer(threads)))
+  by <- split(far$position, far$dataset)
+  for (d in names(by)) {
+    at <- by[[d]]
+    fits[[as.integer(d)]]$far <- stats::setNames(datasets[[as.integer(d)]][at], at)
+  }
+  fits
+}
+
+# TRUE where a fit has values far from the rest of its data.
+fits_far <- function(fits) vapply(fits, function(f) length(f$far) > 0, NA, USE.NAMES = FALSE)
+
+# The note of a fit with values far from the rest: how many, which (their
+# values and positions, at most three), and what takes them.
+far_note <- function(f, rows = f$rows) {
+  far <- f$far
+  at <- as.integer(names(far))
+  shown <- utils::head(seq_along(far), 3)
+  more <- length(far) - length(shown)
+  where <- paste0(if (length(shown) == 1) "observation " else "observations ", and_list(at[shown]))
+  if (!is.null(rows) && length(rows) >= max(at) && all(!is.na(rows[at[shown]]))) {
+    where <- paste0(where, if (length(shown) == 1) ", row " else ", rows ", and_list(rows[at[shown]]),
+                    " of the data")
+  }
+  sprintf(paste0("%d value%s far from the rest of the data: %s%s (%s); a noise component (noise = TRUE) ",
+                 "takes such values instead of bending the components to them"),
+          length(far), if (length(far) == 1) "" else "s", and_list(brief_values(far[shown])),
+          if (more > 0) sprintf(" and %d more", more) else "", where)
+}
+
 # Sentences on what to mistrust about one fit: spurious (and where), fragile,
-# and the Ks whose failure made the choice (and why each failed).
+# the Ks whose failure made the choice (and why each failed), and values far
+# from the rest of the data.
 fit_notes <- function(f) {
   notes <- character()
   if (isTRUE(f$spurious) && has_fit(f)) notes <- c(notes, paste0("spurious: ", spurious_culprit(f)))
@@ -214,6 +256,7 @@ fit_notes <- function(f) {
       notes <- c(notes, paste0("K = ", NROW(f$mu), " chosen because ", paste(parts, collapse = "; ")))
     }
   }
+  if (length(f$far) > 0) notes <- c(notes, far_note(f))
   notes
 }
 
@@ -250,13 +293,18 @@ attention_line <- function(counts) {
     line <- paste0(line, sprintf(paste0("; %d chose its K because another K was not sound (spurious, ",
                                         "failed, max_iters or invalid)"), counts[["chosen_over"]]))
   }
+  if (isTRUE(counts["far"] > 0)) {
+    line <- paste0(line, sprintf("; %d with values far from the rest of their data", counts[["far"]]))
+  }
   line
 }
 
-# The notes of the fits that need them most (spurious, or their K chosen
-# because another failed), named by dataset; at most `most` (Inf: all).
+# The notes of the fits that need them most (spurious, their K chosen
+# because another failed, or values far from the rest), named by dataset; at
+# most `most` (Inf: all).
 result_notes <- function(fits, names, most = Inf, over = chosen_over(fits)) {
-  want <- which(vapply(fits, function(f) isTRUE(f$spurious) && has_fit(f), NA, USE.NAMES = FALSE) | over)
+  want <- which(vapply(fits, function(f) isTRUE(f$spurious) && has_fit(f), NA, USE.NAMES = FALSE) | over |
+                  fits_far(fits))
   want <- utils::head(want, most)
   notes <- vapply(want, function(i) {
     n <- fit_notes(fits[[i]])

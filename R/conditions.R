@@ -112,7 +112,8 @@ stop_arg <- function(...) raise(bulkem_condition("argument", paste0(...)))
 # `several` (whether several Ks were fitted), it also says how many fits
 # kept their K because another K was not sound (`chosen_over`, naming the
 # first), names the observations the first spurious fit's suspect
-# component sits on, and counts the inverse Gaussian datasets invalid for
+# component sits on, counts the fits with values far from the rest of their
+# data (`far`, naming the first's), and counts the inverse Gaussian datasets invalid for
 # values <= 0 (`not_positive`), with the `subset` that drops them
 # (`response`: the values' expression of a formula or data frame).
 warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response = NULL, several = TRUE) {
@@ -126,8 +127,9 @@ warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response
   counts[have] <- outcomes[have]
   fits <- unclass(fits)
   over <- if (several && length(fits) > 0) chosen_over(fits) else logical()
+  far <- if (length(fits) > 0) fits_far(fits) else logical()
   not_positive <- if (counts[["invalid"]] > 0) not_positive_datasets(fits, datasets) else 0L
-  if (!any(counts > 0) && !any(over)) return(invisible(NULL))
+  if (!any(counts > 0) && !any(over) && !any(far)) return(invisible(NULL))
   # counts arrive as doubles, which format() would write as 2e+05
   count <- function(x) formatC(x, format = "d", big.mark = ",")
   label <- function(i) {
@@ -155,10 +157,16 @@ warn_convergence <- function(outcomes, n, fits = NULL, datasets = NULL, response
                              " (see bulkem_compare(); e.g. ", label(first), ": ",
                              result_notes(fits[first], "")[[1]], ")"))
   }
+  if (any(far)) {
+    first <- which(far)[1]
+    parts <- c(parts, paste0(count(sum(far)), if (sum(far) == 1) " has values far from the rest of its data"
+                             else " have values far from the rest of their data", " (e.g. ", label(first), ": ",
+                             far_note(fits[[first]]), ")"))
+  }
   warning(bulkem_condition("warning_convergence", paste0(
     "of ", count(n), " fit", if (n != 1) "s", ", ", paste(parts, collapse = ", "),
     "; see each fit's status and message, or summary()"), counts = counts,
-    chosen_over = sum(over), not_positive = not_positive))
+    chosen_over = sum(over), not_positive = not_positive, far = sum(far)))
 }
 
 # How many of `fits` are invalid fits of a family for positive data

@@ -18,6 +18,13 @@ bulkem_core_version_ <- function() .Call(wrap__bulkem_core_version_)
 #' @noRd
 dataset_kinds_ <- function(datasets, threads) .Call(wrap__dataset_kinds_, datasets, threads)
 
+#' The values far from the rest of their dataset (bulkem_core::far) in
+#' `datasets`, a list of double vectors checked by bulkem(), for `family`:
+#' `list(dataset, position)`, one-based, a row per far value, datasets
+#' ascending; on `threads` threads.
+#' @noRd
+far_values_ <- function(datasets, family, threads) .Call(wrap__far_values_, datasets, family, threads)
+
 #' Draws `plan$replicates` replicates of every dataset from its null fit
 #' and refits each with K0 + e components for every e of `plan$extra`. The
 #' nulls come flat: `plan$null_k[d]` components (0: none) whose weights,

@@ -68,6 +68,7 @@ summary.bulkem <- function(object, ...) {
     starts_at_best = vapply(fits, function(f) as.integer(f$starts_at_best)[1], 0L, USE.NAMES = FALSE),
     fragile = fits_fragile(fits),
     spurious = vapply(fits, function(f) isTRUE(f$spurious), NA, USE.NAMES = FALSE),
+    far = vapply(fits, function(f) length(f$far), 0L, USE.NAMES = FALSE),
     stringsAsFactors = FALSE)
   maybe <- k_maybe_over(fits)
   if (any(vapply(fits, function(f) !is.null(f$by_k), NA, USE.NAMES = FALSE))) {
@@ -108,7 +109,8 @@ summary_counts <- function(s) {
   c(spurious = sum(col("spurious"), na.rm = TRUE), fragile = sum(col("fragile"), na.rm = TRUE),
     max_iters = sum(s$status == "max_iters"), failed = sum(s$status == "failed"),
     invalid = sum(s$status == "invalid"),
-    chosen_over = if (is.null(s$why)) NA else sum(grepl("^K = ", s$why)))
+    chosen_over = if (is.null(s$why)) NA else sum(grepl("^K = ", s$why)),
+    far = if (is.null(s$far)) 0L else sum(s$far > 0))
 }
 
 # A summary as a plain data frame, for printing its rows.

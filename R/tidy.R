@@ -71,7 +71,8 @@ generics::augment
 #' best log-likelihood was reached by one start only, of several run: more
 #' starts may find a better fit), and `ICL` (BIC minus twice the sum of the
 #' log of each observation's largest posterior probability; see
-#' [bulkem()]'s `criterion`).
+#' [bulkem()]'s `criterion`), and `far` (how many of the dataset's values
+#' lie far from the rest, the fit's field `far`; see [bulkem()]).
 #'
 #' `augment()`: one row per observation, with columns (`dataset`,) `x` (the
 #' value), `.component` (the most likely component, an integer),
@@ -240,6 +241,7 @@ glance_fits <- function(fits) {
              spurious_starts = get(function(f) as.integer(f$spurious_starts), 0L),
              fragile = fits_fragile(fits),
              ICL = get(function(f) if (is.null(f$icl)) NA_real_ else as.numeric(f$icl), 0),
+             far = get(function(f) length(f$far), 0L),
              stringsAsFactors = FALSE)
 }
 

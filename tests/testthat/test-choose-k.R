@@ -165,7 +165,9 @@ test_that("a K chosen because a K of lower BIC was spurious or failed is said so
   expect_identical(s$starts_at_best, vapply(fits, `[[`, 0L, "starts_at_best", USE.NAMES = FALSE))
   notes <- attr(s, "notes")
   expect_identical(names(notes), c("outlier", "single"))
-  expect_identical(notes[["outlier"]], paste("K = 1 chosen because", said))
+  far_said <- paste("2 values far from the rest of the data: 1e+06 and 2e+06 (observations 50 and 100);",
+                    "a noise component (noise = TRUE) takes such values instead of bending the components to them")
+  expect_identical(notes[["outlier"]], paste0("K = 1 chosen because ", said, "; ", far_said))
   expect_match(notes[["single"]], "^K = 1 chosen because K = 2 failed: all [0-9]+ random starts failed")
   out <- capture.output(print(s))
   expect_match(out[1], "0 spurious, 0 fragile .*0 invalid; 2 chose its K because another K was not sound")
@@ -198,4 +200,96 @@ test_that("a K chosen because a K of lower BIC was spurious or failed is said so
   one <- bulkem(d["clean"], num.components = 1, use.gpu = FALSE)
   expect_false("why" %in% names(summary(one)))
   expect_identical(bulkem_compare(one)$why_not, NA_character_)
+})
+
+# The fences of far values (far.rs) written again here: beyond 4
+# interquartile ranges from R's quartiles (type 7) where the family's tail
+# is light and 10 where it may be heavy, on the logarithms for a family of
+# positive values (4 above, 10 below), on the values for the Normal (10
+# both sides) and the ex-Gaussian (4 below, 10 above); at most 1% of the
+# values (at least one).
+far_reference <- function(x, family) {
+  logs <- family %in% c("invgauss", "lognormal", "gamma")
+  widths <- switch(family, normal = c(10, 10), exgauss = c(4, 10), c(10, 4))
+  y <- if (logs) log(x) else x
+  q <- stats::quantile(y, c(0.25, 0.75), names = FALSE, type = 7)
+  far <- which(y < q[1] - widths[1] * diff(q) | y > q[2] + widths[2] * diff(q))
+  if (length(far) > max(1, floor(0.01 * length(x)))) integer() else far
+}
+
+test_that("values far from the rest of a dataset are named wherever a user looks, at the defaults", {
+  d <- outlier_data()
+  w <- NULL
+  # the default search: K = 2 ends at a duplicated component for `outlier`
+  # and `single` (not spurious), so K = 1 is chosen on BIC, its mean in the
+  # thousands; only the far values say what happened
+  fits <- withCallingHandlers(
+    bulkem(d, num.components = 1:2, use.gpu = FALSE, seed = 1),
+    bulkem_warning_convergence = function(c) {
+      w <<- c
+      invokeRestart("muffleWarning")
+    })
+  expect_identical(fits$outlier$k, 1L)
+  expect_gt(fits$outlier$mu, 1000)
+  expect_identical(fits$outlier$far, c("50" = 1e6, "100" = 2e6))
+  expect_identical(fits$single$far, c("37" = 1e6))
+  expect_null(fits$clean$far)
+  for (nm in names(d)) {
+    expect_identical(as.integer(names(fits[[nm]]$far)), far_reference(d[[nm]], "invgauss"), label = nm)
+  }
+  said <- paste("2 values far from the rest of the data: 1e+06 and 2e+06 (observations 50 and 100);",
+                "a noise component (noise = TRUE) takes such values instead of bending the components to them")
+  # the warning: counted, and the first named
+  expect_s3_class(w, "bulkem_warning_convergence")
+  expect_identical(w$far, 2L)
+  expect_match(conditionMessage(w), paste0("2 have values far from the rest of their data (e.g. dataset outlier: ",
+                                           said, ")"), fixed = TRUE)
+  # print(), summary(), glance()
+  expect_output(print(fits$outlier), said, fixed = TRUE)
+  expect_output(print(summary(fits$outlier)), said, fixed = TRUE)
+  s <- summary(fits)
+  expect_identical(s$far, c(0L, 2L, 1L))
+  expect_identical(names(attr(s, "notes")), c("outlier", "single"))
+  expect_match(capture.output(print(s))[1], "; 2 with values far from the rest of their data *$")
+  expect_identical(glance(fits)$far, c(0L, 2L, 1L))
+  # from a data frame, the rows of the caller's data too
+  df <- data.frame(rt = c(d$clean, d$outlier), subject = rep(c("clean", "outlier"), each = 300))
+  long <- quiet_bulkem(rt ~ subject, data = df, num.components = 1, use.gpu = FALSE, seed = 1,
+                       control = list(keep.data = TRUE))
+  expect_output(print(long$outlier), "(observations 50 and 100, rows 350 and 400 of the data)", fixed = TRUE)
+  # a Normal fit judges on the values themselves: the same two are far; an
+  # ex-Gaussian fit names a value far below sooner (4 interquartile ranges
+  # below, 10 above)
+  expect_identical(quiet_bulkem(d["outlier"], 1, family = "normal", use.gpu = FALSE)$outlier$far,
+                   c("50" = 1e6, "100" = 2e6))
+  y <- d$clean
+  y[7] <- stats::quantile(y, 0.25, names = FALSE) - 6 * stats::IQR(y)
+  expect_identical(far_reference(y, "exgauss"), 7L)
+  expect_identical(far_reference(y, "normal"), integer())
+  expect_identical(quiet_bulkem(list(y), 1, family = "exgauss", use.gpu = FALSE)[[1]]$far, stats::setNames(y[7], 7))
+  expect_null(quiet_bulkem(list(y), 1, family = "normal", use.gpu = FALSE)[[1]]$far)
+  # response times a thousand times the rest, on the logarithms: far
+  z <- d$clean
+  z[9] <- 1000
+  expect_identical(far_reference(z, "gamma"), 9L)
+  expect_identical(quiet_bulkem(list(z), 1, use.gpu = FALSE, family = "gamma")[[1]]$far, c("9" = 1000))
+  # a noise component or t components take such values: none looked for,
+  # and no warning
+  expect_silent(noisy <- bulkem(d["outlier"], 1, noise = TRUE, use.gpu = FALSE, seed = 1))
+  expect_null(noisy$outlier$far)
+  expect_lt(noisy$outlier$mu, 2)
+  expect_null(quiet_bulkem(d["outlier"], 1, family = "t", use.gpu = FALSE)$outlier$far)
+  # weights count observations (a far value may stand for many): none
+  # looked for; weights of 1 are no weights
+  expect_null(quiet_bulkem(d["outlier"], 1, weights = list(rep(2, 300)), use.gpu = FALSE)$outlier$far)
+  expect_identical(quiet_bulkem(d["outlier"], 1, weights = list(rep(1, 300)), use.gpu = FALSE)$outlier$far,
+                   c("50" = 1e6, "100" = 2e6))
+  # one value in a hundred at most: four far values of 300 are a mode
+  x <- d$clean
+  x[1:4] <- c(1e6, 2e6, 3e6, 4e6)
+  expect_identical(far_reference(x, "invgauss"), integer())
+  expect_null(quiet_bulkem(list(x), 1, use.gpu = FALSE)[[1]]$far)
+  x[4] <- 1
+  expect_identical(far_reference(x, "invgauss"), 1:3)
+  expect_identical(quiet_bulkem(list(x), 1, use.gpu = FALSE)[[1]]$far, c("1" = 1e6, "2" = 2e6, "3" = 3e6))
 })

@@ -18,7 +18,7 @@ test_that("summary and as.data.frame tabulate every fit", {
   expect_identical(s$n, c(300L, 300L, 2L))
   # what to mistrust, from the fits' own fields; one K: no `why`
   expect_named(s, c("dataset", "n", "k", "status", "converged", "iterations", "loglik", "aic", "bic",
-                    "icl", "starts_ok", "best_start", "starts_at_best", "fragile", "spurious"))
+                    "icl", "starts_ok", "best_start", "starts_at_best", "fragile", "spurious", "far"))
   expect_identical(s$starts_at_best, vapply(m$fits, `[[`, 0L, "starts_at_best", USE.NAMES = FALSE))
   expect_identical(s$fragile, vapply(m$fits, function(f) f$starts_at_best == 1L && f$starts_run > 1L, NA,
                                      USE.NAMES = FALSE))

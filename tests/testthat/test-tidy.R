@@ -85,10 +85,10 @@ for (family in c("normal", "invgauss")) {
                   "starts_at_best", "deviance", "iterations", "starts_ok", "spurious_starts", "family")) {
       expect_true(col %in% names(g), label = col)
     }
-    # every column kept where it was, `fragile` added last
+    # every column kept where it was, `fragile`, `ICL` and `far` added last
     expect_identical(names(g), c("dataset", "family", "k", "logLik", "AIC", "BIC", "deviance", "df", "nobs",
                                  "status", "converged", "iterations", "starts_ok", "starts_at_best",
-                                 "spurious", "spurious_starts", "fragile", "ICL"))
+                                 "spurious", "spurious_starts", "fragile", "ICL", "far"))
     k <- vapply(m$fits, function(f) length(f$mu), 0L, USE.NAMES = FALSE)
     ref <- c(reference_loglik(m$d$a, m$fits$a), reference_loglik(m$d$b, m$fits$b), NA)
     n <- unname(lengths(m$d))

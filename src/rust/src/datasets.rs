@@ -3,6 +3,8 @@
 //! of hundreds of thousands of datasets is not an R loop per dataset; and,
 //! once checked, its vectors read in place for the core (borrow_doubles).
 
+use bulkem_core::far::far_values_of_all;
+use bulkem_core::Family;
 use extendr_api::prelude::*;
 use extendr_ffi::{
     R_DimSymbol, R_NaInt, Rboolean, Rf_getAttrib, Rf_isFactor, Rf_xlength, INTEGER, REAL, SEXP, SEXPTYPE, TYPEOF,
@@ -172,7 +174,31 @@ pub(crate) fn borrow_matrices(list: &List) -> extendr_api::Result<Vec<bulkem_cor
     }
 }
 
+/// The values far from the rest of their dataset (bulkem_core::far) in
+/// `datasets`, a list of double vectors checked by bulkem(), for `family`:
+/// `list(dataset, position)`, one-based, a row per far value, datasets
+/// ascending; on `threads` threads.
+/// @noRd
+#[extendr]
+fn far_values_(datasets: List, family: &str, threads: i32) -> Robj {
+    let far = || -> extendr_api::Result<Robj> {
+        let family = Family::from_name(family).ok_or_else(|| Error::Other(format!("no family {family}")))?;
+        let values = borrow_doubles(&datasets)?;
+        let threads = usize::try_from(threads).unwrap_or(1);
+        let (mut dataset, mut position) = (Vec::new(), Vec::new());
+        for (d, far) in far_values_of_all(&values, family, threads).into_iter().enumerate() {
+            for i in far {
+                dataset.push(i32::try_from(d + 1).unwrap_or(i32::MAX));
+                position.push(i32::try_from(i + 1).unwrap_or(i32::MAX));
+            }
+        }
+        Ok(list!(dataset = dataset, position = position).into())
+    };
+    crate::error::or_condition(far())
+}
+
 extendr_module! {
     mod datasets;
     fn dataset_kinds_;
+    fn far_values_;
 }

@@ -14,7 +14,8 @@
 //!   `refine`, `information`;
 //! - one start's EM: `em`; a converged winner taken to the maximum itself
 //!   by Newton steps: `polish`; continuing a fit stuck at a saddle point:
-//!   `saddle`; samples from a fitted mixture: `simulate`;
+//!   `saddle`; samples from a fitted mixture: `simulate`; values far from
+//!   the rest of their dataset: `far`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
@@ -45,6 +46,7 @@ mod estep_avx2;
 mod estep_avx512;
 pub mod exgauss;
 pub mod family;
+pub mod far;
 mod finals;
 mod finish;
 mod fixed;

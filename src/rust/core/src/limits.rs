@@ -204,3 +204,16 @@ pub const TRUNCATED_SETTLED: f64 = 1e-9;
 /// a window holding under 1/TRUNCATED_DRAWS_PER_VALUE of its mixture would
 /// leave the replicate short (R refuses such fits before: 1%).
 pub const TRUNCATED_DRAWS_PER_VALUE: usize = 1000;
+
+/// Values far from the rest of their dataset (far.rs): beyond
+/// FAR_IQRS_LIGHT interquartile ranges from the quartiles on the side where
+/// the family's tail is light (a lognormal sample of ten million has none
+/// beyond 4 on the logarithms: 6.1 sds), FAR_IQRS_HEAVY on the side where
+/// it may be heavy (the ex-Gaussian's exponential tail; the logarithms of
+/// gamma values of shape below 1; skewed data fitted by Normal
+/// components), at most FAR_SHARE of the values (at least one), in
+/// datasets of at least FAR_MIN_VALUES values.
+pub const FAR_IQRS_LIGHT: f64 = 4.0;
+pub const FAR_IQRS_HEAVY: f64 = 10.0;
+pub const FAR_SHARE: f64 = 0.01;
+pub const FAR_MIN_VALUES: usize = 10;
