@@ -857,6 +857,7 @@ bulkem <- function(datasets, num.components = 2, max.iters = 5000,
     # far values judged on the data as given (the inner fits saw them shifted)
     fits <- attach_far(lapply(fits, function(f) `[[<-`(f, "far", NULL)), datasets, family, noise,
                        !is.null(weights), attr(r, "threads"))
+    warn_convergence(attr(r, "counts"), length(fits), fits, datasets, input$response, length(num.components) > 1)
     return(new_bulkem(fits, engine = attr(r, "engine"), threads = attr(r, "threads"),
                       elapsed = proc.time()[["elapsed"]] - started, seed = seed, family = family,
                       num.components = as.integer(num.components), na.action = input$na.action,

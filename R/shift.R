@@ -106,7 +106,12 @@ fit_shifted <- function(values, weights, truncation, censored, args, finish = TR
     # the user's starts (of the components of x - shift) join the grid's
     # multi-start fits; later steps start from the best fit moved
     call <- c(list(datasets = data, truncation = tr, weights = w, init = if (is.null(from)) init else from), args)
-    suppressWarnings(do.call(bulkem, call))
+    # the call's convergence counts kept (the last call's fits are the ones
+    # returned: the caller's one warning counts them)
+    counts <- NULL
+    fits <- suppressWarnings(withCallingHandlers(do.call(bulkem, call),
+                                                 bulkem_warning_convergence = function(w) counts <<- w$counts))
+    structure(fits, counts = counts)
   }
   loglik <- function(fits) vapply(unclass(fits), function(f) if (isTRUE(f$fit_success)) f$loglik else -Inf, 0)
   # each dataset's fit at shift `from_shift` as a start at shift `to_shift`

@@ -439,6 +439,30 @@ test_that("a shift with values held fixed and with starting values of the shifte
   expect_lt(short()$loglik, default$loglik - 1)
 })
 
+test_that("a shifted call warns as any call does: values far from the rest, fits stopped at max.iters", {
+  x <- sh_data(300, 11)
+  x[10] <- 1e5
+  catch <- function(...) {
+    w <- NULL
+    f <- withCallingHandlers(bulkem(list(a = x), shift = TRUE, random.inits = 4, seed = 1, use.gpu = FALSE, ...),
+                             bulkem_warning_convergence = function(c) {
+                               w <<- c
+                               invokeRestart("muffleWarning")
+                             })
+    list(fit = f$a, warning = w)
+  }
+  r <- catch()
+  # named as in the data given, not the shifted values the search fitted
+  expect_identical(r$fit$far, c("10" = 1e5))
+  expect_s3_class(r$warning, "bulkem_warning_convergence")
+  expect_identical(r$warning$far, 1L)
+  expect_match(conditionMessage(r$warning), "1e+05 (observation 10)", fixed = TRUE)
+  # the last fit's counts: its status
+  r <- catch(max.iters = 2, control = list(short.runs = 0))
+  expect_identical(r$fit$status, "max_iters")
+  expect_identical(r$warning$counts[["max_iters"]], 1)
+})
+
 test_that("shift = TRUE is refused where it does not apply", {
   x <- sh_data(100, 6)
   bad <- function(...) expect_error(bulkem(list(a = x), shift = TRUE, use.gpu = FALSE, ...),
