@@ -394,6 +394,11 @@ fn fit_k(
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Cancelled);
     }
+    // a dataset whose first round is recorded whole, with an admissible
+    // start, is final (restart rounds take only the others): it is
+    // finished at once, on the thread that recorded its last start, so that
+    // on the GPU its standard errors are computed while later launches run
+    let finals: Vec<Mutex<Option<MvFit>>> = prepared.iter().map(|_| Mutex::new(None)).collect();
     let mut drawn = vec![0u32; prepared.len()];
     let mut round = 0;
     while !todo.is_empty() {
@@ -416,13 +421,30 @@ fn fit_k(
                 draws.into_iter().chain(given).map(move |start| (d, start))
             })
             .collect();
+        // the first round's starts of each dataset (restart rounds finish
+        // after the engine, as before)
+        let mut expected = vec![0u32; prepared.len()];
+        if round == 0 {
+            for &(d, _) in &work {
+                expected[d] += 1;
+            }
+        }
         let record = |d: usize, start: u32, fit: Option<MvStartFit>| {
             let Some(Ok(data)) = prepared.get(d) else { return };
             if let Some(f) = &fit {
                 counters.em_iterations.fetch_add(f.iterations as usize + 1, Ordering::Relaxed);
             }
             let admissible = fit.as_ref().is_some_and(|f| !spurious(&s.screen, &f.params, data.total));
-            tallies[d].lock().unwrap_or_else(PoisonError::into_inner).record(start, fit, admissible);
+            let settled = {
+                let mut tally = tallies[d].lock().unwrap_or_else(PoisonError::into_inner);
+                tally.record(start, fit, admissible);
+                let whole = expected.get(d).is_some_and(|&e| e > 0 && tally.run == e);
+                (whole && tally.has_admissible()).then(|| std::mem::take(&mut *tally))
+            };
+            if let (Some(tally), Some(slot)) = (settled, finals.get(d)) {
+                let fit = finish(job, data, k, tally);
+                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(fit);
+            }
         };
         run(&work, s.max_iters, &record)?;
         if cancel.load(Ordering::Relaxed) {
@@ -432,12 +454,19 @@ fn fit_k(
         if round > s.restarts {
             break;
         }
-        todo.retain(|&d| !tallies[d].lock().unwrap_or_else(PoisonError::into_inner).has_admissible());
+        todo.retain(|&d| {
+            finals[d].lock().unwrap_or_else(PoisonError::into_inner).is_none()
+                && !tallies[d].lock().unwrap_or_else(PoisonError::into_inner).has_admissible()
+        });
     }
-    // on every thread: the standard errors take a pass over each dataset
-    // with O(parameters²) work per observation
+    // on every thread, the datasets not finished already: the standard
+    // errors take a pass over each dataset with O(parameters²) work per
+    // observation
     let finishing = std::time::Instant::now();
     let fits = queue::map(prepared.len(), threads, cancel, |i| {
+        if let Some(fit) = finals[i].lock().unwrap_or_else(PoisonError::into_inner).take() {
+            return fit;
+        }
         let tally = std::mem::take(&mut *tallies[i].lock().unwrap_or_else(PoisonError::into_inner));
         let m = &job.datasets[i];
         match &prepared[i] {
