@@ -14,15 +14,15 @@
 //!   `refine`, `information`;
 //! - one start's EM: `em`; a converged winner taken to the maximum itself
 //!   by Newton steps: `polish`; continuing a fit stuck at a saddle point:
-//!   `saddle`; samples from a fitted mixture: `simulate`; values far from
-//!   the rest of their dataset: `far`;
+//!   `saddle`; samples from a fitted mixture: `simulate`;
 //! - the GPU (context, kernels, their prelude): `gpu`;
 //! - the engines behind one trait, with one work queue and one set of
 //!   counters: `engine`;
 //! - the call: its fits as they become final, `finals`; one dataset's fit
 //!   from its best start, `finish`; restart and refinement rounds, `restarts`; short runs
 //!   whose best are continued (emEM), `short`; choosing K,
-//!   `choose_k`; the call over them, `call`; the parametric bootstrap's bulk
+//!   `choose_k`; the call over them, `call`; values far from the rest of
+//!   their dataset, which R names: `far`; the parametric bootstrap's bulk
 //!   job: `bootstrap`.
 
 // `!(x > 0.0)` is how this crate says "not positive, or NaN": the negated
