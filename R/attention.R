@@ -139,6 +139,17 @@ and_list <- function(x) {
   paste(paste(x[-length(x)], collapse = ", "), "and", x[length(x)])
 }
 
+# Observations `i` (at most 3) of a dataset of `n` by position, and by row
+# of the caller's data where `rows` (one per observation) has them:
+# "observations 50 and 100, rows 350 and 400 of the data".
+observations_at <- function(i, rows, n) {
+  at <- if (length(i) == 1) paste("observation", i) else paste("observations", and_list(i))
+  if (!is.null(rows) && length(rows) == n && all(!is.na(rows[i]))) {
+    at <- paste0(at, if (length(i) == 1) ", row " else ", rows ", and_list(rows[i]), " of the data")
+  }
+  at
+}
+
 # What the suspect component of spurious fit `f` sits on: with the data
 # `x` (and their rows in the caller's data, `rows`), the observations it is
 # the most likely component of, by value and position in the dataset;
@@ -155,14 +166,7 @@ spurious_culprit <- function(f, x = f$data, rows = f$rows) {
   }
   post <- mixture_posterior(f, x)
   on <- which(posterior_class(post) == m)
-  # positions in the dataset (at most 3), and rows of the caller's data
-  where <- function(i) {
-    at <- if (length(i) == 1) paste("observation", i) else paste("observations", and_list(i))
-    if (!is.null(rows) && length(rows) == length(x) && all(!is.na(rows[i]))) {
-      at <- paste0(at, if (length(i) == 1) ", row " else ", rows ", and_list(rows[i]), " of the data")
-    }
-    at
-  }
+  where <- function(i) observations_at(i, rows, length(x))
   if (length(on) == 0) {
     near <- which.max(post[, m])
     if (length(near) == 0) return("a component that no observation belongs to")
@@ -198,12 +202,11 @@ over_reasons <- function(fits) {
 # Values far from the rest of their dataset (the core's far.rs: beyond
 # Tukey's fences drawn at 4 interquartile ranges from the quartiles where
 # the family's tail is light and 10 where it may be heavy (the Normal's on
-# both sides), on the
-# logarithms for the families of positive values; at most 1% of a dataset;
-# none for the t): each fit of `datasets` that has some gets `far`, the
-# values named by their positions in the dataset. Not looked for in fits
-# with a noise component (it takes such values), nor in weighted data (a
-# weight counts observations, so a far value may be many).
+# both sides), on the logarithms for the families of positive values; at
+# most 1% of a dataset; none for the t): each fit of `datasets` that has
+# some gets `far`, the values named by their positions in the dataset. Not
+# looked for in fits with a noise component (it takes such values), nor in
+# weighted data (a weight counts observations, so a far value may be many).
 attach_far <- function(fits, datasets, family, noise, weighted, threads) {
   if (isTRUE(noise) || weighted || length(fits) == 0) return(fits)
   far <- core_value(far_values_(datasets, family, as.integer(threads)))
@@ -220,16 +223,11 @@ fits_far <- function(fits) vapply(fits, function(f) length(f$far) > 0, NA, USE.N
 
 # The note of a fit with values far from the rest: how many, which (their
 # values and positions, at most three), and what takes them.
-far_note <- function(f, rows = f$rows) {
+far_note <- function(f) {
   far <- f$far
-  at <- as.integer(names(far))
   shown <- utils::head(seq_along(far), 3)
   more <- length(far) - length(shown)
-  where <- paste0(if (length(shown) == 1) "observation " else "observations ", and_list(at[shown]))
-  if (!is.null(rows) && length(rows) >= max(at) && all(!is.na(rows[at[shown]]))) {
-    where <- paste0(where, if (length(shown) == 1) ", row " else ", rows ", and_list(rows[at[shown]]),
-                    " of the data")
-  }
+  where <- observations_at(as.integer(names(far))[shown], f$rows, f$n)
   sprintf(paste0("%d value%s far from the rest of the data: %s%s (%s); a noise component (noise = TRUE) ",
                  "takes such values instead of bending the components to them"),
           length(far), if (length(far) == 1) "" else "s", and_list(brief_values(far[shown])),
