@@ -28,8 +28,9 @@ dataset_names <- function(x) {
 #'   `aic`, `bic`, `icl`, `starts_ok`, `best_start`, `starts_at_best` (how many
 #'   starts reached the best log-likelihood), `fragile` (`TRUE` when only
 #'   one of several starts did: more starts may find a better fit),
-#'   `spurious` (no start passed the spurious-solution screen) and, when
-#'   several Ks were fitted, `why`: why the fit has its K, `"lowest BIC"`,
+#'   `spurious` (no start passed the spurious-solution screen), `far` (how
+#'   many of the dataset's values lie far from the rest: the fit's field
+#'   `far`, see [bulkem()]) and, when several Ks were fitted, `why`: why the fit has its K, `"lowest BIC"`,
 #'   or the Ks of lower (or no) BIC that were not sound, e.g. `"K = 2
 #'   spurious"` or `"K = 3 failed"` (see [bulkem_compare()]), `"no sound
 #'   K"` (the lowest BIC of all, none converged and passed the screen) or
@@ -39,7 +40,8 @@ dataset_names <- function(x) {
 #'   spurious: a component of 1 observation at 1e+06 (observation 137)"`
 #'   (the observations the suspect component sits on, when the data were
 #'   kept with `control = list(keep.data = TRUE)`); its print method shows
-#'   the first 10. `as.data.frame()`: a data frame as described under `what`.
+#'   the first 10; a fit with values far from the rest has a note naming
+#'   them too. `as.data.frame()`: a data frame as described under `what`.
 #'   `coef()`: for one fit, a matrix with one row per component and columns
 #'   `alpha`, `mu`, `lambda` (or `sigma`, or `shape`); for a `bulkem` result, the long
 #'   table of `as.data.frame()`.
@@ -216,15 +218,17 @@ fit_nobs <- function(f) if (is.null(f$nobs) || isTRUE(f$nobs == f$n)) f$n else f
 #' (spurious; fragile, whose best log-likelihood one start alone reached;
 #' stopped at `max.iters`; failed; invalid; and, when several Ks were
 #' fitted, those whose K was chosen because another K was spurious,
-#' failed, stopped at `max.iters` or was invalid), what went wrong with the
-#' first three of the spurious fits and of those whose K was so chosen (the
+#' failed, stopped at `max.iters` or was invalid; and those with values far
+#' from the rest of their data), what went wrong with the
+#' first three of the spurious fits, of those whose K was so chosen and of
+#' those with far values (the
 #' `notes` of [summary()][summary.bulkem]), and the first `n` rows of
 #' [summary()][summary.bulkem] (its column `k` is each dataset's number of
 #' components, the one chosen when several were fitted). `print()` of one
 #' `bulkem_fit` shows its family, number of components, `n` and `status`,
 #' any `message`, what to mistrust about it (spurious, and the observations
 #' its suspect component sits on; fragile; its K chosen because another K
-#' was not sound, and why), the log-likelihood, AIC, BIC, EM iterations and
+#' was not sound, and why; values far from the rest), the log-likelihood, AIC, BIC, EM iterations and
 #' good starts, and the parameters as [coef()][coef.bulkem_fit] gives them: one row per component
 #' with `alpha` (weight), `mu` (mean) and `lambda` (inverse Gaussian shape,
 #' statmod's mean/shape parameterisation: dispersion `1 / lambda`) or
